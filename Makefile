@@ -1,0 +1,38 @@
+# The two commands a newcomer runs: `make up` (the Console on the embedded default) and `make test`.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NODE_DIR := tests/differential/.node
+
+.PHONY: up test bench install node clean
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# xstate for the differential test and the benchmark, installed into a folder the tests own.
+$(NODE_DIR)/node_modules/xstate/package.json: tests/differential/package.json
+	mkdir -p $(NODE_DIR)
+	cp tests/differential/package.json $(NODE_DIR)/package.json
+	cd $(NODE_DIR) && npm install --no-audit --no-fund --silent
+	touch $@
+
+node: $(NODE_DIR)/node_modules/xstate/package.json
+
+up: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py runserver 127.0.0.1:8000
+
+test: install node
+	$(BIN)/python -m pytest
+
+bench: install node
+	$(BIN)/python -m bench.statechart
+
+clean:
+	rm -rf $(VENV) $(NODE_DIR) db.sqlite3

@@ -1,0 +1,1 @@
+"""The jr2 Console: thin views over what the engine computes."""

@@ -1,0 +1,10 @@
+"""The `jr2` console script: the same commands as `python manage.py jr2 ...`."""
+import os
+import sys
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "jr2.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line([sys.argv[0], "jr2", *sys.argv[1:]])
