@@ -1,0 +1,68 @@
+"""`send_to`, `send_parent`, `forward_to`: events to other actors, delivered by the host after the step."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from ..events import to_event
+from .base import BuiltinAction, resolve_value
+from .raise_ import resolve_delay
+
+if TYPE_CHECKING:
+    from ..macrostep import Scope
+    from ..snapshot import Snapshot
+
+__all__ = ["send_to", "send_parent", "forward_to", "SendTo", "PARENT"]
+
+PARENT = "#_parent"
+INTERNAL = "#_internal"
+
+
+class SendTo(BuiltinAction):
+    type = "xstate.sendTo"
+
+    def __init__(self, to: Any, event: Any, delay: Any = None, id: Any = None) -> None:
+        if isinstance(event, str):
+            raise ConfigError(f'send_to takes an event dict; use send_to(..., {{"type": "{event}"}})')
+        self.to, self.event, self.delay, self.id = to, event, delay, id
+
+    def resolve(self, scope: Scope, snapshot: Snapshot, args: dict[str, Any],
+                params: Any) -> tuple[Snapshot, Any, list[Any] | None]:
+        event = to_event(resolve_value(self.event, args, params))
+        delay = resolve_delay(scope, self.delay, args, params)
+        send_id = resolve_value(self.id, args, params)
+        target = resolve_value(self.to, args, params)
+        target_id = target if isinstance(target, str) else None
+        if isinstance(target, str):
+            if target == PARENT or target == INTERNAL:
+                to: Any = target
+            else:
+                key = target[2:] if target.startswith("#_") else target
+                to = snapshot.children.get(key)
+                if to is None and key in scope.deferred_actor_ids:
+                    to = key
+                if to is None:
+                    raise ConfigError(
+                        f"cannot send event '{event.type}' to actor '{target}' from machine '{scope.machine.id}': "
+                        f"no such child (children: {sorted(snapshot.children)})"
+                    )
+        else:
+            to = target if target is not None else INTERNAL
+        if delay is not None:
+            snapshot = snapshot.with_timer(send_id, event, delay, target=to)
+        return snapshot, {"to": to, "targetId": target_id, "event": event, "id": send_id, "delay": delay}, None
+
+    def __repr__(self) -> str:
+        return f"send_to({self.to!r}, {self.event!r})"
+
+
+def send_to(to: Any, event: Any, delay: Any = None, id: Any = None) -> SendTo:
+    return SendTo(to, event, delay=delay, id=id)
+
+
+def send_parent(event: Any, delay: Any = None, id: Any = None) -> SendTo:
+    return SendTo(PARENT, event, delay=delay, id=id)
+
+
+def forward_to(to: Any, delay: Any = None, id: Any = None) -> SendTo:
+    return SendTo(to, lambda event: event, delay=delay, id=id)

@@ -1,0 +1,188 @@
+"""Snapshots: immutable values of a machine at rest between macrosteps, and their plain-JSON form."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from .nodes import to_state_path
+
+if TYPE_CHECKING:
+    from .machine import Machine
+    from .nodes import StateNode
+    from .refs import ActorRef
+
+__all__ = ["Snapshot", "Timer", "matches_state", "to_state_value"]
+
+
+class Timer:
+    """A scheduled event (a delayed `raise_`/`send_to` or an `after`), kept as data so it persists.
+
+    `target` is None (this machine), `"#_parent"`, a child id, or an ActorRef; `started_at` is filled in by the
+    host's clock when it schedules the timer, so a restored run can schedule only what remains.
+    """
+
+    __slots__ = ("id", "event", "delay", "target", "started_at")
+
+    def __init__(self, id: str, event: dict[str, Any], delay: float, target: Any = None,
+                 started_at: float | None = None) -> None:
+        self.id, self.event, self.delay, self.target, self.started_at = id, event, delay, target, started_at
+
+    def to_json(self) -> dict[str, Any]:
+        target = self.target
+        if target is not None and not isinstance(target, str):
+            target = {"ref": target.id}
+        return {"id": self.id, "event": dict(self.event), "delay": self.delay, "target": target,
+                "started_at": self.started_at}
+
+    def __repr__(self) -> str:
+        return f"Timer({self.id!r}, {self.event.get('type')!r}, delay={self.delay})"
+
+
+def to_state_value(value: Any) -> Any:
+    """`"a.b.c"` → `{"a": {"b": "c"}}`; dicts pass through."""
+    if isinstance(value, dict):
+        return value
+    path = to_state_path(value)
+    if len(path) == 1:
+        return path[0]
+    out: Any = path[-1]
+    for key in reversed(path[:-1]):
+        out = {key: out}
+    return out
+
+
+def matches_state(parent_value: Any, child_value: Any) -> bool:
+    """Whether `child_value` (a full state value) is in the (partial) `parent_value`."""
+    parent = to_state_value(parent_value)
+    child = to_state_value(child_value)
+    if isinstance(child, str):
+        return isinstance(parent, str) and parent == child
+    if isinstance(parent, str):
+        return parent in child
+    return all(key in child and matches_state(sub, child[key]) for key, sub in parent.items())
+
+
+class Snapshot:
+    """A machine's state: the active state nodes (in xstate's insertion order), context, status and children.
+
+    Snapshots are never changed in place: every step builds a new one with `replace`.
+    """
+
+    __slots__ = ("machine", "nodes", "context", "status", "output", "error", "children", "history_value",
+                 "timers", "seq", "_value", "_node_set", "_tags")
+
+    def __init__(self, machine: Machine, nodes: tuple[StateNode, ...], context: Any, status: str = "active",
+                 output: Any = None, error: Any = None, children: dict[str, ActorRef] | None = None,
+                 history_value: dict[str, tuple[StateNode, ...]] | None = None,
+                 timers: dict[str, Timer] | None = None, seq: int = 0) -> None:
+        self.machine = machine
+        self.nodes = nodes
+        self.context = context
+        self.status = status
+        self.output = output
+        self.error = error
+        self.children = children if children is not None else {}
+        self.history_value = history_value if history_value is not None else {}
+        self.timers = timers if timers is not None else {}
+        self.seq = seq
+        self._value: Any = None
+        self._node_set: frozenset[StateNode] | None = None
+        self._tags: frozenset[str] | None = None
+
+    def replace(self, **changes: Any) -> Snapshot:
+        new = Snapshot.__new__(Snapshot)
+        new.machine = self.machine
+        new.nodes = changes.get("nodes", self.nodes)
+        new.context = changes.get("context", self.context)
+        new.status = changes.get("status", self.status)
+        new.output = changes.get("output", self.output)
+        new.error = changes.get("error", self.error)
+        new.children = changes.get("children", self.children)
+        new.history_value = changes.get("history_value", self.history_value)
+        new.timers = changes.get("timers", self.timers)
+        new.seq = changes.get("seq", self.seq)
+        same_nodes = new.nodes is self.nodes
+        new._value = self._value if same_nodes else None
+        new._node_set = self._node_set if same_nodes else None
+        new._tags = self._tags if same_nodes else None
+        return new
+
+    # -- derived views ---------------------------------------------------------------------------------------
+
+    @property
+    def value(self) -> Any:
+        """The state value, exactly xstate's shape: `"a"`, `{"a": "b"}`, `{"p": {"x": "x1", "y": "y1"}}`."""
+        if self._value is None:
+            self._value = _state_value(self.machine.root, self.nodes)
+        return self._value
+
+    @property
+    def node_set(self) -> frozenset[StateNode]:
+        if self._node_set is None:
+            self._node_set = frozenset(self.nodes)
+        return self._node_set
+
+    @property
+    def tags(self) -> frozenset[str]:
+        if self._tags is None:
+            self._tags = frozenset(tag for node in self.nodes for tag in node.tags)
+        return self._tags
+
+    def matches(self, value: Any) -> bool:
+        return matches_state(value, self.value)
+
+    def has_tag(self, tag: str) -> bool:
+        return tag in self.tags
+
+    def can(self, event: Any) -> bool:
+        """Whether `event` would select a transition that changes something (a target or actions)."""
+        from .events import to_event
+        transitions = self.machine.get_transition_data(self, to_event(event))
+        return any(t.target is not None or t.actions for t in transitions)
+
+    def get_meta(self) -> dict[str, Any]:
+        return {node.id: node.meta for node in self.nodes if node.meta is not None}
+
+    # -- timers and ids (pure bookkeeping for the host) -------------------------------------------------------
+
+    def next_id(self, prefix: str) -> tuple[Snapshot, str]:
+        return self.replace(seq=self.seq + 1), f"{prefix}:{self.seq}"
+
+    def with_timer(self, send_id: str | None, event: dict[str, Any], delay: float, target: Any = None) -> Snapshot:
+        snapshot = self
+        if send_id is None:
+            snapshot, send_id = snapshot.next_id("xstate.timer")
+        return snapshot.replace(timers={**snapshot.timers, send_id: Timer(send_id, event, delay, target)})
+
+    def without_timer(self, send_id: str) -> Snapshot:
+        if send_id not in self.timers:
+            return self
+        timers = dict(self.timers)
+        del timers[send_id]
+        return self.replace(timers=timers)
+
+    # -- JSON ------------------------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON: what `machine.resolve_snapshot` needs to restore this snapshot, children and timers included."""
+        from .serialize import snapshot_to_json
+        return snapshot_to_json(self)
+
+    def __repr__(self) -> str:
+        return f"Snapshot(value={self.value!r}, status={self.status!r}, context={self.context!r})"
+
+
+def _state_value(root: StateNode, nodes: Iterable[StateNode]) -> Any:
+    adjacency: dict[StateNode, list[StateNode]] = {}
+    for node in nodes:
+        if node.parent is not None:
+            adjacency.setdefault(node.parent, []).append(node)
+
+    def value_of(node: StateNode) -> Any:
+        kids = adjacency.get(node)
+        if not kids:
+            return {}
+        if node.type == "compound" and kids[0].is_atomic:
+            return kids[0].key
+        return {kid.key: value_of(kid) for kid in kids}
+
+    return value_of(root)
