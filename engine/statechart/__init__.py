@@ -14,7 +14,7 @@ from .errors import ConfigError, EventError, GuardError, ImplementationError, Sn
 from .events import Event, matches_descriptor, to_event
 from .guards import and_, not_, or_, state_in
 from .logic import ActorLogic, ActorSnapshot, from_callback, from_promise, from_transition
-from .machine import Implementations, Machine, create_machine
+from .machine import Implementations, Machine, create_machine, get_initial_microsteps, get_microsteps
 from .nodes import StateNode, Transition
 from .refs import ActorRef
 from .snapshot import Snapshot, matches_state
@@ -26,6 +26,6 @@ __all__ = [
     "ExecutableAction", "GuardError", "ImplementationError", "Implementations", "Machine", "RealClock",
     "SimulatedClock", "Snapshot", "SnapshotError", "StateNode", "StatechartError", "Subscription", "Transition",
     "and_", "assign", "cancel", "create_actor", "create_machine", "emit", "enqueue_actions", "forward_to",
-    "from_callback", "from_promise", "from_transition", "log", "matches_descriptor", "matches_state", "not_", "or_",
+    "from_callback", "from_promise", "from_transition", "get_initial_microsteps", "get_microsteps", "log", "matches_descriptor", "matches_state", "not_", "or_",
     "raise_", "send_parent", "send_to", "spawn_child", "state_in", "stop_child", "to_event",
 ]

@@ -133,7 +133,12 @@ class Actor:
     def _init_state(self, persisted: Any) -> None:
         try:
             if persisted is not None:
+                if isinstance(persisted, Snapshot):
+                    persisted = persisted.to_json()
                 self._snapshot = self.logic.restore_snapshot(persisted, self)
+                if self._is_machine:
+                    for ref in self._snapshot.children.values():
+                        self._create_child(ref)
             else:
                 self._snapshot = self.logic.get_initial_snapshot(self, self.input)
         except Exception as err:  # noqa: BLE001 - any failure of user code becomes the actor's error
@@ -307,6 +312,8 @@ class Actor:
             return
         if action.type == "xstate.spawnChild":
             self._create_child(action.params["actorRef"])
+        elif action.type == "xstate.stopChild" and action.params["actorRef"] is not None:
+            action.params["actorRef"].stopped = True
         self._deferred.append(lambda: self._execute_builtin(action))
 
     def _create_child(self, ref: ActorRef) -> None:
@@ -325,7 +332,6 @@ class Actor:
         elif kind == "xstate.stopChild":
             ref = params["actorRef"]
             if ref is not None:
-                ref.stopped = True
                 if ref.actor is not None:
                     self._unregister_recursively(ref.actor)
                     ref.actor._stop()
@@ -371,10 +377,11 @@ class Actor:
     def _start_children(self) -> None:
         """A restored machine's children come back to life (running ones only)."""
         for ref in list(self._snapshot.children.values()):
-            if ref.actor is None and not ref.stopped:
-                self._create_child(ref)
-                if ref.actor._snapshot.status == "active":
-                    ref.actor.start()
+            if ref.stopped:
+                continue
+            self._create_child(ref)
+            if ref.actor._status == NOT_STARTED and ref.actor._snapshot.status == "active":
+                ref.actor.start()
 
     def _emit(self, event: Any) -> None:
         event = to_event(event)
@@ -391,6 +398,9 @@ class Actor:
         for key, timer in timers.items():
             if key in handles:
                 continue
+            if isinstance(timer.target, str) and not timer.target.startswith("#_"):
+                # a delayed send belongs to the child that exists now, not to a later one with the same id
+                timer.target = self._snapshot.children.get(timer.target, timer.target)
             now = self.clock.now()
             if timer.started_at is None:
                 timer.started_at = now

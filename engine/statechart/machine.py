@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .clock import Clock
     from .nodes import InvokeDef, Transition
 
-__all__ = ["Machine", "create_machine", "Implementations"]
+__all__ = ["Machine", "create_machine", "Implementations", "get_microsteps", "get_initial_microsteps"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,8 @@ class Machine:
         self.config = config if isinstance(config, dict) else dict(config)
         self.id: str = self.config.get("id") or "(machine)"
         self.implementations = implementations or Implementations()
-        self.max_iterations = max_iterations
+        options = self.config.get("options") or {}
+        self.max_iterations = options.get("maxIterations", options.get("max_iterations", max_iterations))
         self.id_map: dict[str, StateNode] = {}
         self.root = StateNode(self.config, self, self.id, None)
         self.root.initialize()
@@ -126,6 +127,24 @@ class Machine:
         macrostep(snapshot, to_event(event), scope, steps.append)
         return steps
 
+    def microsteps_with_actions(self, snapshot: Snapshot | None, event: Any = None,
+                                input: Any = None) -> list[tuple[Snapshot, list[ExecutableAction]]]:
+        """Each microstep's snapshot with the actions it produced; from the initial state when `snapshot` is None."""
+        scope, actions = self._collecting_scope()
+        steps: list[tuple[Snapshot, list[ExecutableAction]]] = []
+        seen = 0
+
+        def record(step: Snapshot) -> None:
+            nonlocal seen
+            steps.append((step, actions[seen:]))
+            seen = len(actions)
+
+        if snapshot is None:
+            initial_snapshot(self, input, scope, record)
+        else:
+            macrostep(self._adopt(snapshot), to_event(event), scope, record)
+        return steps
+
     def get_transition_data(self, snapshot: Snapshot, event: Event) -> list[Transition]:
         return select_transitions(snapshot, event)
 
@@ -205,3 +224,13 @@ def create_machine(config: Mapping[str, Any], guards: Mapping[str, Any] | None =
     """Build a Machine from an xstate v5 config dict, with named implementations."""
     return Machine(config, Implementations(guards=dict(guards or {}), actions=dict(actions or {}),
                                            actors=dict(actors or {}), delays=dict(delays or {})), max_iterations)
+
+
+def get_microsteps(machine: Machine, snapshot: Snapshot, event: Any) -> list[tuple[Snapshot, list[ExecutableAction]]]:
+    """xstate's `getMicrosteps`: every microstep of processing `event`, with its actions."""
+    return machine.microsteps_with_actions(snapshot, event)
+
+
+def get_initial_microsteps(machine: Machine, input: Any = None) -> list[tuple[Snapshot, list[ExecutableAction]]]:
+    """xstate's `getInitialMicrosteps`: the microsteps of starting the machine, with their actions."""
+    return machine.microsteps_with_actions(None, input=input)

@@ -286,8 +286,9 @@ def macrostep(snapshot: Snapshot, event: Event, scope: Scope,
         iterations += 1
         if iterations > limit:
             raise StatechartError(
-                f"machine '{scope.machine.id}' did {limit} microsteps without coming to rest: a cycle of eventless "
-                "transitions or raised events (A -> B -> A) is the usual cause"
+                f"Infinite loop detected: machine '{scope.machine.id}' did more than {limit} microsteps without "
+                "coming to rest; a cycle of eventless transitions or raised events (such as A -> B -> C -> A) is the "
+                "usual cause"
             )
         enabled = select_eventless_transitions(snapshot, next_event) if select_eventless else []
         previous = snapshot if enabled else None

@@ -17,6 +17,7 @@ __all__ = ["StateNode", "Transition", "InvokeDef", "to_state_path"]
 _NODE_KEYS = {
     "id", "key", "initial", "states", "type", "history", "target", "context", "on", "always", "after", "entry",
     "exit", "invoke", "onDone", "output", "description", "meta", "tags", "input", "version", "schemas", "types",
+    "options",
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import GuardError, StatechartError
+from .errors import GuardError, ImplementationError, StatechartError
 from .guards import evaluate_guard, guard_name
 
 if TYPE_CHECKING:
@@ -35,6 +35,9 @@ def next_transition(node: StateNode, snapshot: Snapshot, event: Event) -> Transi
             return candidate
         try:
             passed = evaluate_guard(guard, context, event, snapshot)
+        except ImplementationError as err:
+            raise ImplementationError(f"{err}; used in transition for event '{event['type']}' in state "
+                                      f"'#{node.id}'") from None
         except StatechartError:
             raise
         except Exception as err:
@@ -66,7 +69,7 @@ def _transition_node(node: StateNode, value: Any, snapshot: Snapshot, event: Eve
         return [t] if t is not None else []
     found = []
     for key, sub in value.items():
-        if not sub:
+        if sub is None or sub == "":
             continue
         found.extend(_transition_node(node.get_child(key), sub, snapshot, event))
     if found:

@@ -1,6 +1,7 @@
 """Snapshots to plain JSON and back; state values to state nodes; a machine's definition as data."""
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .errors import ConfigError, SnapshotError
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["snapshot_to_json", "snapshot_from_json", "nodes_for_value", "encode", "node_definition"]
 
 REF_MARK = "xstate$$type"
+log = logging.getLogger("engine.statechart")
 
 
 def encode(value: Any) -> Any:
@@ -92,8 +94,7 @@ def snapshot_from_json(machine: Machine, data: Mapping[str, Any]) -> Snapshot:
         children[child_id] = ActorRef(child_id, src or logic, logic, input=child.get("input"),
                                       system_id=child.get("system_id"), sync_snapshot=bool(child.get("sync_snapshot")),
                                       persisted=child.get("snapshot"))
-    history = {hid: tuple(_node(machine, sid, "history") for sid in ids)
-               for hid, ids in (data.get("history_value") or {}).items()}
+    history = _revive_history(machine, data.get("history_value"))
     timers: dict[str, Timer] = {}
     for t in data.get("timers") or []:
         target = t.get("target")
@@ -103,6 +104,26 @@ def snapshot_from_json(machine: Machine, data: Mapping[str, Any]) -> Snapshot:
     return Snapshot(machine, tuple(nodes), _decode(data.get("context"), children), status=data.get("status", "active"),
                     output=data.get("output"), error=data.get("error"), children=children, history_value=history,
                     timers=timers, seq=int(data.get("seq") or 0))
+
+
+def _revive_history(machine: Machine, data: Any) -> dict[str, tuple[StateNode, ...]]:
+    """History as xstate revives it: entries naming unknown states are dropped (with a warning), not fatal,
+    because a history entry only matters if its state is entered again."""
+    if not isinstance(data, Mapping):
+        return {}
+    revived: dict[str, tuple[StateNode, ...]] = {}
+    for hid, ids in data.items():
+        nodes = []
+        for sid in ids if isinstance(ids, (list, tuple)) else ():
+            sid = sid.get("id") if isinstance(sid, Mapping) else sid
+            node = machine.id_map.get(sid) if isinstance(sid, str) else None
+            if node is None:
+                log.warning("machine '%s': dropping history entry %r of '%s': no such state", machine.id, sid, hid)
+                continue
+            nodes.append(node)
+        if nodes:
+            revived[hid] = tuple(nodes)
+    return revived
 
 
 def nodes_for_value(machine: Machine, value: Any) -> list[StateNode]:

@@ -65,4 +65,14 @@ def send_parent(event: Any, delay: Any = None, id: Any = None) -> SendTo:
 
 
 def forward_to(to: Any, delay: Any = None, id: Any = None) -> SendTo:
-    return SendTo(to, lambda event: event, delay=delay, id=id)
+    """Send the current event on to another actor. A target that resolves to nothing is an error: sending the
+    event back to this machine would loop forever."""
+    def target(**args: Any) -> Any:
+        params = args.pop("params", None)
+        resolved = resolve_value(to, args, params)
+        if not resolved:
+            raise ConfigError("forward_to: the target resolved to nothing; forwarding the event back to this "
+                              "machine would loop forever")
+        return resolved
+
+    return SendTo(target, lambda event: event, delay=delay, id=id)
