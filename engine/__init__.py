@@ -1,1 +1,24 @@
-"""The jr2 engine: the statechart interpreter (`engine.statechart`) and, on top of it, the authoring surface."""
+"""The jr2 engine: the authoring surface workflows import, over the statechart interpreter (`engine.statechart`).
+
+Workflows import everything from here: `define_event`, `jr2_setup`, `agent`, `fail`, `effect`, `from_pick`,
+`assign`, `answer`, `sent_by`, `raise_`, `send_to`; the `gate` actor is always registered. `Session` is the
+deterministic core of one run.
+"""
+from engine.statechart import (
+    and_, assign, cancel, emit, enqueue_actions, forward_to, log, not_, or_, raise_, send_parent, send_to,
+    state_in,
+)
+
+from .errors import EventDefError, MachineError
+from .events import EventDef, define_event
+from .routes import answer, sent_by
+from .session import Gate, Session, SessionError, Turn
+from .slots import agent, effect, fail, from_pick
+from .workflow import Machine, Setup, jr2_setup
+
+__all__ = [
+    "EventDef", "EventDefError", "Gate", "Machine", "MachineError", "Session", "SessionError", "Setup", "Turn",
+    "agent", "and_", "answer", "assign", "cancel", "define_event", "effect", "emit", "enqueue_actions", "fail",
+    "forward_to", "from_pick", "jr2_setup", "log", "not_", "or_", "raise_", "send_parent", "send_to", "sent_by",
+    "state_in",
+]

@@ -1,0 +1,123 @@
+"""What a Session asks of its host and tells the world, as data (`session.drain()`)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = [
+    "Output", "TurnStarted", "TurnEnded", "PickAnswered", "PickStopped", "NoticeKept", "GateOpened", "GateClosed",
+    "EffectRequested", "EffectCancelled", "RunEnded", "PickResult", "GateResult",
+]
+
+
+@dataclass(frozen=True)
+class Output:
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class TurnStarted(Output):
+    turn: str
+    agent: str
+    state: str
+    prompt: str
+    continues: bool
+    dials: dict[str, Any]
+    notices: tuple[str, ...]
+    allowed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TurnEnded(Output):
+    turn: str
+    agent: str
+    state: str
+
+
+@dataclass(frozen=True)
+class PickAnswered(Output):
+    turn: str
+    pick: str
+    event: str
+    answer: Any
+    allowed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PickStopped(Output):
+    """The pick's work stopped because something else left the Agent's state: it did not finish."""
+
+    turn: str
+    pick: str
+    event: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class NoticeKept(Output):
+    """An answer kept for the next Turn of `agent` that continues the conversation."""
+
+    agent: str
+    turn: str
+    notice: Any
+
+
+@dataclass(frozen=True)
+class GateOpened(Output):
+    gate: str
+    state: str
+    accepts: tuple[str, ...]
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GateClosed(Output):
+    gate: str
+    state: str
+
+
+@dataclass(frozen=True)
+class EffectRequested(Output):
+    effect: str
+    slot: str
+    effect_kind: str
+    spec: dict[str, Any]
+    input: Any
+    idempotent: bool
+    state: str
+
+
+@dataclass(frozen=True)
+class EffectCancelled(Output):
+    effect: str
+    slot: str
+
+
+@dataclass(frozen=True)
+class RunEnded(Output):
+    status: str
+    output: Any = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PickResult:
+    """What a pick got back at once."""
+
+    outcome: str
+    answer: Any = None
+    allowed: tuple[str, ...] = ()
+    error: str | None = None
+    pick: str | None = None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    outcome: str
+    error: str | None = None
+    accepts: tuple[str, ...] = field(default_factory=tuple)

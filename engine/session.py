@@ -1,0 +1,610 @@
+"""`Session`: the deterministic core of one run. No I/O, no model calls, no sleeping.
+
+Everything a party does goes in as an input (a pick, a Gate's event, an Effect's result, time passing); everything
+the run asks for comes out of `drain()` as data. Each accepted input is one journal entry; feeding the journal to
+a new Session (`Session.replay`) rebuilds the same run.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from pydantic import ValidationError
+
+from engine.statechart.actions.base import ExecutableAction
+from engine.statechart.actor import create_actor
+from engine.statechart.callables import call_with
+from engine.statechart.clock import SimulatedClock
+from engine.statechart.errors import GuardError
+from engine.statechart.events import Event, done_actor_event, error_actor_event
+from engine.statechart.nodes import StateNode
+from engine.statechart.refs import ActorRef
+from engine.statechart.selection import select_transitions
+from engine.statechart.snapshot import Snapshot
+
+from .menu import state_path
+from .outputs import (
+    EffectCancelled, EffectRequested, GateClosed, GateOpened, GateResult, NoticeKept, Output, PickAnswered,
+    PickResult, PickStopped, RunEnded, TurnEnded, TurnStarted,
+)
+from .routes import Answer
+from .slots import AgentSlot, EffectSlot, FailSlot, GateSlot
+from .workflow import Machine, SlotLogic
+
+__all__ = ["Session", "Turn", "Gate", "SessionError"]
+
+DID_NOT_FINISH = "The pick did not finish: the state that asked for it was left before its work was done."
+
+
+class SessionError(Exception):
+    """A journal that does not replay: the entry and what differed."""
+
+
+@dataclass
+class Pick:
+    id: str
+    event: str
+
+
+@dataclass
+class Turn:
+    """One invocation of an Agent by a state; it lasts exactly as long as that state is active."""
+
+    id: str
+    agent: str
+    state: str
+    path: str
+    invoke_id: str
+    prompt: str
+    continues: bool
+    dials: dict[str, Any]
+    notices: tuple[Any, ...] = ()
+    outstanding: Pick | None = None
+    chain: list[Any] = field(default_factory=list)
+    answer: Any = None
+    answered: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "agent": self.agent, "state": self.state, "path": self.path, "prompt": self.prompt,
+                "continue": self.continues, "dials": self.dials, "notices": list(self.notices),
+                "outstanding": None if self.outstanding is None else {"id": self.outstanding.id,
+                                                                      "event": self.outstanding.event}}
+
+
+@dataclass
+class Gate:
+    """An open Gate: addressed by its invoke id; accepts the events its seat gives it."""
+
+    id: str
+    state: str
+    path: str
+    accepts: tuple[str, ...]
+    meta: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "state": self.state, "path": self.path, "accepts": list(self.accepts),
+                "meta": self.meta}
+
+
+@dataclass
+class PendingEffect:
+    id: str
+    invoke_id: str
+    slot: str
+    state: str
+
+
+class _PickInputRead(Exception):
+    """A guard read a field of the pick's input while the Allowed picks were being probed."""
+
+
+class _ProbeEvent(Event):
+    """An event with only `type` and `sender`: reading anything else tells us the guard needs the pick."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        if key in ("type", "sender"):
+            return dict.__getitem__(self, key)
+        raise _PickInputRead(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in ("type", "sender"):
+            return dict.get(self, key, default)
+        raise _PickInputRead(key)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("type", "sender"):
+            return dict.get(self, name)
+        raise _PickInputRead(name)
+
+    def __contains__(self, key: object) -> bool:
+        if key in ("type", "sender"):
+            return dict.__contains__(self, key)
+        raise _PickInputRead(str(key))
+
+
+class Session:
+    """One run of a Machine, driven only by its inputs."""
+
+    def __init__(self, machine: Machine, input: Any = None, clock: SimulatedClock | None = None) -> None:
+        self.machine = machine
+        self.statechart = machine.statechart
+        self.clock = clock or SimulatedClock()
+        self.now = self.clock.now()
+        self.journal: list[dict[str, Any]] = []
+        self.status = "active"
+        self.output: Any = None
+        self.reason: str | None = None
+        self._outputs: list[Output] = []
+        self._turns: dict[str, Turn] = {}
+        self._gates: dict[str, Gate] = {}
+        self._effects: dict[str, PendingEffect] = {}
+        self._effect_by_invoke: dict[str, str] = {}
+        self._children: dict[str, Any] = {}
+        self._notices: dict[str, list[Any]] = {}
+        self._counters = {"turn": 0, "pick": 0, "effect": 0}
+        self._current_pick: Pick | None = None
+        self._closing: dict[str, Turn] = {}
+        self._invoke_nodes: dict[str, StateNode] = {
+            inv.id: node for node in machine.nodes for inv in node.invoke}
+        self._after_nodes: dict[str, StateNode] = {
+            t.event_type: node for node in machine.nodes for t in node.after if t.event_type}
+        door = machine.validate_door(input)
+        self.journal.append({"kind": "start", "input": _plain(input), "at": self.now})
+        snapshot, actions = self.statechart.initial_transition(door)
+        self._snapshot: Snapshot = snapshot
+        self._apply(snapshot, actions)
+        self._settle()
+
+    # -- reading the run -----------------------------------------------------------------------------------
+
+    @property
+    def snapshot(self) -> dict[str, Any]:
+        """The run as plain JSON: the statechart snapshot and the Session's own bookkeeping."""
+        return {
+            "machine": self.machine.id, "digest": self.machine.digest, "status": self.status,
+            "output": self.output, "reason": self.reason, "now": self.now,
+            "statechart": self._snapshot.to_json(),
+            "turns": [t.to_json() for t in self._turns.values()],
+            "gates": [g.to_json() for g in self._gates.values()],
+            "effects": [{"id": e.id, "slot": e.slot, "state": e.state} for e in self._effects.values()],
+            "notices": {k: list(v) for k, v in self._notices.items() if v},
+        }
+
+    @property
+    def value(self) -> Any:
+        return self._snapshot.value
+
+    @property
+    def context(self) -> Any:
+        return self._snapshot.context
+
+    @property
+    def turns(self) -> list[Turn]:
+        return list(self._turns.values())
+
+    @property
+    def gates(self) -> list[Gate]:
+        return list(self._gates.values())
+
+    def turn_of(self, agent: str) -> Turn | None:
+        for turn in self._turns.values():
+            if turn.agent == agent:
+                return turn
+        return None
+
+    def menu(self, agent: str) -> list[dict[str, Any]]:
+        return self.machine.menu(agent)
+
+    def allowed_picks(self, agent: str) -> list[str]:
+        """The part of the Agent's Menu its Turn can pick now, read from the live Machine."""
+        turn = self.turn_of(agent)
+        if turn is None or self.status != "active" or turn.outstanding is not None or not self._at_rest(turn):
+            return []
+        allowed = []
+        sender = {"party": "agent", "id": agent}
+        for name in self.machine.menu_names(agent):
+            probe = _ProbeEvent(type=name, sender=sender)
+            try:
+                transitions = select_transitions(self._snapshot, probe)
+            except GuardError as err:
+                if isinstance(err.__cause__, _PickInputRead):
+                    allowed.append(name)
+                continue
+            except _PickInputRead:
+                allowed.append(name)
+                continue
+            if any(t.target is not None or t.actions for t in transitions):
+                allowed.append(name)
+        return allowed
+
+    def drain(self) -> list[Output]:
+        """Outputs since the last drain, oldest first."""
+        out, self._outputs = self._outputs, []
+        return out
+
+    # -- inputs --------------------------------------------------------------------------------------------
+
+    def pick(self, agent: str, event: str, params: Mapping[str, Any] | None = None) -> PickResult:
+        """An Agent's tool call. Refused (nothing changes) unless it is on the Menu, valid, and nothing is
+        outstanding; "unmoved" if the Machine would not take it now."""
+        turn = self.turn_of(agent)
+        if self.status != "active":
+            return PickResult("refused", error=f"the run has ended ({self.status}); nothing was delivered")
+        if turn is None:
+            return PickResult("refused", error=f'agent "{agent}" has no open Turn; nothing was delivered')
+        menu = self.machine.menu_names(agent)
+        if event not in menu:
+            return PickResult("refused", allowed=tuple(self.allowed_picks(agent)),
+                              error=f'"{event}" is not on the Menu of agent "{agent}" (its Menu: {list(menu)})')
+        if turn.outstanding is not None or not self._at_rest(turn):
+            what = f'the pick "{turn.outstanding.event}" is outstanding' if turn.outstanding else \
+                "the Agent's state is not at Rest"
+            return PickResult("refused", error=f"{what}: every other pick is refused and nothing is delivered "
+                                               "until its work is done")
+        validated, error = self._validate(event, params)
+        if error is not None:
+            return PickResult("refused", allowed=tuple(self.allowed_picks(agent)), error=error)
+        allowed = self.allowed_picks(agent)
+        if event not in allowed:
+            self.journal.append({"kind": "pick", "agent": agent, "event": event, "params": validated,
+                                 "at": self.now})
+            return PickResult("unmoved", allowed=tuple(allowed),
+                              error=f'"{event}" is on the Menu but not allowed now; nothing moved')
+        self.journal.append({"kind": "pick", "agent": agent, "event": event, "params": validated, "at": self.now})
+        self._counters["pick"] += 1
+        pick = Pick(f"pick-{self._counters['pick']}", event)
+        turn.outstanding, turn.chain, turn.answer, turn.answered = pick, [], None, False
+        self._current_pick, self._closing = pick, {}
+        try:
+            self._deliver(Event(type=event, **validated, sender={"party": "agent", "id": agent}))
+        finally:
+            self._current_pick = None
+        if self._turns.get(turn.invoke_id) is not turn:
+            return PickResult("ended", answer=turn.answer, pick=pick.id)
+        if turn.outstanding is None:
+            return PickResult("answered", answer=turn.answer, allowed=tuple(self.allowed_picks(agent)),
+                              pick=pick.id)
+        return PickResult("outstanding", pick=pick.id)
+
+    def send_gate(self, gate: str, event: str, params: Mapping[str, Any] | None = None) -> GateResult:
+        """An event from a Gate's caller (a human in the Console, a webhook, the CLI)."""
+        if self.status != "active":
+            return GateResult("refused", error=f"the run has ended ({self.status})")
+        open_gate = self._gates.get(gate)
+        if open_gate is None:
+            return GateResult("refused", error=f'no open Gate "{gate}" (open Gates: {sorted(self._gates)})')
+        if event not in open_gate.accepts:
+            return GateResult("refused", accepts=open_gate.accepts,
+                              error=f'Gate "{gate}" does not accept "{event}" (it accepts {list(open_gate.accepts)})')
+        validated, error = self._validate(event, params)
+        if error is not None:
+            return GateResult("refused", accepts=open_gate.accepts, error=error)
+        delivered = Event(type=event, **validated, sender={"party": "gate", "id": gate})
+        if not select_transitions(self._snapshot, delivered):
+            return GateResult("unmoved", accepts=open_gate.accepts,
+                              error=f'the Machine takes no "{event}" now; nothing moved')
+        self.journal.append({"kind": "gate", "gate": gate, "event": event, "params": validated, "at": self.now})
+        self._reply(self._invoke_nodes.get(gate), validated)
+        self._deliver(delivered)
+        return GateResult("delivered", accepts=open_gate.accepts)
+
+    def effect_done(self, effect_id: str, output: Any = None) -> GateResult:
+        pending = self._effects.get(effect_id)
+        if pending is None or self.status != "active":
+            return GateResult("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
+        self.journal.append({"kind": "effect_done", "effect": effect_id, "output": _plain(output), "at": self.now})
+        self._finish_effect(pending)
+        self._reply(self._invoke_nodes.get(pending.invoke_id), output)
+        self._deliver(done_actor_event(pending.invoke_id, output))
+        return GateResult("delivered")
+
+    def effect_failed(self, effect_id: str, error: Any) -> GateResult:
+        pending = self._effects.get(effect_id)
+        if pending is None or self.status != "active":
+            return GateResult("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
+        self.journal.append({"kind": "effect_failed", "effect": effect_id, "error": _plain(error), "at": self.now})
+        self._finish_effect(pending)
+        self._deliver(error_actor_event(pending.invoke_id, error))
+        return GateResult("delivered")
+
+    def fault(self, agent: str, reason: str) -> None:
+        """A Turn that cannot go on: `agent.fault` goes into the Machine with the reason."""
+        if self.status != "active":
+            return
+        self.journal.append({"kind": "fault", "agent": agent, "reason": reason, "at": self.now})
+        self._deliver(Event(type="agent.fault", agent=agent, reason=reason))
+
+    def advance(self, ms: float) -> None:
+        """Let `ms` pass: every timer that comes due fires, in order."""
+        if ms < 0:
+            raise ValueError(f"advance takes a non-negative number of ms; got {ms}")
+        self.journal.append({"kind": "advance", "ms": ms, "at": self.now})
+        target = self.now + ms
+        while self.status == "active":
+            due = [(t.started_at + t.delay, t.id) for t in self._snapshot.timers.values()
+                   if t.started_at is not None and t.started_at + t.delay <= target]
+            if not due:
+                break
+            at, key = min(due)
+            timer = self._snapshot.timers[key]
+            self.now = max(self.now, at)
+            self._snapshot = self._snapshot.without_timer(key)
+            if timer.target is None or timer.target == "#_internal":
+                self._deliver(timer.event)
+            else:
+                self._send_to_child(timer.target, timer.event)
+        self.now = target
+        if self.clock.now() < target:
+            self.clock.set(target)
+
+    def cancel(self) -> None:
+        if self.status != "active":
+            return
+        self.journal.append({"kind": "cancel", "at": self.now})
+        for turn in list(self._turns.values()):
+            self._close_turn(turn)
+        for gate in list(self._gates.values()):
+            del self._gates[gate.id]
+            self._outputs.append(GateClosed(gate.id, gate.state))
+        for pending in list(self._effects.values()):
+            self._finish_effect(pending)
+            self._outputs.append(EffectCancelled(pending.id, pending.slot))
+        self._end("cancelled")
+
+    # -- replay --------------------------------------------------------------------------------------------
+
+    @classmethod
+    def replay(cls, machine: Machine, journal: list[dict[str, Any]]) -> Session:
+        """A new Session fed the same inputs; raises SessionError naming the first entry that does not apply."""
+        if not journal or journal[0].get("kind") != "start":
+            raise SessionError("a journal starts with its 'start' entry")
+        session = cls(machine, input=journal[0].get("input"), clock=SimulatedClock(journal[0].get("at", 0)))
+        for index, entry in enumerate(journal[1:], start=1):
+            kind = entry.get("kind")
+            if kind == "pick":
+                result = session.pick(entry["agent"], entry["event"], entry.get("params"))
+                ok = result.outcome != "refused"
+            elif kind == "gate":
+                ok = session.send_gate(entry["gate"], entry["event"], entry.get("params")).outcome == "delivered"
+            elif kind == "effect_done":
+                ok = session.effect_done(entry["effect"], entry.get("output")).outcome == "delivered"
+            elif kind == "effect_failed":
+                ok = session.effect_failed(entry["effect"], entry.get("error")).outcome == "delivered"
+            elif kind == "advance":
+                session.advance(entry["ms"])
+                ok = True
+            elif kind == "fault":
+                session.fault(entry["agent"], entry["reason"])
+                ok = True
+            elif kind == "cancel":
+                session.cancel()
+                ok = True
+            else:
+                raise SessionError(f"journal entry {index} has unknown kind {kind!r}")
+            if not ok:
+                raise SessionError(f"journal entry {index} ({kind}: {json.dumps(entry, default=str)[:200]}) was "
+                                   "refused on replay: the Machine or the run diverged here")
+        return session
+
+    # -- the core loop -------------------------------------------------------------------------------------
+
+    def _validate(self, event: str, params: Mapping[str, Any] | None) -> tuple[dict[str, Any], str | None]:
+        if params is None:
+            params = {}
+        if not isinstance(params, Mapping):
+            return {}, f'the input of "{event}" must be an object; got {type(params).__name__}'
+        if "sender" in params:
+            return {}, "no party can write `sender`: the engine writes it on every delivered event"
+        try:
+            model = self.machine.events[event].input.model_validate(dict(params))
+        except ValidationError as err:
+            return {}, f'the input of "{event}" is not valid: {err}'
+        return model.model_dump(mode="json"), None
+
+    def _deliver(self, event: Event) -> None:
+        snapshot, actions = self.statechart.transition(self._snapshot, event)
+        self._apply(snapshot, actions)
+        self._settle()
+
+    def _apply(self, snapshot: Snapshot, actions: list[ExecutableAction]) -> None:
+        """Perform what the pure transition asked for, in order."""
+        self._snapshot = snapshot
+        for action in actions:
+            if isinstance(action.exec, Answer):
+                self._route_answer(action)
+            elif action.exec is not None:
+                action.run()
+            elif action.type == "xstate.spawnChild":
+                self._start(action.params["actorRef"], action.info)
+            elif action.type == "xstate.stopChild":
+                if action.params["actorRef"] is not None:
+                    self._stop(action.params["actorRef"])
+            elif action.type == "xstate.sendTo" and action.params["delay"] is None:
+                self._send_to_child(action.params["to"], action.params["event"])
+        for timer in self._snapshot.timers.values():
+            if timer.started_at is None:
+                timer.started_at = self.now
+
+    def _settle(self) -> None:
+        """After every step: answer outstanding picks whose state came to Rest; notice the run's end."""
+        for turn in list(self._turns.values()):
+            if turn.outstanding is not None and self._at_rest(turn):
+                pick = turn.outstanding
+                turn.outstanding = None
+                if not turn.answered:
+                    turn.answer = turn.chain[-1] if turn.chain else None
+                turn.answered = True
+                if pick is not self._current_pick:
+                    self._outputs.append(PickAnswered(turn.id, pick.id, pick.event, turn.answer,
+                                                      tuple(self.allowed_picks(turn.agent))))
+        if self.status == "active" and self._snapshot.status == "done":
+            self._end("done", output=self._snapshot.output)
+
+    def _route_answer(self, action: ExecutableAction) -> None:
+        answer: Answer = action.exec  # type: ignore[assignment]
+        turn = self.turn_of(answer.agent or "")
+        pending = self._pending_pick_of(answer.agent or "")
+        chain = list(turn.chain) if turn is not None else []
+        value = call_with(answer.fn, context=action.info.get("context"), event=action.info.get("event"),
+                          chain=chain)
+        if turn is not None and turn.outstanding is not None:
+            turn.answer, turn.answered = value, True
+        elif pending is not None:
+            pending.answer, pending.answered = value, True
+            self._keep_notice(pending, value)
+        else:
+            self._notices.setdefault(answer.agent or "", []).append(value)
+            self._outputs.append(NoticeKept(answer.agent or "", "", value))
+
+    def _pending_pick_of(self, agent: str) -> Turn | None:
+        """The Turn whose pick is being delivered now, if the route already closed it."""
+        return self._closing.get(agent)
+
+    def _keep_notice(self, turn: Turn, value: Any) -> None:
+        self._notices.setdefault(turn.agent, []).append(value)
+        self._outputs.append(NoticeKept(turn.agent, turn.id, value))
+
+    def _reply(self, node: StateNode | None, value: Any) -> None:
+        """A reply from below: every Turn whose state is above `node` and waits on a pick adds it to its Chain."""
+        if node is None:
+            return
+        for turn in self._turns.values():
+            state = self.statechart.id_map[turn.state]
+            if turn.outstanding is not None and state in node.ancestor_set:
+                turn.chain.append(value)
+
+    def _at_rest(self, turn: Turn) -> bool:
+        state = self.statechart.id_map[turn.state]
+        for child_id in self._snapshot.children:
+            node = self._invoke_nodes.get(child_id)
+            if node is not None and state in node.ancestor_set:
+                return False
+        for timer in self._snapshot.timers.values():
+            node = self._after_nodes.get(timer.event["type"])
+            if node is None or not (node is state or state in node.ancestor_set):
+                continue
+            for t in node.transitions.get(timer.event["type"], ()):
+                if any(target is not state and state in target.ancestor_set for target in t.target or ()):
+                    return False
+        return True
+
+    # -- children ------------------------------------------------------------------------------------------
+
+    def _start(self, ref: ActorRef, info: Mapping[str, Any]) -> None:
+        logic = ref.logic
+        node = self._invoke_nodes.get(ref.id)
+        state_id = node.id if node is not None else ""
+        if isinstance(logic, SlotLogic):
+            slot = logic.slot
+            if isinstance(slot, AgentSlot):
+                self._open_turn(ref, logic.name, slot, node)
+            elif isinstance(slot, GateSlot):
+                self._open_gate(ref, node)
+            elif isinstance(slot, EffectSlot):
+                self._counters["effect"] += 1
+                effect_id = f"effect-{self._counters['effect']}"
+                self._effects[effect_id] = PendingEffect(effect_id, ref.id, logic.name, state_id)
+                self._effect_by_invoke[ref.id] = effect_id
+                self._outputs.append(EffectRequested(effect_id, logic.name, slot.effect, dict(slot.spec),
+                                                     _plain(ref.input), slot.idempotent, state_id))
+            elif isinstance(slot, FailSlot):
+                reason = (ref.input or {}).get("reason") if isinstance(ref.input, Mapping) else None
+                self._end("failed", reason=str(reason or "the run failed"))
+            return
+        child = create_actor(logic, input=ref.input, clock=self.clock)
+        child.subscribe(next=None, error=lambda err, rid=ref.id: self._child_error(rid, err),
+                        complete=lambda rid=ref.id, c=child: self._child_done(rid, c))
+        ref.bind(child)
+        self._children[ref.id] = child
+        child.start()
+
+    def _child_done(self, child_id: str, child: Any) -> None:
+        if child.snapshot.status == "done" and child_id in self._snapshot.children:
+            self._reply(self._invoke_nodes.get(child_id), child.snapshot.output)
+            self._deliver(done_actor_event(child_id, child.snapshot.output))
+
+    def _child_error(self, child_id: str, err: Any) -> None:
+        if child_id in self._snapshot.children:
+            self._deliver(error_actor_event(child_id, err))
+
+    def _send_to_child(self, to: Any, event: Event) -> None:
+        ref = self._snapshot.children.get(to) if isinstance(to, str) else to
+        if isinstance(ref, ActorRef) and ref.actor is not None:
+            ref.actor.send(event)
+
+    def _stop(self, ref: ActorRef) -> None:
+        turn = self._turns.get(ref.id)
+        if turn is not None:
+            self._close_turn(turn)
+        gate = self._gates.pop(ref.id, None)
+        if gate is not None:
+            self._outputs.append(GateClosed(gate.id, gate.state))
+        effect_id = self._effect_by_invoke.get(ref.id)
+        if effect_id is not None and effect_id in self._effects:
+            pending = self._effects[effect_id]
+            self._finish_effect(pending)
+            self._outputs.append(EffectCancelled(effect_id, pending.slot))
+        child = self._children.pop(ref.id, None)
+        if child is not None and child.status_is_running():
+            child._stop()
+
+    def _finish_effect(self, pending: PendingEffect) -> None:
+        self._effects.pop(pending.id, None)
+        self._effect_by_invoke.pop(pending.invoke_id, None)
+
+    def _open_turn(self, ref: ActorRef, agent: str, slot: AgentSlot, node: StateNode | None) -> None:
+        data = ref.input if isinstance(ref.input, Mapping) else {}
+        self._counters["turn"] += 1
+        continues = bool(data.get("continue", False))
+        pending = self._notices.pop(agent, [])
+        notices = tuple(pending) if continues else ()
+        state_id = node.id if node is not None else ""
+        turn = Turn(f"turn-{self._counters['turn']}", agent, state_id,
+                    state_path(self.machine.id, node) if node is not None else "", ref.id,
+                    str(data.get("prompt", "")), continues, {**slot.dials, **dict(data.get("dials") or {})}, notices)
+        self._turns[ref.id] = turn
+        self._outputs.append(TurnStarted(turn.id, agent, turn.path, turn.prompt, continues, turn.dials, notices,
+                                         tuple(self.allowed_picks(agent))))
+
+    def _close_turn(self, turn: Turn) -> None:
+        del self._turns[turn.invoke_id]
+        pick = turn.outstanding
+        if pick is not None:
+            if pick is self._current_pick:
+                self._closing[turn.agent] = turn
+            else:
+                turn.outstanding = None
+                self._outputs.append(PickStopped(turn.id, pick.id, pick.event, DID_NOT_FINISH))
+        self._outputs.append(TurnEnded(turn.id, turn.agent, turn.path))
+
+    def _open_gate(self, ref: ActorRef, node: StateNode | None) -> None:
+        seat = self.machine.seat_of(node.id) if node is not None else None
+        data = ref.input if isinstance(ref.input, Mapping) else {}
+        meta = dict(data.get("meta") or {})
+        gate = Gate(ref.id, node.id if node is not None else "", state_path(self.machine.id, node) if node else "",
+                    seat.events if seat is not None else (), _plain(meta))
+        self._gates[ref.id] = gate
+        self._outputs.append(GateOpened(gate.id, gate.path, gate.accepts, gate.meta))
+
+    def _end(self, status: str, output: Any = None, reason: str | None = None) -> None:
+        if self.status != "active":
+            return
+        self.status, self.output, self.reason = status, _plain(output), reason
+        self._outputs.append(RunEnded(status, self.output, reason))
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy (pydantic models dumped), so journals and outputs are data."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, BaseException):
+        return {"name": type(value).__name__, "message": str(value)}
+    return value
+

@@ -1,0 +1,204 @@
+"""`jr2_setup(...).create_machine(config)`: a statechart plus everything derived from it once — Menus, seats,
+Gate accepts, warnings, the shape digest — and every refusal of SPEC.md 4."""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Iterable, Mapping
+
+from pydantic import BaseModel, ValidationError
+
+from engine.statechart import create_machine as create_statechart
+from engine.statechart.errors import ConfigError, StatechartError
+from engine.statechart.logic import ActorLogic
+from engine.statechart.machine import Machine as Statechart
+from engine.statechart.nodes import StateNode
+
+from .checks import Warning, refuse, warnings_for
+from .errors import MachineError
+from .events import EventDef
+from .menu import OnKey, Party, Seat, derive_seats, on_keys, party_of, state_path
+from .routes import Answer
+from .slots import GATE, AgentSlot, EffectSlot, FailSlot, GateSlot
+
+__all__ = ["jr2_setup", "Setup", "Machine", "SlotLogic"]
+
+Slot = AgentSlot | GateSlot | EffectSlot | FailSlot
+
+
+class SlotLogic(ActorLogic):
+    """What an Agent, Gate, Effect or `fail` slot is to the statechart: inert logic the Session hosts itself."""
+
+    kind = "slot"
+
+    def __init__(self, name: str, slot: Slot) -> None:
+        self.name, self.slot = name, slot
+
+    def __repr__(self) -> str:
+        return f"SlotLogic({self.name!r}, {self.slot.kind})"
+
+
+class Setup:
+    """The events and actor slots a Machine is built with (`gate` is always there)."""
+
+    def __init__(self, events: Iterable[EventDef], actors: Mapping[str, Any] | None = None,
+                 guards: Mapping[str, Any] | None = None, actions: Mapping[str, Any] | None = None,
+                 delays: Mapping[str, Any] | None = None) -> None:
+        self.events: dict[str, EventDef] = {}
+        for event in events:
+            if not isinstance(event, EventDef):
+                raise ConfigError(f"jr2_setup(events=...) takes define_event(...) results; got {event!r}")
+            if event.name in self.events:
+                raise ConfigError(f'jr2_setup: event "{event.name}" is listed twice')
+            self.events[event.name] = event
+        self.slots: dict[str, Any] = {"gate": GATE, **(actors or {})}
+        self.guards = dict(guards or {})
+        self.actions = dict(actions or {})
+        self.delays = dict(delays or {})
+
+    def create_machine(self, config: Mapping[str, Any]) -> Machine:
+        return Machine(self, dict(config))
+
+
+def jr2_setup(events: Iterable[EventDef], actors: Mapping[str, Any] | None = None,
+              guards: Mapping[str, Any] | None = None, actions: Mapping[str, Any] | None = None,
+              delays: Mapping[str, Any] | None = None, types: Any = None) -> Setup:
+    return Setup(events, actors=actors, guards=guards, actions=actions, delays=delays)
+
+
+class Machine:
+    """A jr2 Machine: the statechart, its events, slots and door, and what is derived from them."""
+
+    def __init__(self, setup: Setup, config: dict[str, Any]) -> None:
+        self.setup = setup
+        self.events = setup.events
+        self.slots = setup.slots
+        door = config.get("input")
+        if door is not None and not (isinstance(door, type) and issubclass(door, BaseModel)):
+            raise MachineError(f'machine "{config.get("id")}": `input` (the door) must be a pydantic model class')
+        self.door: type[BaseModel] | None = door
+        actors: dict[str, Any] = {}
+        for name, slot in self.slots.items():
+            if isinstance(slot, Machine):
+                actors[name] = slot.statechart
+            elif isinstance(slot, (AgentSlot, GateSlot, EffectSlot, FailSlot)):
+                actors[name] = SlotLogic(name, slot)
+            else:
+                actors[name] = slot
+        try:
+            self.statechart: Statechart = create_statechart(config, guards=setup.guards, actions=setup.actions,
+                                                           actors=actors, delays=setup.delays)
+        except StatechartError as err:
+            raise MachineError(f'machine "{config.get("id") or "(machine)"}": {err}') from err
+        self.id = self.statechart.id
+        self.nodes: list[StateNode] = sorted(self.statechart.id_map.values(), key=lambda n: n.order)
+        self.parties: dict[StateNode, Party | None] = {n: party_of(n, self.slots, self.id) for n in self.nodes}
+        self.keys: list[OnKey] = on_keys(self.nodes, self.parties)
+        refuse(self.id, self.nodes, self.slots, self.events, self.keys, self.parties)
+        self._bind_answers()
+        self._seats = derive_seats(self.id, self.nodes, self.parties, self.keys, self.events)
+        self._warnings = warnings_for(self.id, self.nodes, self.parties, self.keys)
+        self._menus: dict[str, tuple[str, ...]] = {}
+        for seat in self._seats:
+            if seat.party.kind == "agent":
+                self._menus[seat.party.id] = tuple(sorted({*self._menus.get(seat.party.id, ()), *seat.events}))
+        self._tools = {slot: json.dumps([self.events[e].tool() for e in names], sort_keys=True)
+                       for slot, names in self._menus.items()}
+        self.digest = _digest(self.nodes)
+
+    # -- derived once --------------------------------------------------------------------------------------
+
+    def _bind_answers(self) -> None:
+        """Each `answer` on a transition answers the Agent invoked nearest at or above the transition's source."""
+        for node in self.nodes:
+            for action in (*node.entry, *node.exit):
+                if isinstance(action, Answer):
+                    raise MachineError(f'machine "{self.id}": state "{state_path(self.id, node)}" has `answer` in '
+                                       "entry/exit; it belongs on a transition (the route of a reply)",
+                                       self.id, state_path(self.id, node))
+            for t in node.all_transitions():
+                if not any(isinstance(a, Answer) for a in t.actions):
+                    continue
+                agent = self.agent_above(node)
+                if agent is None:
+                    raise MachineError(
+                        f'machine "{self.id}": the `answer` on event "{t.event_type}" in state '
+                        f'"{state_path(self.id, node)}" has no Agent at or above that state to answer',
+                        self.id, state_path(self.id, node), t.event_type)
+                t.actions = tuple(a.bound(agent.id) if isinstance(a, Answer) else a for a in t.actions)
+
+    def agent_above(self, node: StateNode) -> Party | None:
+        for candidate in (node, *node.ancestors):
+            party = self.parties.get(candidate)
+            if party is not None and party.kind == "agent":
+                return party
+        return None
+
+    def party_above(self, node: StateNode) -> Party | None:
+        for candidate in (node, *node.ancestors):
+            party = self.parties.get(candidate)
+            if party is not None:
+                return party
+        return None
+
+    def seats(self) -> list[Seat]:
+        return list(self._seats)
+
+    def seats_text(self) -> str:
+        lines = [f'seats: workflow "{self.id}" — who may send what, per state']
+        lines.extend(f"  {seat.line()}" for seat in self._seats)
+        return "\n".join(lines)
+
+    def seat_of(self, state_id: str) -> Seat | None:
+        for seat in self._seats:
+            if seat.state == state_id:
+                return seat
+        return None
+
+    def menus(self) -> dict[str, list[str]]:
+        return {slot: list(names) for slot, names in self._menus.items()}
+
+    def menu_names(self, slot: str) -> tuple[str, ...]:
+        return self._menus.get(slot, ())
+
+    def menu(self, slot: str) -> list[dict[str, Any]]:
+        """The tools block of an Agent: sorted, and byte-stable (`menu_json`)."""
+        return json.loads(self._tools.get(slot, "[]"))
+
+    def menu_json(self, slot: str) -> str:
+        return self._tools.get(slot, "[]")
+
+    def warnings(self) -> list[Warning]:
+        return list(self._warnings)
+
+    @property
+    def agents(self) -> dict[str, AgentSlot]:
+        return {name: slot for name, slot in self.slots.items() if isinstance(slot, AgentSlot)}
+
+    def validate_door(self, data: Any) -> Any:
+        """The run's input, validated against the door (a ValidationError names the field)."""
+        if self.door is None:
+            return data
+        if isinstance(data, self.door):
+            return data
+        return self.door.model_validate(data if data is not None else {})
+
+    def __repr__(self) -> str:
+        return f"Machine({self.id!r})"
+
+
+def _digest(nodes: list[StateNode]) -> str:
+    """A digest of the Machine's shape: states, transitions and invokes (not guards, prompts or descriptions)."""
+    shape = []
+    for node in nodes:
+        shape.append({
+            "id": node.id, "type": node.type, "history": node.history,
+            "initial": node.initial.target[0].id if node.initial and node.initial.target else None,
+            "transitions": [[t.event_type, None if t.target is None else [x.id for x in t.target], t.reenter]
+                            for t in node.all_transitions()],
+            "invoke": [[i.id, i.src if isinstance(i.src, str) else "(inline)"] for i in node.invoke],
+        })
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
+
+
+__all__ += ["ValidationError"]
