@@ -133,45 +133,8 @@ def nodes_for_value(machine: Machine, value: Any) -> list[StateNode]:
         listed = _state_nodes(root, value)
     except ConfigError as err:
         raise SnapshotError(f"state value {value!r} does not fit machine '{machine.id}': {err}") from None
-    nodes: dict[StateNode, None] = dict.fromkeys(listed)
-    adjacency: dict[StateNode, int] = {}
-    for n in nodes:
-        if n.parent is not None:
-            adjacency[n.parent] = adjacency.get(n.parent, 0) + 1
-    from .entry_exit import initial_state_nodes
-    queue = list(nodes)
-    i = 0
-    while i < len(queue):
-        s = queue[i]
-        i += 1
-        added: list[StateNode] = []
-        if s.type == "compound" and not adjacency.get(s):
-            for sn in initial_state_nodes(s):
-                added.extend([sn, *_ancestors_within(sn, s)])
-        elif s.type == "parallel":
-            for child in s.children:
-                if child not in nodes:
-                    for sn in initial_state_nodes(child):
-                        added.extend([sn, *_ancestors_within(sn, child)])
-        for sn in added:
-            if sn not in nodes:
-                nodes[sn] = None
-                queue.append(sn)
-                if sn.parent is not None:
-                    adjacency[sn.parent] = adjacency.get(sn.parent, 0) + 1
-    for s in list(nodes):
-        for anc in s.ancestors:
-            nodes.setdefault(anc, None)
-    return list(nodes)
-
-
-def _ancestors_within(node: StateNode, top: StateNode) -> list[StateNode]:
-    out = []
-    for anc in node.ancestors:
-        if anc is top:
-            break
-        out.append(anc)
-    return out
+    from .snapshot import all_state_nodes
+    return all_state_nodes(listed)
 
 
 def _state_nodes(node: StateNode, value: Any) -> list[StateNode]:

@@ -171,7 +171,59 @@ class Snapshot:
         return f"Snapshot(value={self.value!r}, status={self.status!r}, context={self.context!r})"
 
 
-def _state_value(root: StateNode, nodes: Iterable[StateNode]) -> Any:
+def _initial_with_ancestors(node: StateNode) -> list[StateNode]:
+    from .entry_exit import initial_state_nodes
+    out = initial_state_nodes(node)
+    for initial in list(out):
+        for anc in initial.ancestors:
+            if anc is node:
+                break
+            out.append(anc)
+    return out
+
+
+def all_state_nodes(nodes: Iterable[StateNode]) -> list[StateNode]:
+    """xstate's `getAllStateNodes`: complete a set of nodes into a configuration (initial descendants of compound
+    states with no active child, every region of a parallel state, every ancestor), keeping insertion order."""
+    node_set = dict.fromkeys(nodes)
+    has_child = {n.parent for n in node_set if n.parent is not None}
+    queue = list(node_set)
+    i = 0
+    while i < len(queue):
+        s = queue[i]
+        i += 1
+        added: list[StateNode] = []
+        if s.type == "compound" and s not in has_child:
+            added = _initial_with_ancestors(s)
+        elif s.type == "parallel":
+            for child in s.children:
+                if child not in node_set:
+                    added.extend(_initial_with_ancestors(child))
+        for n in added:
+            if n not in node_set:
+                node_set[n] = None
+                queue.append(n)
+    for n in list(node_set):
+        for anc in n.ancestors:
+            node_set.setdefault(anc, None)
+    return list(node_set)
+
+
+def _is_complete(nodes: tuple[StateNode, ...]) -> bool:
+    node_set = set(nodes)
+    for n in nodes:
+        if n.parent is not None and n.parent not in node_set:
+            return False
+        if n.type == "compound" and not any(c in node_set for c in n.children):
+            return False
+        if n.type == "parallel" and not all(c in node_set for c in n.children):
+            return False
+    return True
+
+
+def _state_value(root: StateNode, nodes: tuple[StateNode, ...]) -> Any:
+    if not _is_complete(nodes):
+        nodes = tuple(all_state_nodes(nodes))
     adjacency: dict[StateNode, list[StateNode]] = {}
     for node in nodes:
         if node.parent is not None:
