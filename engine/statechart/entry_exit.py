@@ -104,17 +104,33 @@ def _proper_ancestors(node: StateNode, stop: StateNode | None) -> list[StateNode
 def compute_entry_set(transitions: list[Transition], history_value: HistoryValue,
                       default_entry: dict[StateNode, None], to_enter: dict[StateNode, None]) -> None:
     """Fill `to_enter` with the states the transitions enter, and `default_entry` with those entered by default
-    (whose `initial` actions run)."""
+    (whose `initial` actions run). Transitions share one entry set (a region entered by one is not entered by
+    default by another), so only a lone transition that cannot touch history has its set cached."""
+    if len(transitions) == 1 and transitions[0].static:
+        t = transitions[0]
+        if t.entry_cache is None:
+            own_enter: dict[StateNode, None] = {}
+            own_default: dict[StateNode, None] = {}
+            _add_entry_set(t, history_value, own_default, own_enter)
+            t.entry_cache = (tuple(own_enter), tuple(own_default))
+        to_enter.update(dict.fromkeys(t.entry_cache[0]))
+        default_entry.update(dict.fromkeys(t.entry_cache[1]))
+        return
     for t in transitions:
-        domain = transition_domain(t, history_value)
-        for s in t.target or ():
-            if s.type != "history" and (t.source is not s or t.source is not domain or t.reenter):
-                to_enter[s] = None
-                default_entry[s] = None
-            _add_descendants(s, history_value, default_entry, to_enter)
-        for s in effective_targets(t.target, history_value):
-            ancestors = _proper_ancestors(s, domain)
-            if domain is not None and domain.type == "parallel":
-                ancestors.append(domain)
-            reentrancy = None if (t.source.parent is None and t.reenter) else domain
-            _add_ancestors(to_enter, history_value, default_entry, ancestors, reentrancy)
+        _add_entry_set(t, history_value, default_entry, to_enter)
+
+
+def _add_entry_set(t: Transition, history_value: HistoryValue, default_entry: dict[StateNode, None],
+                   to_enter: dict[StateNode, None]) -> None:
+    domain = transition_domain(t, history_value)
+    for s in t.target or ():
+        if s.type != "history" and (t.source is not s or t.source is not domain or t.reenter):
+            to_enter[s] = None
+            default_entry[s] = None
+        _add_descendants(s, history_value, default_entry, to_enter)
+    for s in effective_targets(t.target, history_value):
+        ancestors = _proper_ancestors(s, domain)
+        if domain is not None and domain.type == "parallel":
+            ancestors.append(domain)
+        reentrancy = None if (t.source.parent is None and t.reenter) else domain
+        _add_ancestors(to_enter, history_value, default_entry, ancestors, reentrancy)

@@ -39,7 +39,7 @@ def to_event(event: Any) -> Event:
         if event == WILDCARD:
             raise EventError("an event cannot have the wildcard type '*'")
         return Event(type=event)
-    if isinstance(event, Mapping):
+    if isinstance(event, dict) or isinstance(event, Mapping):
         etype = event.get("type")
         if not isinstance(etype, str):
             raise EventError(f"an event needs a string 'type'; got {event!r}")

@@ -48,6 +48,14 @@ class Machine:
         self.root = StateNode(self.config, self, self.id, None)
         self.root.initialize()
         self._self_ref = ActorRef(self.id, None, self)
+        nodes = list(self.id_map.values())
+        self.has_history = any(n.type == "history" for n in nodes)
+        self.has_always = any(n.always for n in nodes)
+        if not self.has_history:
+            from .selection import _UNSET
+            for node in nodes:
+                for t in node.all_transitions():
+                    t.static, t.domain_cache = True, _UNSET
 
     # -- building ------------------------------------------------------------------------------------------
 

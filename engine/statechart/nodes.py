@@ -79,7 +79,7 @@ class Transition:
     """One formatted transition: its source node, resolved targets (None for targetless), guard and actions."""
 
     __slots__ = ("source", "event_type", "target", "guard", "actions", "reenter", "delay", "description", "config",
-                 "_target_config")
+                 "_target_config", "static", "domain_cache", "entry_cache")
 
     def __init__(self, source: StateNode, event_type: str | None, config: dict[str, Any]) -> None:
         if "cond" in config:
@@ -94,6 +94,9 @@ class Transition:
         self.reenter = bool(config.get("reenter", False))
         self.delay = config.get("delay")
         self.description = config.get("description")
+        self.static = False
+        self.domain_cache: Any = None
+        self.entry_cache: Any = None
 
     def _resolve(self) -> None:
         target = self._target_config

@@ -52,39 +52,33 @@ def next_transition(node: StateNode, snapshot: Snapshot, event: Event) -> Transi
     return None
 
 
-def _transition_node(node: StateNode, value: Any, snapshot: Snapshot, event: Event) -> list[Transition]:
-    if isinstance(value, str):
-        child = node.get_child(value)
-        t = next_transition(child, snapshot, event)
-        if t is not None:
-            return [t]
-        t = next_transition(node, snapshot, event)
-        return [t] if t is not None else []
-    if len(value) == 1:
-        key, sub = next(iter(value.items()))
-        found = _transition_node(node.get_child(key), sub, snapshot, event)
+def _transition_node(node: StateNode, adjacency: dict[StateNode, list[StateNode]], snapshot: Snapshot,
+                     event: Event) -> list[Transition]:
+    """xstate's `transitionNode`, walking the active configuration: the deepest states answer first; a state is
+    asked only when none of its active children took the event; every region of a parallel state is asked."""
+    kids = adjacency.get(node)
+    if kids:
+        if len(kids) == 1:
+            found = _transition_node(kids[0], adjacency, snapshot, event)
+        else:
+            found = []
+            for kid in kids:
+                found.extend(_transition_node(kid, adjacency, snapshot, event))
         if found:
             return found
-        t = next_transition(node, snapshot, event)
-        return [t] if t is not None else []
-    found = []
-    for key, sub in value.items():
-        if sub is None or sub == "":
-            continue
-        found.extend(_transition_node(node.get_child(key), sub, snapshot, event))
-    if found:
-        return found
     t = next_transition(node, snapshot, event)
     return [t] if t is not None else []
 
 
 def select_transitions(snapshot: Snapshot, event: Event) -> list[Transition]:
     """Transitions enabled by `event`, children before parents (xstate's `getTransitionData`)."""
-    return _transition_node(snapshot.machine.root, snapshot.value, snapshot, event)
+    return _transition_node(snapshot.machine.root, snapshot.adjacency, snapshot, event)
 
 
 def select_eventless_transitions(snapshot: Snapshot, event: Event) -> list[Transition]:
     """For each atomic state, the first `always` transition (itself, then ancestors) whose guard passes."""
+    if not snapshot.machine.has_always:
+        return []
     enabled: dict[Transition, None] = {}
     context = snapshot.context
     for node in snapshot.nodes:
@@ -150,6 +144,21 @@ def _least_common_ancestor(nodes: list[StateNode]) -> StateNode | None:
 
 
 def transition_domain(t: Transition, history_value: dict[str, tuple[StateNode, ...]]) -> StateNode | None:
+    """The state whose descendants the transition exits and enters (None: the whole machine, root included)."""
+    if t.static:
+        cached = t.domain_cache
+        if cached is not _UNSET:
+            return cached
+        domain = _domain(t, history_value)
+        t.domain_cache = domain
+        return domain
+    return _domain(t, history_value)
+
+
+_UNSET = object()
+
+
+def _domain(t: Transition, history_value: dict[str, tuple[StateNode, ...]]) -> StateNode | None:
     targets = effective_targets(t.target, history_value)
     source = t.source
     if not t.reenter and all(target is source or source in target.ancestor_set for target in targets):

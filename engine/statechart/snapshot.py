@@ -68,7 +68,7 @@ class Snapshot:
     """
 
     __slots__ = ("machine", "nodes", "context", "status", "output", "error", "children", "history_value",
-                 "timers", "seq", "_value", "_node_set", "_tags")
+                 "timers", "seq", "_value", "_node_set", "_tags", "_adjacency")
 
     def __init__(self, machine: Machine, nodes: tuple[StateNode, ...], context: Any, status: str = "active",
                  output: Any = None, error: Any = None, children: dict[str, ActorRef] | None = None,
@@ -87,6 +87,7 @@ class Snapshot:
         self._value: Any = None
         self._node_set: frozenset[StateNode] | None = None
         self._tags: frozenset[str] | None = None
+        self._adjacency: dict[StateNode, list[StateNode]] | None = None
 
     def replace(self, **changes: Any) -> Snapshot:
         new = Snapshot.__new__(Snapshot)
@@ -104,15 +105,35 @@ class Snapshot:
         new._value = self._value if same_nodes else None
         new._node_set = self._node_set if same_nodes else None
         new._tags = self._tags if same_nodes else None
+        new._adjacency = self._adjacency if same_nodes else None
         return new
 
     # -- derived views ---------------------------------------------------------------------------------------
 
     @property
+    def adjacency(self) -> dict[StateNode, list[StateNode]]:
+        """Each active state's active children, in configuration order (xstate's `getAdjList`)."""
+        if self._adjacency is None:
+            nodes = self.nodes
+            if self.machine.has_history and not _is_complete(nodes):
+                nodes = tuple(all_state_nodes(nodes))
+            adjacency: dict[StateNode, list[StateNode]] = {}
+            for node in nodes:
+                parent = node.parent
+                if parent is not None:
+                    kids = adjacency.get(parent)
+                    if kids is None:
+                        adjacency[parent] = [node]
+                    else:
+                        kids.append(node)
+            self._adjacency = adjacency
+        return self._adjacency
+
+    @property
     def value(self) -> Any:
         """The state value, exactly xstate's shape: `"a"`, `{"a": "b"}`, `{"p": {"x": "x1", "y": "y1"}}`."""
         if self._value is None:
-            self._value = _state_value(self.machine.root, self.nodes)
+            self._value = _value_from_adjacency(self.machine.root, self.adjacency)
         return self._value
 
     @property
@@ -221,14 +242,7 @@ def _is_complete(nodes: tuple[StateNode, ...]) -> bool:
     return True
 
 
-def _state_value(root: StateNode, nodes: tuple[StateNode, ...]) -> Any:
-    if not _is_complete(nodes):
-        nodes = tuple(all_state_nodes(nodes))
-    adjacency: dict[StateNode, list[StateNode]] = {}
-    for node in nodes:
-        if node.parent is not None:
-            adjacency.setdefault(node.parent, []).append(node)
-
+def _value_from_adjacency(root: StateNode, adjacency: dict[StateNode, list[StateNode]]) -> Any:
     def value_of(node: StateNode) -> Any:
         kids = adjacency.get(node)
         if not kids:
