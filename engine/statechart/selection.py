@@ -58,7 +58,9 @@ def _transition_node(node: StateNode, adjacency: dict[StateNode, list[StateNode]
     asked only when none of its active children took the event; every region of a parallel state is asked."""
     kids = adjacency.get(node)
     if kids:
-        if len(kids) == 1:
+        if len(kids) == 1 or (node.type == "compound" and kids[0].is_atomic):
+            # the state value's shape decides: a compound state whose first active child is atomic has that
+            # child as its value, whatever else an odd (history-made) configuration holds
             found = _transition_node(kids[0], adjacency, snapshot, event)
         else:
             found = []
