@@ -53,7 +53,8 @@ def define_event(name: str, input: type[BaseModel], description: str | None = No
             f'define_event: "{name}" needs a pydantic model class as its input (class X(BaseModel): ...); '
             f"got {input!r}"
         )
-    if "sender" in input.model_fields:
+    if any(name == "sender" or field.alias == "sender" or field.validation_alias == "sender"
+           or field.serialization_alias == "sender" for name, field in input.model_fields.items()):
         raise EventDefError(
             f'define_event: "{name}" declares `sender` in its input — the engine writes that field on every '
             "delivered event (who sent it); name the payload field something else"

@@ -6,7 +6,7 @@ from typing import Any
 
 __all__ = [
     "Output", "TurnStarted", "TurnEnded", "PickAnswered", "PickStopped", "NoticeKept", "GateOpened", "GateClosed",
-    "EffectRequested", "EffectCancelled", "RunEnded", "PickResult", "GateResult",
+    "EffectRequested", "EffectCancelled", "RunEnded", "PickResult", "Delivery",
 ]
 
 
@@ -117,7 +117,9 @@ class PickResult:
 
 
 @dataclass(frozen=True)
-class GateResult:
+class Delivery:
+    """What a Gate event or an Effect result got back at once: delivered, unmoved or refused."""
+
     outcome: str
     error: str | None = None
     accepts: tuple[str, ...] = field(default_factory=tuple)

@@ -25,7 +25,7 @@ from engine.statechart.snapshot import Snapshot
 
 from .menu import state_path
 from .outputs import (
-    EffectCancelled, EffectRequested, GateClosed, GateOpened, GateResult, NoticeKept, Output, PickAnswered,
+    EffectCancelled, EffectRequested, GateClosed, GateOpened, Delivery, NoticeKept, Output, PickAnswered,
     PickResult, PickStopped, RunEnded, TurnEnded, TurnStarted,
 )
 from .routes import Answer
@@ -147,6 +147,7 @@ class Session:
         self._counters = {"turn": 0, "pick": 0, "effect": 0}
         self._current_pick: Pick | None = None
         self._closing: dict[str, Turn] = {}
+        self._replying: set[str] = set()
         self._invoke_nodes: dict[str, StateNode] = {
             inv.id: node for node in machine.nodes for inv in node.invoke}
         self._after_nodes: dict[str, StateNode] = {
@@ -253,13 +254,18 @@ class Session:
                                  "at": self.now})
             return PickResult("unmoved", allowed=tuple(allowed),
                               error=f'"{event}" is on the Menu but not allowed now; nothing moved')
+        delivered = Event(type=event, **validated, sender={"party": "agent", "id": agent})
         self.journal.append({"kind": "pick", "agent": agent, "event": event, "params": validated, "at": self.now})
+        if not select_transitions(self._snapshot, delivered):
+            return PickResult("unmoved", allowed=tuple(allowed),
+                              error=f'the Machine did not take "{event}" with this input (a guard said no); '
+                                    "nothing moved")
         self._counters["pick"] += 1
         pick = Pick(f"pick-{self._counters['pick']}", event)
         turn.outstanding, turn.chain, turn.answer, turn.answered = pick, [], None, False
-        self._current_pick, self._closing = pick, {}
+        self._current_pick = pick
         try:
-            self._deliver(Event(type=event, **validated, sender={"party": "agent", "id": agent}))
+            self._deliver(delivered)
         finally:
             self._current_pick = None
         if self._turns.get(turn.invoke_id) is not turn:
@@ -269,46 +275,46 @@ class Session:
                               pick=pick.id)
         return PickResult("outstanding", pick=pick.id)
 
-    def send_gate(self, gate: str, event: str, params: Mapping[str, Any] | None = None) -> GateResult:
+    def send_gate(self, gate: str, event: str, params: Mapping[str, Any] | None = None) -> Delivery:
         """An event from a Gate's caller (a human in the Console, a webhook, the CLI)."""
         if self.status != "active":
-            return GateResult("refused", error=f"the run has ended ({self.status})")
+            return Delivery("refused", error=f"the run has ended ({self.status})")
         open_gate = self._gates.get(gate)
         if open_gate is None:
-            return GateResult("refused", error=f'no open Gate "{gate}" (open Gates: {sorted(self._gates)})')
+            return Delivery("refused", error=f'no open Gate "{gate}" (open Gates: {sorted(self._gates)})')
         if event not in open_gate.accepts:
-            return GateResult("refused", accepts=open_gate.accepts,
+            return Delivery("refused", accepts=open_gate.accepts,
                               error=f'Gate "{gate}" does not accept "{event}" (it accepts {list(open_gate.accepts)})')
         validated, error = self._validate(event, params)
         if error is not None:
-            return GateResult("refused", accepts=open_gate.accepts, error=error)
+            return Delivery("refused", accepts=open_gate.accepts, error=error)
         delivered = Event(type=event, **validated, sender={"party": "gate", "id": gate})
         if not select_transitions(self._snapshot, delivered):
-            return GateResult("unmoved", accepts=open_gate.accepts,
+            return Delivery("unmoved", accepts=open_gate.accepts,
                               error=f'the Machine takes no "{event}" now; nothing moved')
         self.journal.append({"kind": "gate", "gate": gate, "event": event, "params": validated, "at": self.now})
         self._reply(self._invoke_nodes.get(gate), validated)
         self._deliver(delivered)
-        return GateResult("delivered", accepts=open_gate.accepts)
+        return Delivery("delivered", accepts=open_gate.accepts)
 
-    def effect_done(self, effect_id: str, output: Any = None) -> GateResult:
+    def effect_done(self, effect_id: str, output: Any = None) -> Delivery:
         pending = self._effects.get(effect_id)
         if pending is None or self.status != "active":
-            return GateResult("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
+            return Delivery("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
         self.journal.append({"kind": "effect_done", "effect": effect_id, "output": _plain(output), "at": self.now})
         self._finish_effect(pending)
         self._reply(self._invoke_nodes.get(pending.invoke_id), output)
         self._deliver(done_actor_event(pending.invoke_id, output))
-        return GateResult("delivered")
+        return Delivery("delivered")
 
-    def effect_failed(self, effect_id: str, error: Any) -> GateResult:
+    def effect_failed(self, effect_id: str, error: Any) -> Delivery:
         pending = self._effects.get(effect_id)
         if pending is None or self.status != "active":
-            return GateResult("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
+            return Delivery("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
         self.journal.append({"kind": "effect_failed", "effect": effect_id, "error": _plain(error), "at": self.now})
         self._finish_effect(pending)
         self._deliver(error_actor_event(pending.invoke_id, error))
-        return GateResult("delivered")
+        return Delivery("delivered")
 
     def fault(self, agent: str, reason: str) -> None:
         """A Turn that cannot go on: `agent.fault` goes into the Machine with the reason."""
@@ -407,6 +413,9 @@ class Session:
     def _deliver(self, event: Event) -> None:
         snapshot, actions = self.statechart.transition(self._snapshot, event)
         self._apply(snapshot, actions)
+        for agent in list(self._closing):
+            self._flush_closing(agent)
+        self._replying.clear()
         self._settle()
 
     def _apply(self, snapshot: Snapshot, actions: list[ExecutableAction]) -> None:
@@ -463,6 +472,16 @@ class Session:
         """The Turn whose pick is being delivered now, if the route already closed it."""
         return self._closing.get(agent)
 
+    def _flush_closing(self, agent: str) -> None:
+        """A Turn its own route closed: its answer (the route's `answer`, else the last reply) is a notice."""
+        turn = self._closing.pop(agent, None)
+        if turn is None or turn.answered:
+            return
+        turn.answered = True
+        if turn.chain:
+            turn.answer = turn.chain[-1]
+            self._keep_notice(turn, turn.answer)
+
     def _keep_notice(self, turn: Turn, value: Any) -> None:
         self._notices.setdefault(turn.agent, []).append(value)
         self._outputs.append(NoticeKept(turn.agent, turn.id, value))
@@ -475,6 +494,7 @@ class Session:
             state = self.statechart.id_map[turn.state]
             if turn.outstanding is not None and state in node.ancestor_set:
                 turn.chain.append(value)
+                self._replying.add(turn.id)
 
     def _at_rest(self, turn: Turn) -> bool:
         state = self.statechart.id_map[turn.state]
@@ -559,6 +579,7 @@ class Session:
         data = ref.input if isinstance(ref.input, Mapping) else {}
         self._counters["turn"] += 1
         continues = bool(data.get("continue", False))
+        self._flush_closing(agent)
         pending = self._notices.pop(agent, [])
         notices = tuple(pending) if continues else ()
         state_id = node.id if node is not None else ""
@@ -573,7 +594,7 @@ class Session:
         del self._turns[turn.invoke_id]
         pick = turn.outstanding
         if pick is not None:
-            if pick is self._current_pick:
+            if pick is self._current_pick or turn.id in self._replying:
                 self._closing[turn.agent] = turn
             else:
                 turn.outstanding = None

@@ -1,0 +1,145 @@
+"""Code review: a coder Agent and a reviewer Agent take turns until the reviewer approves the change.
+
+Shows the three places a pick's target can go ("The Menu", Keep the Turn or end it):
+- `run_tests` targets a child state of the reviewer's state that runs an Effect (the project's tests). The pick is
+  outstanding while the tests run; when they finish the reviewer is at Rest again and reads their output as the
+  answer to `run_tests`, in the same Turn. A failed run is not a reply, so `answer` on `onError` tells the reviewer.
+  `from_pick(fill=...)` builds the Effect's input from the pick's `focus`, so every param of the pick is read.
+- `note` has no target: the reviewer stays in its Turn and `answer` on the pick answers it at once. The findings
+  it writes down go to the coder with `request_changes`.
+- `approve` is kept out of the Allowed picks by a guard on the context until the tests have run on this change.
+- `submit` and `request_changes` leave their Agent's state: the Machine decides the next step. The notes of
+  `request_changes` go to the context, and the prompt of `fixing` is built from them. Both Agents' Turns set
+  `"continue": True`, so each keeps its conversation; the answer of a pick that ended a Turn is kept as a notice and
+  read by that Agent's next Turn.
+"""
+from pydantic import BaseModel, Field
+
+from engine import agent, answer, assign, define_event, effect, fail, from_pick, jr2_setup
+
+
+class SubmitInput(BaseModel):
+    summary: str = Field(description="What the change does and which files it touches, in a few lines.")
+
+
+class RunTestsInput(BaseModel):
+    focus: str = Field(default="", description="A pytest node id or -k expression to run; empty runs every test.")
+
+
+class NoteInput(BaseModel):
+    finding: str = Field(description="One thing the coder must look at: the file, the line and what is wrong.")
+
+
+class RequestChangesInput(BaseModel):
+    notes: str = Field(description="What the coder must change, one point on each line.")
+
+
+class ApproveInput(BaseModel):
+    comment: str = Field(description="Why the change is ready, in one or two sentences.")
+
+
+class Door(BaseModel):
+    task: str = Field(description="The change to make, as a developer would write it in an issue.")
+
+
+submit = define_event(name="submit", input=SubmitInput,
+                      description="Hand your change to the reviewer. Call this when the work is done; then stop.")
+run_tests = define_event(name="run_tests", input=RunTestsInput,
+                         description="Run the project's tests on the change. Their output is the answer to this "
+                                     "call.")
+note = define_event(name="note", input=NoteInput,
+                    description="Write down one finding for the coder. It goes with `request_changes`.")
+request_changes = define_event(name="request_changes", input=RequestChangesInput,
+                               description="Send the change back to the coder with your notes. Then stop.")
+approve = define_event(name="approve", input=ApproveInput,
+                       description="Accept the change. Allowed once the tests have run on it. Then stop.")
+
+
+def _test_args(params):
+    """The pytest arguments for one `run_tests` pick: its `focus`, if any."""
+    focus = params["focus"].strip()
+    return {"args": focus.split() if focus else []}
+
+
+def _submit():
+    """The route of `submit` (from `coding` and from `fixing`): the change goes to a new round of review."""
+    return {"target": "reviewing", "actions": [
+        assign(summary=lambda event: event.summary, findings=[], tested=False),
+        answer(lambda context: "Your change went to the reviewer (round " + str(context["rounds"] + 1) + ")."),
+    ]}
+
+
+def _fixing_prompt(context):
+    """The prompt of `fixing`: the reviewer's notes and findings, from the context."""
+    findings = "".join("\n- " + finding for finding in context["findings"])
+    return ("The reviewer asked for changes:\n" + context["notes"]
+            + ("\nFindings:" + findings if findings else "") + "\nMake them, then submit again.")
+
+
+machine = jr2_setup(
+    events=[submit, run_tests, note, request_changes, approve],
+    actors={
+        "coder": agent(model="anthropic/claude-haiku-5-5",
+                       instructions="You are a careful software engineer. Make the smallest change that does the "
+                                    "task, keep the tests passing, and say plainly what you changed.",
+                       workspace="repo"),
+        "reviewer": agent(model="anthropic/claude-haiku-5-5",
+                          instructions="You review code changes. Run the tests before you accept a change; ask for "
+                                       "changes with concrete notes when something is wrong.",
+                          workspace="repo"),
+        "tests": effect.command(["python", "-m", "pytest", "-q"], timeout=900.0),
+        "fail": fail(),
+    },
+).create_machine({
+    "id": "code_review",
+    "input": Door,
+    "context": lambda input: {"task": input.task, "summary": "", "notes": "", "findings": [], "rounds": 0,
+                              "tested": False, "verdict": ""},
+    "on": {"agent.fault": ".failed"},
+    "initial": "coding",
+    "states": {
+        "coding": {
+            "invoke": {"src": "coder",
+                       "input": lambda context: {"prompt": "Make this change:\n" + context["task"],
+                                                 "continue": True}},
+            "on": {"submit": _submit()},
+        },
+        "reviewing": {
+            "invoke": {"src": "reviewer",
+                       "input": lambda context: {"prompt": "Review this change.\nTask:\n" + context["task"]
+                                                           + "\nThe coder's summary:\n" + context["summary"],
+                                                 "continue": True}},
+            "on": {
+                "note": {"actions": [
+                    assign(findings=lambda context, event: [*context["findings"], event.finding]),
+                    answer(lambda context: "Noted. Findings so far: " + str(len(context["findings"])) + "."),
+                ]},
+                "approve": {"guard": lambda context: context["tested"], "target": "approved",
+                            "actions": assign(verdict=lambda event: event.comment)},
+                "request_changes": {"target": "fixing", "actions": [
+                    assign(notes=lambda event: event.notes, rounds=lambda context: context["rounds"] + 1),
+                    answer(lambda event: "The change went back to the coder with your notes:\n" + event.notes),
+                ]},
+            },
+            "initial": "reading",
+            "states": {
+                "reading": {"on": {"run_tests": "testing"}},
+                "testing": {
+                    "invoke": {"src": "tests", "input": from_pick(fill=_test_args),
+                               "onDone": {"target": "reading", "actions": assign(tested=True)},
+                               "onError": {"target": "reading", "actions": answer(
+                                   lambda event: "The tests could not be run: " + str(event.error))}},
+                },
+            },
+        },
+        "fixing": {
+            "invoke": {"src": "coder",
+                       "input": lambda context: {"prompt": _fixing_prompt(context), "continue": True}},
+            "on": {"submit": _submit()},
+        },
+        "approved": {"type": "final"},
+        "failed": {"invoke": {"src": "fail", "input": {"reason": "an Agent's Turn could not go on"}}},
+    },
+    "output": lambda context: {"summary": context["summary"], "verdict": context["verdict"],
+                               "rounds": context["rounds"]},
+})
