@@ -114,8 +114,16 @@ def _admits(audience: str | None, kind: str) -> bool:
 
 
 def derive_seats(machine_id: str, nodes: list[StateNode], parties: Mapping[StateNode, Party | None],
-                 keys: list[OnKey], events: Mapping[str, EventDef]) -> list[Seat]:
-    """The seats, in document order: for each state invoking a party, the events that party may send there."""
+                 keys: list[OnKey], events: Mapping[str, EventDef],
+                 senders: dict[tuple[StateNode, str], set[tuple[str, str]]] | None = None) -> list[Seat]:
+    """The seats, in document order: for each state invoking a party, the events that party may send there.
+
+    `senders`, when given, is filled with who may send through each `on` key: (state, event) -> {(kind, id)}."""
+    def give(key: OnKey, party: Party, names: set[str]) -> None:
+        names.add(key.event)
+        if senders is not None:
+            senders.setdefault((key.node, key.event), set()).add((party.kind, party.id))
+
     by_node: dict[StateNode, list[OnKey]] = {}
     for key in keys:
         by_node.setdefault(key.node, []).append(key)
@@ -133,17 +141,17 @@ def derive_seats(machine_id: str, nodes: list[StateNode], parties: Mapping[State
                 audience = events[key.event].audience
                 if key.owner is None:
                     if audience in (None, "any") or _admits(audience, party.kind):
-                        names.add(key.event)
+                        give(key, party, names)
                 elif key.owner == party:
-                    names.add(key.event)
+                    give(key, party, names)
                 elif key.owner.kind != party.kind and _admits(audience, party.kind):
-                    names.add(key.event)
+                    give(key, party, names)
         for key in keys:
             if key.event not in events or node not in key.node.ancestor_set or key.owner is None:
                 continue
             if key.owner == party:
-                names.add(key.event)
+                give(key, party, names)
             elif key.owner.kind != party.kind and _admits(events[key.event].audience, party.kind):
-                names.add(key.event)
+                give(key, party, names)
         seats.append(Seat(node.id, state_path(machine_id, node), party, tuple(sorted(names))))
     return seats

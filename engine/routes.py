@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["Answer", "answer", "SentBy", "sent_by"]
+from engine.statechart.guards import BuiltinGuard, evaluate_guard
+
+__all__ = ["Answer", "answer", "SentBy", "sent_by", "SeatGuard"]
 
 
 class Answer:
@@ -53,3 +55,25 @@ class SentBy:
 
 def sent_by(party_id: str) -> SentBy:
     return SentBy(party_id)
+
+
+class SeatGuard(BuiltinGuard):
+    """The seat rule as a guard, put first on every transition of a listed event: an event a party delivers is
+    taken only through an `on` key that party may send (its own, or one `audience` gives it). Events with no
+    Sender (the Machine's own, the host's) always pass. A failing seat lets xstate try the next transition."""
+
+    __name__ = "seat"
+    type = "jr2.seat"
+
+    def __init__(self, senders: frozenset[tuple[str, str]], guard: Any = None) -> None:
+        self.senders = senders
+        self.guard = guard
+
+    def check(self, snapshot: Any, context: Any, event: Any) -> bool:
+        sender = event.get("sender") if hasattr(event, "get") else None
+        if sender is not None and (sender.get("party"), sender.get("id")) not in self.senders:
+            return False
+        return self.guard is None or evaluate_guard(self.guard, context, event, snapshot)
+
+    def __repr__(self) -> str:
+        return f"seat({sorted(self.senders)}, {self.guard!r})"

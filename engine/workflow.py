@@ -18,7 +18,7 @@ from .checks import Warning, refuse, warnings_for
 from .errors import MachineError
 from .events import EventDef
 from .menu import OnKey, Party, Seat, derive_seats, on_keys, party_of, state_path
-from .routes import Answer
+from .routes import Answer, SeatGuard
 from .slots import GATE, AgentSlot, EffectSlot, FailSlot, GateSlot
 
 __all__ = ["jr2_setup", "Setup", "Machine", "SlotLogic"]
@@ -96,7 +96,9 @@ class Machine:
         self.keys: list[OnKey] = on_keys(self.nodes, self.parties)
         refuse(self.id, self.nodes, self.slots, self.events, self.keys, self.parties)
         self._bind_answers()
-        self._seats = derive_seats(self.id, self.nodes, self.parties, self.keys, self.events)
+        senders: dict[tuple[StateNode, str], set[tuple[str, str]]] = {}
+        self._seats = derive_seats(self.id, self.nodes, self.parties, self.keys, self.events, senders)
+        self._guard_seats(senders)
         self._warnings = warnings_for(self.id, self.nodes, self.parties, self.keys)
         self._menus: dict[str, tuple[str, ...]] = {}
         for seat in self._seats:
@@ -126,6 +128,15 @@ class Machine:
                         f'"{state_path(self.id, node)}" has no Agent at or above that state to answer',
                         self.id, state_path(self.id, node), t.event_type)
                 t.actions = tuple(a.bound(agent.id) if isinstance(a, Answer) else a for a in t.actions)
+
+    def _guard_seats(self, senders: Mapping[tuple[StateNode, str], set[tuple[str, str]]]) -> None:
+        """Every transition of a listed event is taken only for the parties whose seat holds its `on` key."""
+        for key in self.keys:
+            if key.event not in self.events:
+                continue
+            allowed = frozenset(senders.get((key.node, key.event), ()))
+            for t in key.node.transitions.get(key.event, ()):
+                t.guard = SeatGuard(allowed, t.guard)
 
     def agent_above(self, node: StateNode) -> Party | None:
         for candidate in (node, *node.ancestors):

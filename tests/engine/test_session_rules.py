@@ -756,3 +756,30 @@ def test_replaying_the_journal_rebuilds_the_same_live_run_with_effects_and_timer
     replayed.advance(500)
     assert replayed.snapshot == session.snapshot
     assert replayed.drain()[-1] == session.drain()[-1]
+
+
+# -- a pick is taken only through keys its Agent owns ----------------------------------------------------------
+
+def test_a_pick_never_fires_a_transition_that_belongs_to_another_agent():
+    from engine import Session, agent, define_event, jr2_setup
+    from pydantic import BaseModel
+
+    class Empty(BaseModel):
+        pass
+
+    go = define_event(name="go", input=Empty, description="Move on.")
+    machine = jr2_setup(events=[go], actors={
+        "a": agent(model="script/a", instructions="Agent a."),
+        "b": agent(model="script/b", instructions="Agent b."),
+    }).create_machine({"id": "two", "type": "parallel", "states": {
+        "A": {"invoke": {"src": "a"}, "initial": "x", "states": {"x": {"on": {"go": "y"}}, "y": {}}},
+        "B": {"invoke": {"src": "b"}, "initial": "x", "states": {"x": {}, "y": {"on": {"go": "x"}}}},
+    }})
+    session = Session(machine)
+    assert session.allowed_picks("a") == ["go"]
+    assert session.allowed_picks("b") == []
+    result = session.pick("b", "go", {})
+    assert result.outcome == "unmoved"
+    assert session.value == {"A": "x", "B": "x"}
+    assert session.pick("a", "go", {}).outcome == "answered"
+    assert session.value == {"A": "y", "B": "x"}

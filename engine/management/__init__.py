@@ -1,0 +1,1 @@
+"""Django management commands of the engine app: `python manage.py jr2 ...`."""

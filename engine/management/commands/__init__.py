@@ -1,0 +1,1 @@
+"""The `jr2` command (engine/management/commands/jr2.py)."""

@@ -1,0 +1,296 @@
+"""`jr2 check` and the workflow loader (engine/loader.py).
+
+The command is run for real, as a subprocess, through both entry points (the installed `jr2` console script and
+`python manage.py jr2`), with JR2_WORKFLOWS pointed at temporary folders outside the project. The loader is also
+called in-process.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from engine import Machine
+from engine.loader import load_workflows, package_name, workflows_folder
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+# SPEC.md 7, verbatim.
+NOTES_SEATS = textwrap.dedent("""\
+    seats: workflow "notes" — who may send what, per state
+      notes.writing agent:writer: [ask, done]
+      notes.writing.asking gate: [reply]""")
+
+REFUSED = textwrap.dedent('''\
+    """A Machine that create_machine refuses: the `on` key "stop" is not a listed event."""
+    from pydantic import BaseModel
+
+    from engine import agent, define_event, jr2_setup
+
+
+    class Empty(BaseModel):
+        pass
+
+
+    go = define_event(name="go", input=Empty, description="Go on.")
+
+    machine = jr2_setup(events=[go], actors={"worker": agent(model="script/w", instructions="Work.")}).create_machine({
+        "id": "gatekeeper",
+        "initial": "working",
+        "states": {
+            "working": {"invoke": {"src": "worker"}, "on": {"go": "end", "stop": "end"}},
+            "end": {"type": "final"},
+        },
+    })
+''')
+
+BROKEN = textwrap.dedent('''\
+    """A workflow module that fails to import."""
+    import json  # noqa: F401
+
+    import jr2_no_such_module_for_the_check_test  # noqa: F401
+
+    machine = None
+''')
+
+SKIPPED = 'raise RuntimeError("_skipped.py was imported, but files starting with _ are skipped")\n'
+HELPERS = '"""Not a workflow: no `machine` here."""\nHELPER = 42\n'
+
+BROKEN_LAST_LINE = "ModuleNotFoundError: No module named 'jr2_no_such_module_for_the_check_test'"
+REFUSAL = ('MachineError: machine "gatekeeper": state "gatekeeper.working" has an `on` key "stop" that no listed '
+           "event has")
+
+
+def _copy_workflows(dest: Path) -> Path:
+    shutil.copytree(ROOT / "workflows", dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
+@pytest.fixture
+def real_folder(tmp_path: Path) -> Path:
+    """A copy of the project's workflows/ folder, outside the project."""
+    return _copy_workflows(tmp_path / "real")
+
+
+@pytest.fixture
+def mixed_folder(tmp_path: Path) -> Path:
+    """The notes workflow, a refused Machine, a module that fails to import, a `_` file and a helper module."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    shutil.copy(ROOT / "workflows" / "notes.py", folder / "notes.py")
+    (folder / "bad.py").write_text(REFUSED)
+    (folder / "broken.py").write_text(BROKEN)
+    (folder / "_skipped.py").write_text(SKIPPED)
+    (folder / "helpers.py").write_text(HELPERS)
+    return folder
+
+
+def _jr2(*args: str, folder: Path, via: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "JR2_WORKFLOWS": str(folder)}
+    if via == "script":
+        script = shutil.which("jr2", path=str(BIN))
+        assert script, f"the jr2 console script is not installed in {BIN} (run `make install`)"
+        cmd = [script, *args]
+    else:
+        cmd = [sys.executable, str(ROOT / "manage.py"), "jr2", *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+
+
+VIAS = ["script", "manage.py"]
+
+
+# -- the command, as a subprocess -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("via", VIAS)
+def test_check_passes_on_the_real_workflows(real_folder: Path, tmp_path: Path, via: str) -> None:
+    proc = _jr2("check", folder=real_folder, via=via, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert NOTES_SEATS + "\n" in out  # the seats lines of SPEC.md 7, exactly
+    assert str(real_folder) in out.splitlines()[0]
+    found = load_workflows(real_folder)
+    assert found.ok and found.machines, [f.message() for f in found.failures]
+    for name, machine in found.machines.items():  # every Workflow in the folder is printed with its seats
+        assert f'{name}.py: workflow "{name}"' in out
+        assert machine.seats_text() in out
+    summary = [line for line in out.splitlines() if line.startswith("summary:")]
+    count, warnings = len(found.machines), sum(len(m.warnings()) for m in found.machines.values())
+    plural = {True: "", False: "s"}
+    assert summary == [f"summary: {count} workflow{plural[count == 1]}: {count} ok "
+                       f"({warnings} warning{plural[warnings == 1]})"]
+    assert "CommandError" not in proc.stderr
+
+
+@pytest.mark.parametrize("via", VIAS)
+def test_check_fails_naming_file_workflow_and_reason(mixed_folder: Path, tmp_path: Path, via: str) -> None:
+    proc = _jr2("check", folder=mixed_folder, via=via, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out, err = proc.stdout, proc.stderr
+    # the refused Machine: its file, its Workflow (named after the file) and the MachineError's message
+    assert 'bad.py: workflow "bad": REFUSED' in out
+    assert REFUSAL in out
+    # the module that fails to import: the traceback's last line (and where in the file)
+    assert 'broken.py: workflow "broken": IMPORT FAILED' in out
+    assert f"  {BROKEN_LAST_LINE} (broken.py, line 4)" in out
+    assert "Traceback" not in out  # only with --tracebacks
+    # the good workflow is still checked, after both failures (files go in name order)
+    assert out.index("broken.py") < out.index(NOTES_SEATS)
+    assert 'notes.py: workflow "notes": ok' in out
+    # the `_` file is not imported; the helper module is not a workflow
+    assert "_skipped.py: skipped" in out
+    assert "was imported" not in out + err
+    assert "helpers.py: not a workflow (defines no `machine`)" in out
+    assert ("summary: 3 workflows: 1 ok (0 warnings), 1 refused, 1 failed to import; not workflows: 1 module "
+            "without `machine`, 1 file skipped (`_` prefix)") in out
+    # the error message that ends the command names each file and Workflow with its reason
+    assert "CommandError: jr2 check failed: 2 of 3 workflows did not load:" in err
+    assert f'bad.py: workflow "bad" was refused: {REFUSAL}' in err
+    assert f'broken.py: workflow "broken" failed to import: {BROKEN_LAST_LINE}' in err
+    assert "notes.py" not in err
+
+
+def test_check_tracebacks_show_the_whole_traceback(mixed_folder: Path, tmp_path: Path) -> None:
+    proc = _jr2("check", "--tracebacks", folder=mixed_folder, via="script", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "Traceback (most recent call last):" in proc.stdout
+    assert f'File "{mixed_folder / "broken.py"}", line 4, in <module>' in proc.stdout
+
+
+def test_unimplemented_subcommands_say_so_and_exit_2(real_folder: Path, tmp_path: Path) -> None:
+    proc = _jr2("up", folder=real_folder, via="script", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "jr2 up is not implemented yet (implemented: check)" in proc.stderr
+    assert proc.stdout == ""
+
+
+# -- the command, in-process -----------------------------------------------------------------------------------
+
+
+def test_check_in_process_with_a_workflows_option(mixed_folder: Path, real_folder: Path) -> None:
+    out = StringIO()
+    call_command("jr2", "check", "--workflows", str(real_folder), stdout=out)
+    assert NOTES_SEATS in out.getvalue()
+    with pytest.raises(CommandError) as failed:
+        call_command("jr2", "check", "--workflows", str(mixed_folder), stdout=StringIO())
+    assert failed.value.returncode == 1
+    assert 'bad.py: workflow "bad" was refused' in str(failed.value)
+
+
+def test_check_refuses_a_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="does not exist"):
+        call_command("jr2", "check", "--workflows", str(tmp_path / "nowhere"), stdout=StringIO())
+
+
+@pytest.mark.parametrize("subcommand", [["up"], ["runs"], ["run", "notes"], ["status", "r1"], ["cancel", "r1"],
+                                        ["replay", "r1"], ["send", "r1", "--gate", "g", "--event", "reply"]])
+def test_every_other_subcommand_is_declared_but_not_implemented(subcommand: list[str]) -> None:
+    with pytest.raises(CommandError, match=f"jr2 {subcommand[0]} is not implemented yet") as err:
+        call_command("jr2", *subcommand)
+    assert err.value.returncode == 2
+
+
+# -- the loader ------------------------------------------------------------------------------------------------
+
+
+def test_loader_reports_every_file(mixed_folder: Path) -> None:
+    found = load_workflows(mixed_folder)
+    assert found.folder == mixed_folder.resolve()
+    assert [(f.file, f.status) for f in found.files] == [
+        ("_skipped.py", "skipped"), ("bad.py", "refused"), ("broken.py", "import-failed"),
+        ("helpers.py", "not-a-workflow"), ("notes.py", "ok")]
+    assert [f.name for f in found.workflows] == ["bad", "broken", "notes"]
+    assert list(found.machines) == ["notes"]
+    assert isinstance(found.machines["notes"], Machine)
+    assert found.machines["notes"].seats_text() == NOTES_SEATS
+    assert not found.ok
+    bad, broken = found["bad"], found["broken"]
+    assert bad.failed and bad.machine is None and bad.error is not None and bad.error.startswith(REFUSAL)
+    assert bad.where == "bad.py, line 13"
+    assert bad.message().startswith(f'bad.py: workflow "bad" was refused: {REFUSAL}')
+    assert broken.error == BROKEN_LAST_LINE
+    assert broken.message() == (f'broken.py: workflow "broken" failed to import: {BROKEN_LAST_LINE} '
+                                "(broken.py, line 4)")
+    assert broken.traceback is not None and broken.traceback.rstrip().endswith(BROKEN_LAST_LINE)
+    assert found.failures == [bad, broken]
+
+
+def test_loader_imports_by_path_under_a_name_unique_to_the_folder(tmp_path: Path) -> None:
+    one = _copy_workflows(tmp_path / "one")
+    two = _copy_workflows(tmp_path / "two")
+    first, second = load_workflows(one), load_workflows(two)
+    a, b = first.machines["notes"], second.machines["notes"]
+    assert a is not b and a.statechart is not b.statechart
+    assert package_name(one) != package_name(two)
+    assert sys.modules[f"{package_name(one)}.notes"].machine is a
+    assert sys.modules[f"{package_name(two)}.notes"].machine is b
+
+
+def test_loader_imports_afresh_each_time(tmp_path: Path) -> None:
+    folder = _copy_workflows(tmp_path / "flows")
+    before = load_workflows(folder).machines["notes"]
+    source = (folder / "notes.py").read_text()
+    (folder / "notes.py").write_text(source.replace('"id": "notes"', '"id": "notes2"'))
+    after = load_workflows(folder)
+    assert after.machines["notes"].id == "notes2" and before.id == "notes"
+
+
+def test_loader_lets_siblings_share_a_skipped_module(tmp_path: Path) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    (folder / "_events.py").write_text(textwrap.dedent('''\
+        from pydantic import BaseModel
+        from engine import define_event
+
+        class Empty(BaseModel):
+            pass
+
+        go = define_event(name="go", input=Empty, description="Go on.")
+    '''))
+    (folder / "flow.py").write_text(textwrap.dedent('''\
+        from engine import agent, jr2_setup
+        from ._events import go
+
+        setup = jr2_setup(events=[go], actors={"worker": agent(model="script/w", instructions="Work.")})
+        machine = setup.create_machine({
+            "id": "flow", "initial": "working",
+            "states": {"working": {"invoke": {"src": "worker"}, "on": {"go": "end"}}, "end": {"type": "final"}},
+        })
+    '''))
+    found = load_workflows(folder)
+    assert [(f.file, f.status) for f in found.files] == [("_events.py", "skipped"), ("flow.py", "ok")]
+    assert found.machines["flow"].seats_text().splitlines()[1] == "  flow.working agent:worker: [go]"
+
+
+def test_loader_marks_a_machine_that_is_not_a_machine(tmp_path: Path) -> None:
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    (folder / "odd.py").write_text("machine = {'id': 'odd'}\n")
+    (folder / "syntax.py").write_text("def broken(:\n")
+    found = load_workflows(folder)
+    assert found["odd"].status == "invalid" and "not a jr2 Machine" in (found["odd"].error or "")
+    assert found["syntax"].status == "import-failed"
+    assert found["syntax"].error == "SyntaxError: invalid syntax" and found["syntax"].where == "syntax.py, line 1"
+
+
+def test_loader_default_folder_is_the_setting(settings, real_folder: Path) -> None:
+    assert workflows_folder() == Path(settings.JR2_WORKFLOWS).resolve()
+    settings.JR2_WORKFLOWS = str(real_folder)
+    assert workflows_folder() == real_folder.resolve()
+    assert "notes" in load_workflows().machines
+
+
+def test_loader_refuses_a_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="JR2_WORKFLOWS"):
+        load_workflows(tmp_path / "nowhere")
+    (tmp_path / "file.py").write_text("")
+    with pytest.raises(NotADirectoryError):
+        load_workflows(tmp_path / "file.py")
