@@ -44,7 +44,7 @@ def _add_descendants(node: StateNode, history_value: HistoryValue, default_entry
                      to_enter: dict[StateNode, None]) -> None:
     if node.type == "history":
         remembered = history_value.get(node.id)
-        if remembered:
+        if remembered is not None:  # an empty memory is still a memory, as in xstate
             for s in remembered:
                 to_enter[s] = None
                 _add_descendants(s, history_value, default_entry, to_enter)

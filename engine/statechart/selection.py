@@ -128,7 +128,7 @@ def effective_targets(targets: tuple[StateNode, ...] | None,
     for target in targets:
         if target.type == "history":
             remembered = history_value.get(target.id)
-            if remembered:
+            if remembered is not None:  # an empty memory is still a memory, as in xstate
                 out.update(dict.fromkeys(remembered))
             else:
                 out.update(dict.fromkeys(effective_targets(history_default_targets(target)[0], history_value)))
