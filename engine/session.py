@@ -206,7 +206,10 @@ class Session:
             return []
         allowed = []
         sender = {"party": "agent", "id": agent}
+        active = self._snapshot.node_set
         for name in self.machine.menu_names(agent):
+            if self.machine.takers(name).isdisjoint(active):
+                continue
             probe = _ProbeEvent(type=name, sender=sender)
             try:
                 transitions = select_transitions(self._snapshot, probe)

@@ -107,6 +107,15 @@ class Machine:
         self._tools = {slot: json.dumps([self.events[e].tool() for e in names], sort_keys=True)
                        for slot, names in self._menus.items()}
         self.digest = _digest(self.nodes)
+        self._takers: dict[str, frozenset[StateNode]] = {}
+
+    def takers(self, event: str) -> frozenset[StateNode]:
+        """The states with a transition for `event` (wildcards included): if none is active, nothing takes it."""
+        found = self._takers.get(event)
+        if found is None:
+            found = frozenset(n for n in self.nodes if n.candidates(event))
+            self._takers[event] = found
+        return found
 
     # -- derived once --------------------------------------------------------------------------------------
 

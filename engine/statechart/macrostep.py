@@ -212,9 +212,12 @@ def _enter_states(snapshot: Snapshot, event: Event, scope: Scope, transitions: l
 
 
 def _invoke_spawn(inv: Any) -> BuiltinAction:
-    from .actions.spawn import SpawnChild
-    return SpawnChild(inv.src, id=inv.id, input=inv.input, system_id=inv.system_id,
-                      sync_snapshot=inv.on_snapshot is not None, state=inv)
+    """The spawn action of an invoke (built once per invoke)."""
+    if inv.spawn is None:
+        from .actions.spawn import SpawnChild
+        inv.spawn = SpawnChild(inv.src, id=inv.id, input=inv.input, system_id=inv.system_id,
+                               sync_snapshot=inv.on_snapshot is not None, state=inv)
+    return inv.spawn
 
 
 def _machine_output(snapshot: Snapshot, event: Event, scope: Scope, completion: StateNode) -> Any:
@@ -316,11 +319,28 @@ def macrostep(snapshot: Snapshot, event: Event, scope: Scope,
     return snapshot
 
 
+def _context_assign(machine: Machine) -> BuiltinAction:
+    """The machine's context factory as one `assign` on `xstate.init` (built once per machine)."""
+    cached = machine.__dict__.get("_context_assign")
+    if cached is not None:
+        return cached
+    from .actions.assign import Assign
+    factory = machine.config["context"]
+
+    def build(spawn: Any, self: Any, event: Event) -> Any:
+        made = call_with(factory, input=event["input"], spawn=spawn, self=self)
+        if not isinstance(made, dict):
+            raise StatechartError(f"the context callable of machine '{machine.id}' must return a dict; got {made!r}")
+        return made
+
+    machine.__dict__["_context_assign"] = action = Assign(build)
+    return action
+
+
 def initial_snapshot(machine: Machine, input: Any, scope: Scope,
                      on_microstep: Callable[[Snapshot], None] | None = None) -> Snapshot:
     """The pre-initial state (context from `input`), the initial microstep, then a macrostep on `xstate.init`."""
     from .events import init_event
-    from .actions.assign import Assign
     import copy
 
     event = init_event(input)
@@ -329,13 +349,7 @@ def initial_snapshot(machine: Machine, input: Any, scope: Scope,
     context = copy.deepcopy(context_config) if isinstance(context_config, dict) else {}
     snapshot = Snapshot(machine, (root,), context)
     if callable(context_config):
-        def build(spawn: Any, self: Any) -> Any:
-            made = call_with(context_config, input=input, spawn=spawn, self=self)
-            if not isinstance(made, dict):
-                raise StatechartError(f"the context callable of machine '{machine.id}' must return a dict; got {made!r}")
-            return made
-
-        snapshot = resolve_actions(snapshot, event, scope, [Assign(build)], "context")
+        snapshot = resolve_actions(snapshot, event, scope, [_context_assign(machine)], "context")
     elif context_config is not None and not isinstance(context_config, dict):
         raise StatechartError(f"the context of machine '{machine.id}' must be a dict or a callable of input")
     initial = InitialTransition(root, None, {})

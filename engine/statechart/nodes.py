@@ -117,7 +117,7 @@ class InitialTransition(Transition):
 class InvokeDef:
     """An `invoke` entry, with xstate's default id `"<index>.<state id>"`."""
 
-    __slots__ = ("id", "src", "input", "system_id", "on_done", "on_error", "on_snapshot", "config")
+    __slots__ = ("id", "src", "input", "system_id", "on_done", "on_error", "on_snapshot", "config", "spawn")
 
     def __init__(self, node: StateNode, index: int, config: Any) -> None:
         if not isinstance(config, dict):
@@ -132,6 +132,7 @@ class InvokeDef:
         self.on_done = config.get("onDone")
         self.on_error = config.get("onError")
         self.on_snapshot = config.get("onSnapshot")
+        self.spawn: Any = None
 
 
 class StateNode:
