@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test bench install node clean
+.PHONY: up test bench bench-menu install node clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -33,6 +33,11 @@ test: install node
 
 bench: install node
 	$(BIN)/python -m bench.statechart
+	$(BIN)/python -m bench.menu
+
+# Allowed picks and scripted Session runs against their targets (docs/benchmarks.md, "Menu and Session").
+bench-menu: install
+	$(BIN)/python -m bench.menu
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR) db.sqlite3

@@ -393,6 +393,8 @@ class Actor:
     def _sync_timers(self) -> None:
         timers = self._snapshot.timers
         handles = self._timer_handles
+        if not timers and not handles:
+            return
         for key in [k for k, (timer, _) in handles.items() if timers.get(k) is not timer]:
             self.clock.clear_timeout(handles.pop(key)[1])
         for key, timer in timers.items():

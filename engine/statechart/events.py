@@ -33,8 +33,13 @@ class Event(dict):
 
 def to_event(event: Any) -> Event:
     """Normalise `"TYPE"` or `{"type": "TYPE", ...}` into an Event, refusing anything else with a clear message."""
-    if type(event) is Event:
+    cls = type(event)
+    if cls is Event:
         return event
+    if cls is dict:
+        etype = event.get("type")
+        if type(etype) is str and etype != WILDCARD:
+            return Event(event)
     if isinstance(event, str):
         if event == WILDCARD:
             raise EventError("an event cannot have the wildcard type '*'")
