@@ -7,7 +7,7 @@ a new Session (`Session.replay`) rebuilds the same run.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from pydantic import ValidationError
@@ -143,6 +143,7 @@ class Session:
         self._effects: dict[str, PendingEffect] = {}
         self._effect_by_invoke: dict[str, str] = {}
         self._children: dict[str, Any] = {}
+        self._subs: dict[str, Session] = {}
         self._notices: dict[str, list[Any]] = {}
         self._counters = {"turn": 0, "pick": 0, "effect": 0}
         self._current_pick: Pick | None = None
@@ -184,23 +185,38 @@ class Session:
 
     @property
     def turns(self) -> list[Turn]:
-        return list(self._turns.values())
+        """Open Turns, those of child Machines included (their ids and Agents named `<invoke id>/<name>`)."""
+        turns = list(self._turns.values())
+        for prefix, sub in self._subs.items():
+            turns.extend(replace(t, id=f"{prefix}/{t.id}", agent=f"{prefix}/{t.agent}") for t in sub.turns)
+        return turns
 
     @property
     def gates(self) -> list[Gate]:
-        return list(self._gates.values())
+        gates = list(self._gates.values())
+        for prefix, sub in self._subs.items():
+            gates.extend(replace(g, id=f"{prefix}/{g.id}") for g in sub.gates)
+        return gates
 
     def turn_of(self, agent: str) -> Turn | None:
+        target, local, prefix = self._route(agent)
+        if prefix is not None:
+            turn = target.turn_of(local)
+            return None if turn is None else replace(turn, id=f"{prefix}/{turn.id}", agent=agent)
         for turn in self._turns.values():
             if turn.agent == agent:
                 return turn
         return None
 
     def menu(self, agent: str) -> list[dict[str, Any]]:
-        return self.machine.menu(agent)
+        target, local, prefix = self._route(agent)
+        return target.menu(local) if prefix is not None else self.machine.menu(agent)
 
     def allowed_picks(self, agent: str) -> list[str]:
         """The part of the Agent's Menu its Turn can pick now, read from the live Machine."""
+        target, local, prefix = self._route(agent)
+        if prefix is not None:
+            return target.allowed_picks(local)
         turn = self.turn_of(agent)
         if turn is None or self.status != "active" or turn.outstanding is not None or not self._at_rest(turn):
             return []
@@ -234,9 +250,17 @@ class Session:
     def pick(self, agent: str, event: str, params: Mapping[str, Any] | None = None) -> PickResult:
         """An Agent's tool call. Refused (nothing changes) unless it is on the Menu, valid, and nothing is
         outstanding; "unmoved" if the Machine would not take it now."""
-        turn = self.turn_of(agent)
         if self.status != "active":
             return PickResult("refused", error=f"the run has ended ({self.status}); nothing was delivered")
+        target, local, prefix = self._route(agent)
+        if prefix is not None:
+            result = target.pick(local, event, params)
+            if result.outcome != "refused":
+                self.journal.append({"kind": "pick", "agent": agent, "event": event, "params": _plain(params),
+                                     "at": self.now})
+            self._pull(prefix)
+            return result
+        turn = self.turn_of(agent)
         if turn is None:
             return PickResult("refused", error=f'agent "{agent}" has no open Turn; nothing was delivered')
         menu = self.machine.menu_names(agent)
@@ -282,6 +306,14 @@ class Session:
         """An event from a Gate's caller (a human in the Console, a webhook, the CLI)."""
         if self.status != "active":
             return Delivery("refused", error=f"the run has ended ({self.status})")
+        target, local, prefix = self._route(gate)
+        if prefix is not None:
+            result = target.send_gate(local, event, params)
+            if result.outcome == "delivered":
+                self.journal.append({"kind": "gate", "gate": gate, "event": event, "params": _plain(params),
+                                     "at": self.now})
+            self._pull(prefix)
+            return result
         open_gate = self._gates.get(gate)
         if open_gate is None:
             return Delivery("refused", error=f'no open Gate "{gate}" (open Gates: {sorted(self._gates)})')
@@ -301,6 +333,14 @@ class Session:
         return Delivery("delivered", accepts=open_gate.accepts)
 
     def effect_done(self, effect_id: str, output: Any = None) -> Delivery:
+        target, local, prefix = self._route(effect_id)
+        if prefix is not None and self.status == "active":
+            result = target.effect_done(local, output)
+            if result.outcome == "delivered":
+                self.journal.append({"kind": "effect_done", "effect": effect_id, "output": _plain(output),
+                                     "at": self.now})
+            self._pull(prefix)
+            return result
         pending = self._effects.get(effect_id)
         if pending is None or self.status != "active":
             return Delivery("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
@@ -311,6 +351,14 @@ class Session:
         return Delivery("delivered")
 
     def effect_failed(self, effect_id: str, error: Any) -> Delivery:
+        target, local, prefix = self._route(effect_id)
+        if prefix is not None and self.status == "active":
+            result = target.effect_failed(local, error)
+            if result.outcome == "delivered":
+                self.journal.append({"kind": "effect_failed", "effect": effect_id, "error": _plain(error),
+                                     "at": self.now})
+            self._pull(prefix)
+            return result
         pending = self._effects.get(effect_id)
         if pending is None or self.status != "active":
             return Delivery("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
@@ -324,6 +372,11 @@ class Session:
         if self.status != "active":
             return
         self.journal.append({"kind": "fault", "agent": agent, "reason": reason, "at": self.now})
+        target, local, prefix = self._route(agent)
+        if prefix is not None:
+            target.fault(local, reason)
+            self._pull(prefix)
+            return
         self._deliver(Event(type="agent.fault", agent=agent, reason=reason))
 
     def advance(self, ms: float) -> None:
@@ -346,8 +399,17 @@ class Session:
             else:
                 self._send_to_child(timer.target, timer.event)
         self.now = target
+        for prefix in list(self._subs):
+            sub = self._subs.get(prefix)
+            if sub is not None:
+                sub._advance_to(target)
+                self._pull(prefix)
         if self.clock.now() < target:
             self.clock.set(target)
+
+    def _advance_to(self, target: float) -> None:
+        if target > self.now and self.status == "active":
+            self.advance(target - self.now)
 
     def cancel(self) -> None:
         if self.status != "active":
@@ -536,6 +598,9 @@ class Session:
             elif isinstance(slot, FailSlot):
                 reason = (ref.input or {}).get("reason") if isinstance(ref.input, Mapping) else None
                 self._end("failed", reason=str(reason or "the run failed"))
+            elif isinstance(slot, Machine):
+                self._subs[ref.id] = Session(slot, input=ref.input, clock=SimulatedClock(self.now))
+                self._pull(ref.id)
             return
         child = create_actor(logic, input=ref.input, clock=self.clock)
         child.subscribe(next=None, error=lambda err, rid=ref.id: self._child_error(rid, err),
@@ -543,6 +608,40 @@ class Session:
         ref.bind(child)
         self._children[ref.id] = child
         child.start()
+
+    def _route(self, name: str) -> tuple[Session, str, str | None]:
+        """`<invoke id>/<name>` names a party, Gate or Effect of a child Machine's nested Session."""
+        if "/" in name:
+            prefix, rest = name.split("/", 1)
+            sub = self._subs.get(prefix)
+            if sub is not None:
+                return sub, rest, prefix
+        return self, name, None
+
+    def _pull(self, prefix: str) -> None:
+        """Take a child Machine's outputs as ours (names prefixed); its end is the invoke's done or error."""
+        sub = self._subs.get(prefix)
+        if sub is None:
+            return
+        self._forward(prefix, sub.drain())
+        if sub.status == "active":
+            return
+        del self._subs[prefix]
+        if prefix not in self._snapshot.children:
+            return
+        if sub.status == "done":
+            self._reply(self._invoke_nodes.get(prefix), sub.output)
+            self._deliver(done_actor_event(prefix, sub.output))
+        else:
+            self._deliver(error_actor_event(prefix, {"status": sub.status, "reason": sub.reason}))
+
+    def _forward(self, prefix: str, outputs: list[Output]) -> None:
+        for out in outputs:
+            if isinstance(out, RunEnded):
+                continue
+            changes = {name: f"{prefix}/{getattr(out, name)}" for name in ("turn", "agent", "gate", "effect", "pick")
+                       if getattr(out, name, None)}
+            self._outputs.append(replace(out, **changes))
 
     def _child_done(self, child_id: str, child: Any) -> None:
         if child.snapshot.status == "done" and child_id in self._snapshot.children:
@@ -554,6 +653,11 @@ class Session:
             self._deliver(error_actor_event(child_id, err))
 
     def _send_to_child(self, to: Any, event: Event) -> None:
+        key = to if isinstance(to, str) else getattr(to, "id", None)
+        if key in self._subs:
+            self._subs[key]._deliver(event)
+            self._pull(key)
+            return
         ref = self._snapshot.children.get(to) if isinstance(to, str) else to
         if isinstance(ref, ActorRef) and ref.actor is not None:
             ref.actor.send(event)
@@ -573,6 +677,10 @@ class Session:
         child = self._children.pop(ref.id, None)
         if child is not None and child.status_is_running():
             child._stop()
+        sub = self._subs.pop(ref.id, None)
+        if sub is not None:
+            sub.cancel()
+            self._forward(ref.id, sub.drain())
 
     def _finish_effect(self, pending: PendingEffect) -> None:
         self._effects.pop(pending.id, None)

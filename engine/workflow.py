@@ -23,11 +23,12 @@ from .slots import GATE, AgentSlot, EffectSlot, FailSlot, GateSlot
 
 __all__ = ["jr2_setup", "Setup", "Machine", "SlotLogic"]
 
-Slot = AgentSlot | GateSlot | EffectSlot | FailSlot
+Slot = Any
 
 
 class SlotLogic(ActorLogic):
-    """What an Agent, Gate, Effect or `fail` slot is to the statechart: inert logic the Session hosts itself."""
+    """What an Agent, Gate, Effect, `fail` or child Machine slot is to the statechart: inert logic the Session
+    hosts itself (a child Machine as a nested Session)."""
 
     kind = "slot"
 
@@ -79,9 +80,7 @@ class Machine:
         self.door: type[BaseModel] | None = door
         actors: dict[str, Any] = {}
         for name, slot in self.slots.items():
-            if isinstance(slot, Machine):
-                actors[name] = slot.statechart
-            elif isinstance(slot, (AgentSlot, GateSlot, EffectSlot, FailSlot)):
+            if isinstance(slot, (Machine, AgentSlot, GateSlot, EffectSlot, FailSlot)):
                 actors[name] = SlotLogic(name, slot)
             else:
                 actors[name] = slot
