@@ -49,6 +49,7 @@ class Machine:
         self.root.initialize()
         self._self_ref = ActorRef(self.id, None, self)
         nodes = list(self.id_map.values())
+        self.adjacency_cache: dict[tuple[StateNode, ...], dict[StateNode, list[StateNode]]] = {}
         self.has_history = any(n.type == "history" for n in nodes)
         self.has_always = any(n.always for n in nodes)
         if not self.has_history:

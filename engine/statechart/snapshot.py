@@ -115,6 +115,11 @@ class Snapshot:
         """Each active state's active children, in configuration order (xstate's `getAdjList`)."""
         if self._adjacency is None:
             nodes = self.nodes
+            cache = self.machine.adjacency_cache
+            cached = cache.get(nodes)
+            if cached is not None:
+                self._adjacency = cached
+                return cached
             if self.machine.has_history and not _is_complete(nodes):
                 nodes = tuple(all_state_nodes(nodes))
             adjacency: dict[StateNode, list[StateNode]] = {}
@@ -127,6 +132,8 @@ class Snapshot:
                     else:
                         kids.append(node)
             self._adjacency = adjacency
+            if len(cache) < 4096:
+                cache[self.nodes] = adjacency
         return self._adjacency
 
     @property
