@@ -276,13 +276,11 @@ class Session:
         if error is not None:
             return PickResult("refused", allowed=tuple(self.allowed_picks(agent)), error=error)
         allowed = self.allowed_picks(agent)
+        self.journal.append({"kind": "pick", "agent": agent, "event": event, "params": validated, "at": self.now})
         if event not in allowed:
-            self.journal.append({"kind": "pick", "agent": agent, "event": event, "params": validated,
-                                 "at": self.now})
             return PickResult("unmoved", allowed=tuple(allowed),
                               error=f'"{event}" is on the Menu but not allowed now; nothing moved')
         delivered = Event(type=event, **validated, sender={"party": "agent", "id": agent})
-        self.journal.append({"kind": "pick", "agent": agent, "event": event, "params": validated, "at": self.now})
         if not select_transitions(self._snapshot, delivered):
             return PickResult("unmoved", allowed=tuple(allowed),
                               error=f'the Machine did not take "{event}" with this input (a guard said no); '
@@ -316,17 +314,17 @@ class Session:
             return result
         open_gate = self._gates.get(gate)
         if open_gate is None:
-            return Delivery("refused", error=f'no open Gate "{gate}" (open Gates: {sorted(self._gates)})')
+            return Delivery("refused", error=f'no open Gate "{gate}" (open Gates: {sorted(g.id for g in self.gates)})')
         if event not in open_gate.accepts:
             return Delivery("refused", accepts=open_gate.accepts,
-                              error=f'Gate "{gate}" does not accept "{event}" (it accepts {list(open_gate.accepts)})')
+                            error=f'Gate "{gate}" does not accept "{event}" (it accepts {list(open_gate.accepts)})')
         validated, error = self._validate(event, params)
         if error is not None:
             return Delivery("refused", accepts=open_gate.accepts, error=error)
         delivered = Event(type=event, **validated, sender={"party": "gate", "id": gate})
         if not select_transitions(self._snapshot, delivered):
             return Delivery("unmoved", accepts=open_gate.accepts,
-                              error=f'the Machine takes no "{event}" now; nothing moved')
+                            error=f'the Machine takes no "{event}" now; nothing moved')
         self.journal.append({"kind": "gate", "gate": gate, "event": event, "params": validated, "at": self.now})
         self._reply(self._invoke_nodes.get(gate), validated)
         self._deliver(delivered)
