@@ -6,9 +6,11 @@ a new Session (`Session.replay`) rebuilds the same run.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from pydantic import ValidationError
 
@@ -125,6 +127,24 @@ class _ProbeEvent(Event):
         raise _PickInputRead(str(key))
 
 
+def _journaled(method: Callable[..., Any]) -> Callable[..., Any]:
+    """An input method: the journal entry it adds records a digest of the outputs it produced, so a replay can
+    name the first entry whose outputs differ."""
+    @functools.wraps(method)
+    def wrapper(self: Session, *args: Any, **kwargs: Any) -> Any:
+        entries, emitted = len(self.journal), len(self._emitted)
+        result = method(self, *args, **kwargs)
+        if len(self.journal) > entries:
+            self.journal[entries]["out"] = _digest(self._emitted[emitted:])
+        return result
+    return wrapper
+
+
+def _digest(outputs: list[Output]) -> str:
+    text = json.dumps([o.to_json() for o in outputs], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 class Session:
     """One run of a Machine, driven only by its inputs."""
 
@@ -138,6 +158,7 @@ class Session:
         self.output: Any = None
         self.reason: str | None = None
         self._outputs: list[Output] = []
+        self._emitted: list[Output] = []
         self._turns: dict[str, Turn] = {}
         self._gates: dict[str, Gate] = {}
         self._effects: dict[str, PendingEffect] = {}
@@ -159,6 +180,7 @@ class Session:
         self._snapshot: Snapshot = snapshot
         self._apply(snapshot, actions)
         self._settle()
+        self.journal[0]["out"] = _digest(self._emitted)
 
     # -- reading the run -----------------------------------------------------------------------------------
 
@@ -240,6 +262,10 @@ class Session:
                 allowed.append(name)
         return allowed
 
+    def _emit(self, output: Output) -> None:
+        self._outputs.append(output)
+        self._emitted.append(output)
+
     def drain(self) -> list[Output]:
         """Outputs since the last drain, oldest first."""
         out, self._outputs = self._outputs, []
@@ -247,6 +273,7 @@ class Session:
 
     # -- inputs --------------------------------------------------------------------------------------------
 
+    @_journaled
     def pick(self, agent: str, event: str, params: Mapping[str, Any] | None = None) -> PickResult:
         """An Agent's tool call. Refused (nothing changes) unless it is on the Menu, valid, and nothing is
         outstanding; "unmoved" if the Machine would not take it now."""
@@ -300,6 +327,7 @@ class Session:
                               pick=pick.id)
         return PickResult("outstanding", pick=pick.id)
 
+    @_journaled
     def send_gate(self, gate: str, event: str, params: Mapping[str, Any] | None = None) -> Delivery:
         """An event from a Gate's caller (a human in the Console, a webhook, the CLI)."""
         if self.status != "active":
@@ -330,6 +358,7 @@ class Session:
         self._deliver(delivered)
         return Delivery("delivered", accepts=open_gate.accepts)
 
+    @_journaled
     def effect_done(self, effect_id: str, output: Any = None) -> Delivery:
         target, local, prefix = self._route(effect_id)
         if prefix is not None and self.status == "active":
@@ -348,6 +377,7 @@ class Session:
         self._deliver(done_actor_event(pending.invoke_id, output))
         return Delivery("delivered")
 
+    @_journaled
     def effect_failed(self, effect_id: str, error: Any) -> Delivery:
         target, local, prefix = self._route(effect_id)
         if prefix is not None and self.status == "active":
@@ -365,6 +395,7 @@ class Session:
         self._deliver(error_actor_event(pending.invoke_id, error))
         return Delivery("delivered")
 
+    @_journaled
     def fault(self, agent: str, reason: str) -> None:
         """A Turn that cannot go on: `agent.fault` goes into the Machine with the reason."""
         if self.status != "active":
@@ -377,6 +408,7 @@ class Session:
             return
         self._deliver(Event(type="agent.fault", agent=agent, reason=reason))
 
+    @_journaled
     def advance(self, ms: float) -> None:
         """Let `ms` pass: every timer that comes due fires, in order."""
         if ms < 0:
@@ -409,6 +441,7 @@ class Session:
         if target > self.now and self.status == "active":
             self.advance(target - self.now)
 
+    @_journaled
     def cancel(self) -> None:
         if self.status != "active":
             return
@@ -417,10 +450,10 @@ class Session:
             self._close_turn(turn)
         for gate in list(self._gates.values()):
             del self._gates[gate.id]
-            self._outputs.append(GateClosed(gate.id, gate.state))
+            self._emit(GateClosed(gate.id, gate.state))
         for pending in list(self._effects.values()):
             self._finish_effect(pending)
-            self._outputs.append(EffectCancelled(pending.id, pending.slot))
+            self._emit(EffectCancelled(pending.id, pending.slot))
         self._end("cancelled")
 
     # -- replay --------------------------------------------------------------------------------------------
@@ -431,6 +464,7 @@ class Session:
         if not journal or journal[0].get("kind") != "start":
             raise SessionError("a journal starts with its 'start' entry")
         session = cls(machine, input=journal[0].get("input"), clock=SimulatedClock(journal[0].get("at", 0)))
+        _check_outputs(session, 0, journal[0])
         for index, entry in enumerate(journal[1:], start=1):
             kind = entry.get("kind")
             if kind == "pick":
@@ -456,6 +490,7 @@ class Session:
             if not ok:
                 raise SessionError(f"journal entry {index} ({kind}: {json.dumps(entry, default=str)[:200]}) was "
                                    "refused on replay: the Machine or the run diverged here")
+            _check_outputs(session, index, entry)
         return session
 
     # -- the core loop -------------------------------------------------------------------------------------
@@ -510,7 +545,7 @@ class Session:
                     turn.answer = turn.chain[-1] if turn.chain else None
                 turn.answered = True
                 if pick is not self._current_pick:
-                    self._outputs.append(PickAnswered(turn.id, pick.id, pick.event, turn.answer,
+                    self._emit(PickAnswered(turn.id, pick.id, pick.event, turn.answer,
                                                       tuple(self.allowed_picks(turn.agent))))
         if self.status == "active" and self._snapshot.status == "done":
             self._end("done", output=self._snapshot.output)
@@ -529,7 +564,7 @@ class Session:
             self._keep_notice(pending, value)
         else:
             self._notices.setdefault(answer.agent or "", []).append(value)
-            self._outputs.append(NoticeKept(answer.agent or "", "", value))
+            self._emit(NoticeKept(answer.agent or "", "", value))
 
     def _pending_pick_of(self, agent: str) -> Turn | None:
         """The Turn whose pick is being delivered now, if the route already closed it."""
@@ -547,7 +582,7 @@ class Session:
 
     def _keep_notice(self, turn: Turn, value: Any) -> None:
         self._notices.setdefault(turn.agent, []).append(value)
-        self._outputs.append(NoticeKept(turn.agent, turn.id, value))
+        self._emit(NoticeKept(turn.agent, turn.id, value))
 
     def _reply(self, node: StateNode | None, value: Any) -> None:
         """A reply from below: every Turn whose state is above `node` and waits on a pick adds it to its Chain."""
@@ -591,7 +626,7 @@ class Session:
                 effect_id = f"effect-{self._counters['effect']}"
                 self._effects[effect_id] = PendingEffect(effect_id, ref.id, logic.name, state_id)
                 self._effect_by_invoke[ref.id] = effect_id
-                self._outputs.append(EffectRequested(effect_id, logic.name, slot.effect, dict(slot.spec),
+                self._emit(EffectRequested(effect_id, logic.name, slot.effect, dict(slot.spec),
                                                      _plain(ref.input), slot.idempotent, state_id))
             elif isinstance(slot, FailSlot):
                 reason = (ref.input or {}).get("reason") if isinstance(ref.input, Mapping) else None
@@ -639,7 +674,7 @@ class Session:
                 continue
             changes = {name: f"{prefix}/{getattr(out, name)}" for name in ("turn", "agent", "gate", "effect", "pick")
                        if getattr(out, name, None)}
-            self._outputs.append(replace(out, **changes))
+            self._emit(replace(out, **changes))
 
     def _child_done(self, child_id: str, child: Any) -> None:
         if child.snapshot.status == "done" and child_id in self._snapshot.children:
@@ -666,12 +701,12 @@ class Session:
             self._close_turn(turn)
         gate = self._gates.pop(ref.id, None)
         if gate is not None:
-            self._outputs.append(GateClosed(gate.id, gate.state))
+            self._emit(GateClosed(gate.id, gate.state))
         effect_id = self._effect_by_invoke.get(ref.id)
         if effect_id is not None and effect_id in self._effects:
             pending = self._effects[effect_id]
             self._finish_effect(pending)
-            self._outputs.append(EffectCancelled(effect_id, pending.slot))
+            self._emit(EffectCancelled(effect_id, pending.slot))
         child = self._children.pop(ref.id, None)
         if child is not None and child.status_is_running():
             child._stop()
@@ -696,7 +731,7 @@ class Session:
                     state_path(self.machine.id, node) if node is not None else "", ref.id,
                     str(data.get("prompt", "")), continues, {**slot.dials, **dict(data.get("dials") or {})}, notices)
         self._turns[ref.id] = turn
-        self._outputs.append(TurnStarted(turn.id, agent, turn.path, turn.prompt, continues, turn.dials, notices,
+        self._emit(TurnStarted(turn.id, agent, turn.path, turn.prompt, continues, turn.dials, notices,
                                          tuple(self.allowed_picks(agent))))
 
     def _close_turn(self, turn: Turn) -> None:
@@ -707,8 +742,8 @@ class Session:
                 self._closing[turn.agent] = turn
             else:
                 turn.outstanding = None
-                self._outputs.append(PickStopped(turn.id, pick.id, pick.event, DID_NOT_FINISH))
-        self._outputs.append(TurnEnded(turn.id, turn.agent, turn.path))
+                self._emit(PickStopped(turn.id, pick.id, pick.event, DID_NOT_FINISH))
+        self._emit(TurnEnded(turn.id, turn.agent, turn.path))
 
     def _open_gate(self, ref: ActorRef, node: StateNode | None) -> None:
         seat = self.machine.seat_of(node.id) if node is not None else None
@@ -717,13 +752,21 @@ class Session:
         gate = Gate(ref.id, node.id if node is not None else "", state_path(self.machine.id, node) if node else "",
                     seat.events if seat is not None else (), _plain(meta))
         self._gates[ref.id] = gate
-        self._outputs.append(GateOpened(gate.id, gate.path, gate.accepts, gate.meta))
+        self._emit(GateOpened(gate.id, gate.path, gate.accepts, gate.meta))
 
     def _end(self, status: str, output: Any = None, reason: str | None = None) -> None:
         if self.status != "active":
             return
         self.status, self.output, self.reason = status, _plain(output), reason
-        self._outputs.append(RunEnded(status, self.output, reason))
+        self._emit(RunEnded(status, self.output, reason))
+
+
+def _check_outputs(session: Session, index: int, recorded: Mapping[str, Any]) -> None:
+    expected = recorded.get("out")
+    got = session.journal[index].get("out") if index < len(session.journal) else None
+    if expected is not None and got != expected:
+        raise SessionError(f"journal entry {index} ({recorded.get('kind')}) produced different outputs on replay: "
+                           "the Machine or the run diverged here")
 
 
 def _plain(value: Any) -> Any:

@@ -783,3 +783,27 @@ def test_a_pick_never_fires_a_transition_that_belongs_to_another_agent():
     assert session.value == {"A": "x", "B": "x"}
     assert session.pick("a", "go", {}).outcome == "answered"
     assert session.value == {"A": "y", "B": "x"}
+
+
+def test_replay_names_the_first_journal_entry_whose_outputs_differ():
+    import importlib
+
+    import pytest
+
+    from engine import Session, SessionError, answer
+    from workflows import notes
+
+    session = Session(notes.machine, input={"changes": "fix a"})
+    session.pick("writer", "ask", {"question": "Tone?"})
+    gate = session.gates[0].id
+    session.send_gate(gate, "reply", {"text": "Warm"})
+    session.pick("writer", "done", {"notes": "# Notes"})
+    assert Session.replay(notes.machine, session.journal).snapshot == session.snapshot
+
+    changed = importlib.reload(notes).machine
+    reply_route = changed.statechart.get_state_node_by_id("#notes.writing.asking").transitions["reply"][0]
+    reply_route.actions = tuple(answer(lambda event: "Said: " + event.text).bound("writer")
+                                if getattr(a, "agent", None) == "writer" else a for a in reply_route.actions)
+    with pytest.raises(SessionError, match="journal entry 2 \\(gate\\) produced different outputs"):
+        Session.replay(changed, session.journal)
+    importlib.reload(notes)
