@@ -1,5 +1,5 @@
 # The two commands a newcomer runs: `make up` (the Console on the embedded default) and `make test`.
-PY ?= python3.11
+PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from engine.statechart.actions.assign import Assign
 from engine.statechart.guards import _And, _Not, _Or
 
 from .errors import MachineError
-from .menu import OnKey, Party, is_engine_event, state_path
-from .routes import Answer, SentBy
+from .menu import OnKey, Party, state_path
+from .routes import SentBy
 from .slots import FromPick
 
 if TYPE_CHECKING:
@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 
     from .events import EventDef
 
-__all__ = ["Warning", "refuse", "warnings_for", "names_read"]
+__all__ = ["MachineWarning", "names_read", "refuse", "warnings_for"]
 
 
 @dataclass(frozen=True)
-class Warning:
+class MachineWarning:
     """Something legal that is probably a mistake: shown by `jr2 check`, `jr2 up` and the Console."""
 
     code: str
@@ -158,15 +158,9 @@ def refuse(machine_id: str, nodes: list[StateNode], slots: Mapping[str, Any], ev
                             "them from the event's input", machine_id, where(node), t.event_type)
 
 
-def answers_in(actions: Iterable[Any]) -> Iterator[Answer]:
-    for action in actions:
-        if isinstance(action, Answer):
-            yield action
-
-
 def warnings_for(machine_id: str, nodes: list[StateNode], parties: Mapping[StateNode, Party | None],
-                 keys: list[OnKey]) -> list[Warning]:
-    out: list[Warning] = []
+                 keys: list[OnKey]) -> list[MachineWarning]:
+    out: list[MachineWarning] = []
     entered: set[StateNode] = set()
     for node in nodes:
         if node.initial is not None and node.initial.target:
@@ -188,7 +182,7 @@ def warnings_for(machine_id: str, nodes: list[StateNode], parties: Mapping[State
             if owner_states and owner_states[0] is not node:
                 continue
             if below not in entered and below.type != "history":
-                out.append(Warning(
+                out.append(MachineWarning(
                     "mode-never-entered", state_path(machine_id, below), None,
                     f'mode "{state_path(machine_id, below)}" of Agent "{party.id}" is entered by no transition: its '
                     "picks are on the Menu but never in the Allowed picks"))
@@ -200,12 +194,10 @@ def warnings_for(machine_id: str, nodes: list[StateNode], parties: Mapping[State
         if not any(parties.get(a) is not None and parties[a].kind == "agent" for a in gate_node.ancestors):
             continue
         if any(t.target is None for t in key.node.transitions.get(key.event, ())):
-            out.append(Warning(
+            out.append(MachineWarning(
                 "gate-event-without-target", state_path(machine_id, key.node), key.event,
                 f'the Gate in "{state_path(machine_id, gate_node)}" takes "{key.event}" without a target: the Gate '
                 "stays open after it, so the Agent's state never comes to Rest and every pick is refused until "
                 "the Gate's state exits"))
     return out
 
-
-__all__ += ["answers_in", "is_engine_event"]

@@ -14,7 +14,7 @@ from engine.statechart.logic import ActorLogic
 from engine.statechart.machine import Machine as Statechart
 from engine.statechart.nodes import StateNode
 
-from .checks import Warning, refuse, warnings_for
+from .checks import MachineWarning, refuse, warnings_for
 from .errors import MachineError
 from .events import EventDef
 from .menu import OnKey, Party, Seat, derive_seats, on_keys, party_of, state_path
@@ -187,7 +187,7 @@ class Machine:
     def menu_json(self, slot: str) -> str:
         return self._tools.get(slot, "[]")
 
-    def warnings(self) -> list[Warning]:
+    def warnings(self) -> list[MachineWarning]:
         return list(self._warnings)
 
     @property

@@ -1,7 +1,7 @@
 """Guards: named, parameterised, inline, and the combinators `and_`, `or_`, `not_`, `state_in`."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .callables import call_with
 from .errors import ImplementationError

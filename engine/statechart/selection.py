@@ -5,7 +5,7 @@ Follows xstate's `transitionNode` (deepest states first, a parent only when no c
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import GuardError, ImplementationError, StatechartError
 from .guards import evaluate_guard, guard_name
