@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
@@ -170,6 +171,8 @@ class Session:
         self._current_pick: Pick | None = None
         self._closing: dict[str, Turn] = {}
         self._replying: set[str] = set()
+        self._queue: deque[Event] = deque()
+        self._delivering = False
         self._invoke_nodes: dict[str, StateNode] = {
             inv.id: node for node in machine.nodes for inv in node.invoke}
         self._after_nodes: dict[str, StateNode] = {
@@ -509,12 +512,23 @@ class Session:
         return model.model_dump(mode="json"), None
 
     def _deliver(self, event: Event) -> None:
-        snapshot, actions = self.statechart.transition(self._snapshot, event)
-        self._apply(snapshot, actions)
-        for agent in list(self._closing):
-            self._flush_closing(agent)
-        self._replying.clear()
-        self._settle()
+        """Run one event to completion. An event raised while one is being applied (a child that finished as it
+        started) waits its turn, as in an actor's mailbox."""
+        self._queue.append(event)
+        if self._delivering:
+            return
+        self._delivering = True
+        try:
+            while self._queue:
+                snapshot, actions = self.statechart.transition(self._snapshot, self._queue.popleft())
+                self._apply(snapshot, actions)
+                for agent in list(self._closing):
+                    self._flush_closing(agent)
+                self._replying.clear()
+                self._settle()
+        finally:
+            self._delivering = False
+            self._queue.clear()
 
     def _apply(self, snapshot: Snapshot, actions: list[ExecutableAction]) -> None:
         """Perform what the pure transition asked for, in order."""
@@ -525,7 +539,7 @@ class Session:
             elif action.exec is not None:
                 action.run()
             elif action.type == "xstate.spawnChild":
-                self._start(action.params["actorRef"], action.info)
+                self._start(action.params["actorRef"])
             elif action.type == "xstate.stopChild":
                 if action.params["actorRef"] is not None:
                     self._stop(action.params["actorRef"])
@@ -546,14 +560,14 @@ class Session:
                 turn.answered = True
                 if pick is not self._current_pick:
                     self._emit(PickAnswered(turn.id, pick.id, pick.event, turn.answer,
-                                                      tuple(self.allowed_picks(turn.agent))))
+                                            tuple(self.allowed_picks(turn.agent))))
         if self.status == "active" and self._snapshot.status == "done":
             self._end("done", output=self._snapshot.output)
 
     def _route_answer(self, action: ExecutableAction) -> None:
         answer: Answer = action.exec  # type: ignore[assignment]
         turn = self.turn_of(answer.agent or "")
-        pending = self._pending_pick_of(answer.agent or "")
+        pending = self._closing.get(answer.agent or "")
         chain = list(turn.chain) if turn is not None else []
         value = call_with(answer.fn, context=action.info.get("context"), event=action.info.get("event"),
                           chain=chain)
@@ -565,10 +579,6 @@ class Session:
         else:
             self._notices.setdefault(answer.agent or "", []).append(value)
             self._emit(NoticeKept(answer.agent or "", "", value))
-
-    def _pending_pick_of(self, agent: str) -> Turn | None:
-        """The Turn whose pick is being delivered now, if the route already closed it."""
-        return self._closing.get(agent)
 
     def _flush_closing(self, agent: str) -> None:
         """A Turn its own route closed: its answer (the route's `answer`, else the last reply) is a notice."""
@@ -611,7 +621,7 @@ class Session:
 
     # -- children ------------------------------------------------------------------------------------------
 
-    def _start(self, ref: ActorRef, info: Mapping[str, Any]) -> None:
+    def _start(self, ref: ActorRef) -> None:
         logic = ref.logic
         node = self._invoke_nodes.get(ref.id)
         state_id = node.id if node is not None else ""
@@ -627,7 +637,7 @@ class Session:
                 self._effects[effect_id] = PendingEffect(effect_id, ref.id, logic.name, state_id)
                 self._effect_by_invoke[ref.id] = effect_id
                 self._emit(EffectRequested(effect_id, logic.name, slot.effect, dict(slot.spec),
-                                                     _plain(ref.input), slot.idempotent, state_id))
+                                           _plain(ref.input), slot.idempotent, state_id))
             elif isinstance(slot, FailSlot):
                 reason = (ref.input or {}).get("reason") if isinstance(ref.input, Mapping) else None
                 self._end("failed", reason=str(reason or "the run failed"))
@@ -732,7 +742,7 @@ class Session:
                     str(data.get("prompt", "")), continues, {**slot.dials, **dict(data.get("dials") or {})}, notices)
         self._turns[ref.id] = turn
         self._emit(TurnStarted(turn.id, agent, turn.path, turn.prompt, continues, turn.dials, notices,
-                                         tuple(self.allowed_picks(agent))))
+                               tuple(self.allowed_picks(agent))))
 
     def _close_turn(self, turn: Turn) -> None:
         del self._turns[turn.invoke_id]
