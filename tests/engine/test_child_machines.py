@@ -101,3 +101,26 @@ def test_leaving_the_state_stops_the_child_machines_turns():
     assert session.allowed_picks("scouting/scout") == []
     refused = session.pick("scouting/scout", "found", {"finding": "moon"})
     assert refused.outcome == "refused"
+
+
+def test_a_child_that_finishes_as_it_starts_answers_the_pick_at_once():
+    from engine.statechart import create_machine
+
+    instant = create_machine({"id": "instant", "initial": "done", "states": {"done": {"type": "final"}},
+                              "output": {"sum": 3}})
+    add = define_event(name="add", input=Topic, description="Add it up.")
+    machine = jr2_setup(events=[add], actors={
+        "clerk": agent(model="script/clerk", instructions="You add numbers."),
+        "adder": instant,
+    }).create_machine({
+        "id": "ledger", "initial": "working",
+        "states": {"working": {
+            "invoke": {"src": "clerk"}, "initial": "idle",
+            "states": {"idle": {"on": {"add": "adding"}},
+                       "adding": {"invoke": {"src": "adder", "onDone": "idle"}}},
+        }},
+    })
+    session = Session(machine)
+    result = session.pick("clerk", "add", {"topic": "sums"})
+    assert (result.outcome, result.answer, result.allowed) == ("answered", {"sum": 3}, ("add",))
+    assert session.value == {"working": "idle"}
