@@ -135,7 +135,7 @@ def refuse(machine_id: str, nodes: list[StateNode], slots: Mapping[str, Any], ev
                         f"(parties: {sorted(party_ids)})", machine_id, where(node), t.event_type)
     for node in nodes:
         for t in node.all_transitions():
-            if t.event_type not in events:
+            if t.event_type is None or t.event_type not in events:
                 continue
             params = set(events[t.event_type].input.model_fields)
             if not params:
@@ -191,7 +191,7 @@ def warnings_for(machine_id: str, nodes: list[StateNode], parties: Mapping[State
         if owner is None or owner.kind != "gate":
             continue
         gate_node = next(n for n in (key.node, *key.node.ancestors) if n.id == owner.state)
-        if not any(parties.get(a) is not None and parties[a].kind == "agent" for a in gate_node.ancestors):
+        if not any(getattr(parties.get(a), "kind", None) == "agent" for a in gate_node.ancestors):
             continue
         if any(t.target is None for t in key.node.transitions.get(key.event, ())):
             out.append(MachineWarning(

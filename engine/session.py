@@ -646,8 +646,8 @@ class Session:
                 self._pull(ref.id)
             return
         child = create_actor(logic, input=ref.input, clock=self.clock)
-        child.subscribe(next=None, error=lambda err, rid=ref.id: self._child_error(rid, err),
-                        complete=lambda rid=ref.id, c=child: self._child_done(rid, c))
+        child.subscribe(error=functools.partial(self._child_error, ref.id),
+                        complete=functools.partial(self._child_done, ref.id, child))
         ref.bind(child)
         self._children[ref.id] = child
         child.start()

@@ -7,6 +7,7 @@ then observers are told. An exception anywhere puts the actor in status "error".
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import threading
@@ -100,8 +101,8 @@ class Actor:
                  ref: ActorRef | None = None) -> None:
         self.logic = logic
         self.parent = parent
-        self.system = parent.system if parent is not None else ActorSystem(clock or RealClock(),
-                                                                           logger or _default_logger)
+        self.system: ActorSystem = parent.system if parent is not None else ActorSystem(
+            clock or RealClock(), logger or _default_logger)
         self.clock = self.system.clock
         self.logger = logger or self.system.logger
         self.session_id = self.system._book_id()
@@ -125,7 +126,7 @@ class Actor:
         self._sync_snapshot = sync_snapshot
         if system_id:
             self.system._set(system_id, self)
-        self._snapshot: Any = None
+        self._snapshot: Any
         self._init_state(snapshot)
         if system_id and self._snapshot.status != "active":
             self.system._unregister(self)
@@ -233,7 +234,12 @@ class Actor:
         """Listen to events this actor emits (`emit(...)`); `"*"` hears all of them."""
         listeners = self._listeners.setdefault(event_type, [])
         listeners.append(handler)
-        return Subscription(lambda: handler in listeners and listeners.remove(handler))
+
+        def unsubscribe() -> None:
+            if handler in listeners:
+                listeners.remove(handler)
+
+        return Subscription(unsubscribe)
 
     # -- the mailbox ---------------------------------------------------------------------------------------
 
@@ -409,7 +415,7 @@ class Actor:
                 remaining = timer.delay
             else:
                 remaining = min(timer.delay, max(0, timer.delay - (now - timer.started_at)))
-            handle = self.clock.set_timeout(lambda key=key, timer=timer: self._fire(key, timer), remaining)
+            handle = self.clock.set_timeout(functools.partial(self._fire, key, timer), remaining)
             handles[key] = (timer, handle)
 
     def _fire(self, key: str, timer: Timer) -> None:

@@ -101,6 +101,8 @@ def evaluate_guard(guard: Any, context: Any, event: Any, snapshot: Snapshot) -> 
     params = None
     if isinstance(guard, (str, dict)):
         name = guard if isinstance(guard, str) else guard.get("type")
+        if not isinstance(name, str):
+            raise ImplementationError(f"a guard dict needs a string 'type'; got {guard!r}")
         guards = snapshot.machine.implementations.guards
         if name not in guards:
             raise ImplementationError(

@@ -99,7 +99,8 @@ def snapshot_from_json(machine: Machine, data: Mapping[str, Any]) -> Snapshot:
     for t in data.get("timers") or []:
         target = t.get("target")
         if isinstance(target, dict):
-            target = children.get(target.get("ref"), target.get("ref"))
+            ref_id = str(target.get("ref"))
+            target = children.get(ref_id, ref_id)
         timers[t["id"]] = Timer(t["id"], Event(t["event"]), t["delay"], target, t.get("started_at"))
     return Snapshot(machine, tuple(nodes), _decode(data.get("context"), children), status=data.get("status", "active"),
                     output=data.get("output"), error=data.get("error"), children=children, history_value=history,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
+from .events import Event
 from .nodes import to_state_path
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ class Timer:
 
     __slots__ = ("id", "event", "delay", "target", "started_at")
 
-    def __init__(self, id: str, event: dict[str, Any], delay: float, target: Any = None,
+    def __init__(self, id: str, event: Event, delay: float, target: Any = None,
                  started_at: float | None = None) -> None:
         self.id, self.event, self.delay, self.target, self.started_at = id, event, delay, target, started_at
 
@@ -175,7 +176,7 @@ class Snapshot:
     def next_id(self, prefix: str) -> tuple[Snapshot, str]:
         return self.replace(seq=self.seq + 1), f"{prefix}:{self.seq}"
 
-    def with_timer(self, send_id: str | None, event: dict[str, Any], delay: float, target: Any = None) -> Snapshot:
+    def with_timer(self, send_id: str | None, event: Event, delay: float, target: Any = None) -> Snapshot:
         snapshot = self
         if send_id is None:
             snapshot, send_id = snapshot.next_id("xstate.timer")

@@ -34,7 +34,7 @@ class _Enqueue:
         return lambda *a, **k: self.actions.append(factory(*a, **k))
 
     def __getattr__(self, name: str) -> Callable[..., None]:
-        factories = {"assign": assign, "raise_": raise_, "send_to": send_to, "send_parent": send_parent,
+        factories: dict[str, Callable[..., Any]] = {"assign": assign, "raise_": raise_, "send_to": send_to, "send_parent": send_parent,
                      "forward_to": forward_to, "emit": emit, "log": log, "cancel": cancel,
                      "spawn_child": spawn_child, "stop_child": stop_child}
         if name not in factories:
