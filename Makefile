@@ -29,6 +29,7 @@ up: install
 	$(BIN)/python manage.py runserver 127.0.0.1:8000
 
 test: install node
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 bench: install node
