@@ -5,6 +5,7 @@ passing never crash the Session, never deliver a pick outside the Allowed picks,
 the same snapshot."""
 import importlib
 import json
+import os
 import pkgutil
 import types
 import typing
@@ -178,7 +179,7 @@ def run_random(machine, data):
 
 
 @pytest.mark.parametrize("machine", MACHINES)
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("JR2_PROPERTY_EXAMPLES", "80")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_inputs_never_crash_never_deliver_a_pick_outside_the_allowed_picks_and_replay_the_same(
         machine, data):
