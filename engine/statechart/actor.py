@@ -253,9 +253,11 @@ class Actor:
     _deliver = _send
 
     def _drain(self) -> None:
-        if self._processing:
-            return
+        """Process queued events one at a time. Re-entrant sends (from this actor's own actions) only queue;
+        a timer thread waits for the lock, then drains what it queued."""
         with self.system.lock:
+            if self._processing:
+                return
             self._processing = True
             try:
                 while self._queue and self._status == RUNNING:
