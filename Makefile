@@ -25,8 +25,7 @@ $(NODE_DIR)/node_modules/xstate/package.json: tests/differential/package.json
 node: $(NODE_DIR)/node_modules/xstate/package.json
 
 up: install
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(BIN)/jr2 up 127.0.0.1:8000
 
 test: install node
 	$(BIN)/mypy

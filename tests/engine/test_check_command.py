@@ -166,10 +166,41 @@ def test_check_tracebacks_show_the_whole_traceback(mixed_folder: Path, tmp_path:
 
 
 def test_unimplemented_subcommands_say_so_and_exit_2(real_folder: Path, tmp_path: Path) -> None:
-    proc = _jr2("up", folder=real_folder, via="script", cwd=tmp_path)
+    proc = _jr2("runs", folder=real_folder, via="script", cwd=tmp_path)
     assert proc.returncode == 2
-    assert "jr2 up is not implemented yet (implemented: check)" in proc.stderr
+    assert "jr2 runs is not implemented yet (implemented: check, up)" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_up_checks_migrates_and_serves_the_console(real_folder: Path, tmp_path: Path) -> None:
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    script = shutil.which("jr2", path=str(BIN))
+    assert script
+    env = {**os.environ, "JR2_WORKFLOWS": str(real_folder), "JR2_SQLITE_PATH": str(tmp_path / "up.sqlite3"),
+           "PYTHONUNBUFFERED": "1"}
+    server = subprocess.Popen([script, "up", f"127.0.0.1:{port}"], cwd=tmp_path, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        page = None
+        deadline = time.monotonic() + 60
+        while page is None and time.monotonic() < deadline and server.poll() is None:
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert page is not None, "the Console never answered"
+        assert "notes.writing" in page and "agent:writer" in page
+        assert (tmp_path / "up.sqlite3").exists()
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=20)
+    assert NOTES_SEATS in out
 
 
 # -- the command, in-process -----------------------------------------------------------------------------------
@@ -190,7 +221,7 @@ def test_check_refuses_a_missing_folder(tmp_path: Path) -> None:
         call_command("jr2", "check", "--workflows", str(tmp_path / "nowhere"), stdout=StringIO())
 
 
-@pytest.mark.parametrize("subcommand", [["up"], ["runs"], ["run", "notes"], ["status", "r1"], ["cancel", "r1"],
+@pytest.mark.parametrize("subcommand", [["runs"], ["run", "notes"], ["status", "r1"], ["cancel", "r1"],
                                         ["replay", "r1"], ["send", "r1", "--gate", "g", "--event", "reply"]])
 def test_every_other_subcommand_is_declared_but_not_implemented(subcommand: list[str]) -> None:
     with pytest.raises(CommandError, match=f"jr2 {subcommand[0]} is not implemented yet") as err:

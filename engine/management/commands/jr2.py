@@ -4,7 +4,10 @@
         Load every workflow (engine.loader), apply the refusals, print each Workflow's seats and warnings and a
         summary. Exit 1 when any Workflow is refused or fails to import; warnings alone do not fail the check.
 
-`up`, `run`, `runs`, `status`, `send`, `cancel` and `replay` are declared with the arguments SPEC.md 7 gives them
+    jr2 up [ADDR:PORT]
+        What check does, then migrate the database and serve the Console (default 127.0.0.1:8000).
+
+`run`, `runs`, `status`, `send`, `cancel` and `replay` are declared with the arguments SPEC.md 7 gives them
 and say they are not implemented yet (exit 2). To add one: fill in its arguments in SUBCOMMANDS and write
 `handle_<name>` (a `-` in the name becomes `_`).
 """
@@ -15,6 +18,7 @@ from argparse import ArgumentParser
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from engine.loader import Loaded, Workflows, load_workflows
@@ -126,6 +130,15 @@ class Command(BaseCommand):
             lines = "\n".join(f"  {f.message()}" for f in found.failures)
             raise CommandError(f"jr2 check failed: {len(found.failures)} of {count} "
                                f"workflow{'s' if count != 1 else ''} did not load:\n{lines}")
+
+    # -- jr2 up -------------------------------------------------------------------------------------------------
+
+    def handle_up(self, addrport: str | None = None, verbosity: int = 1, **options: Any) -> None:
+        """What `check` does (seats of every workflow included), then migrate, then serve the Console."""
+        self.handle_check(verbosity=verbosity)
+        call_command("migrate", interactive=False, verbosity=verbosity)
+        self.stdout.write(f"jr2 up: the Console is at http://{addrport or '127.0.0.1:8000'}/")
+        call_command("runserver", addrport or "127.0.0.1:8000", use_reloader=False)
 
     def _write_ok(self, loaded: Loaded) -> None:
         machine = loaded.machine
