@@ -6,7 +6,7 @@ from typing import Any
 
 __all__ = [
     "Output", "TurnStarted", "TurnEnded", "PickAnswered", "PickStopped", "NoticeKept", "GateOpened", "GateClosed",
-    "EffectRequested", "EffectCancelled", "RunEnded", "PickResult", "Delivery",
+    "EffectRequested", "EffectCancelled", "RunEnded", "PickResult", "Delivery", "AllowedChanged",
 ]
 
 
@@ -22,6 +22,8 @@ class Output:
 
 @dataclass(frozen=True)
 class TurnStarted(Output):
+    """A Turn begins: `system` and `message` are what the model reads first (engine/prompts.py)."""
+
     turn: str
     agent: str
     state: str
@@ -30,6 +32,8 @@ class TurnStarted(Output):
     dials: dict[str, Any]
     notices: tuple[str, ...]
     allowed: tuple[str, ...]
+    system: str = ""
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -41,11 +45,24 @@ class TurnEnded(Output):
 
 @dataclass(frozen=True)
 class PickAnswered(Output):
+    """An outstanding pick's answer; `message` is the answer then the Allowed picks read after its route."""
+
     turn: str
     pick: str
     event: str
     answer: Any
     allowed: tuple[str, ...]
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class AllowedChanged(Output):
+    """The Allowed picks of a Turn changed while its Agent worked; it reads them before its next step."""
+
+    turn: str
+    agent: str
+    allowed: tuple[str, ...]
+    message: str
 
 
 @dataclass(frozen=True)
@@ -114,6 +131,15 @@ class PickResult:
     allowed: tuple[str, ...] = ()
     error: str | None = None
     pick: str | None = None
+
+    def text(self) -> str:
+        """What the Agent reads back: the answer (or why nothing moved), then the Allowed picks."""
+        from .prompts import allowed_line, answer_message
+        if self.outcome in ("answered", "ended"):
+            return answer_message(self.answer, self.allowed)
+        if self.outcome == "outstanding":
+            return f"The pick is working; its answer comes when its work is done.\n\n{allowed_line(())}"
+        return f"{self.error}\n\n{allowed_line(self.allowed)}"
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,9 @@ from engine.statechart.selection import select_transitions
 from engine.statechart.snapshot import Snapshot
 
 from .menu import state_path
+from .prompts import allowed_changed_message, answer_message, system_prompt, user_message
 from .outputs import (
-    EffectCancelled, EffectRequested, GateClosed, GateOpened, Delivery, NoticeKept, Output, PickAnswered,
+    AllowedChanged, EffectCancelled, EffectRequested, GateClosed, GateOpened, Delivery, NoticeKept, Output, PickAnswered,
     PickResult, PickStopped, RunEnded, TurnEnded, TurnStarted,
 )
 from .routes import Answer
@@ -67,6 +68,7 @@ class Turn:
     chain: list[Any] = field(default_factory=list)
     answer: Any = None
     answered: bool = False
+    told: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "agent": self.agent, "state": self.state, "path": self.path, "prompt": self.prompt,
@@ -170,6 +172,7 @@ class Session:
         self._counters = {"turn": 0, "pick": 0, "effect": 0}
         self._current_pick: Pick | None = None
         self._closing: dict[str, Turn] = {}
+        self._picking: str | None = None
         self._replying: set[str] = set()
         self._queue: deque[Event] = deque()
         self._delivering = False
@@ -287,12 +290,18 @@ class Session:
             result = target.pick(local, event, params)
             if result.outcome != "refused":
                 self.journal.append({"kind": "pick", "agent": agent, "event": event, "params": _plain(params),
-                                     "at": self.now})
+                                     "outcome": result.outcome, "at": self.now})
             self._pull(prefix)
             return result
         turn = self.turn_of(agent)
         if turn is None:
             return PickResult("refused", error=f'agent "{agent}" has no open Turn; nothing was delivered')
+        result = self._pick(turn, agent, event, params)
+        if result.outcome != "refused" and self._turns.get(turn.invoke_id) is turn:
+            turn.told = tuple(result.allowed) if result.outcome != "outstanding" else ()
+        return result
+
+    def _pick(self, turn: Turn, agent: str, event: str, params: Mapping[str, Any] | None) -> PickResult:
         menu = self.machine.menu_names(agent)
         if event not in menu:
             return PickResult("refused", allowed=tuple(self.allowed_picks(agent)),
@@ -306,7 +315,9 @@ class Session:
         if error is not None:
             return PickResult("refused", allowed=tuple(self.allowed_picks(agent)), error=error)
         allowed = self.allowed_picks(agent)
-        self.journal.append({"kind": "pick", "agent": agent, "event": event, "params": validated, "at": self.now})
+        entry = {"kind": "pick", "agent": agent, "event": event, "params": validated, "outcome": "unmoved",
+                 "at": self.now}
+        self.journal.append(entry)
         if event not in allowed:
             return PickResult("unmoved", allowed=tuple(allowed),
                               error=f'"{event}" is on the Menu but not allowed now; nothing moved')
@@ -318,17 +329,20 @@ class Session:
         self._counters["pick"] += 1
         pick = Pick(f"pick-{self._counters['pick']}", event)
         turn.outstanding, turn.chain, turn.answer, turn.answered = pick, [], None, False
-        self._current_pick = pick
+        self._current_pick, self._picking = pick, agent
         try:
             self._deliver(delivered)
         finally:
-            self._current_pick = None
+            self._current_pick, self._picking = None, None
         if self._turns.get(turn.invoke_id) is not turn:
-            return PickResult("ended", answer=turn.answer, pick=pick.id)
-        if turn.outstanding is None:
-            return PickResult("answered", answer=turn.answer, allowed=tuple(self.allowed_picks(agent)),
-                              pick=pick.id)
-        return PickResult("outstanding", pick=pick.id)
+            result = PickResult("ended", answer=turn.answer, pick=pick.id)
+        elif turn.outstanding is None:
+            result = PickResult("answered", answer=turn.answer, allowed=tuple(self.allowed_picks(agent)),
+                                pick=pick.id)
+        else:
+            result = PickResult("outstanding", pick=pick.id)
+        entry["outcome"] = result.outcome
+        return result
 
     @_journaled
     def send_gate(self, gate: str, event: str, params: Mapping[str, Any] | None = None) -> Delivery:
@@ -404,9 +418,12 @@ class Session:
         if self.status != "active":
             return
         self.journal.append({"kind": "fault", "agent": agent, "reason": reason, "at": self.now})
+        self._fault(agent, reason)
+
+    def _fault(self, agent: str, reason: str) -> None:
         target, local, prefix = self._route(agent)
         if prefix is not None:
-            target.fault(local, reason)
+            target._fault(local, reason)
             self._pull(prefix)
             return
         self._deliver(Event(type="agent.fault", agent=agent, reason=reason))
@@ -472,7 +489,7 @@ class Session:
             kind = entry.get("kind")
             if kind == "pick":
                 result = session.pick(entry["agent"], entry["event"], entry.get("params"))
-                ok = result.outcome != "refused"
+                ok = result.outcome == entry.get("outcome", result.outcome)
             elif kind == "gate":
                 ok = session.send_gate(entry["gate"], entry["event"], entry.get("params")).outcome == "delivered"
             elif kind == "effect_done":
@@ -491,8 +508,8 @@ class Session:
             else:
                 raise SessionError(f"journal entry {index} has unknown kind {kind!r}")
             if not ok:
-                raise SessionError(f"journal entry {index} ({kind}: {json.dumps(entry, default=str)[:200]}) was "
-                                   "refused on replay: the Machine or the run diverged here")
+                raise SessionError(f"journal entry {index} ({kind}: {json.dumps(entry, default=str)[:200]}) did not "
+                                   "apply the same way on replay: the Machine or the run diverged here")
             _check_outputs(session, index, entry)
         return session
 
@@ -559,8 +576,17 @@ class Session:
                     turn.answer = turn.chain[-1] if turn.chain else None
                 turn.answered = True
                 if pick is not self._current_pick:
-                    self._emit(PickAnswered(turn.id, pick.id, pick.event, turn.answer,
-                                            tuple(self.allowed_picks(turn.agent))))
+                    allowed = tuple(self.allowed_picks(turn.agent))
+                    turn.told = allowed
+                    self._emit(PickAnswered(turn.id, pick.id, pick.event, turn.answer, allowed,
+                                            answer_message(turn.answer, allowed)))
+        for turn in list(self._turns.values()):
+            if turn.outstanding is not None or (self._current_pick is not None and turn.agent == self._picking):
+                continue
+            allowed = tuple(self.allowed_picks(turn.agent))
+            if allowed != turn.told:
+                turn.told = allowed
+                self._emit(AllowedChanged(turn.id, turn.agent, allowed, allowed_changed_message(allowed)))
         if self.status == "active" and self._snapshot.status == "done":
             self._end("done", output=self._snapshot.output)
 
@@ -741,8 +767,10 @@ class Session:
                     state_path(self.machine.id, node) if node is not None else "", ref.id,
                     str(data.get("prompt", "")), continues, {**slot.dials, **dict(data.get("dials") or {})}, notices)
         self._turns[ref.id] = turn
-        self._emit(TurnStarted(turn.id, agent, turn.path, turn.prompt, continues, turn.dials, notices,
-                               tuple(self.allowed_picks(agent))))
+        allowed = tuple(self.allowed_picks(agent))
+        turn.told = allowed
+        self._emit(TurnStarted(turn.id, agent, turn.path, turn.prompt, continues, turn.dials, notices, allowed,
+                               system_prompt(slot.instructions), user_message(turn.prompt, allowed, notices)))
 
     def _close_turn(self, turn: Turn) -> None:
         del self._turns[turn.invoke_id]
