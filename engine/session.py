@@ -377,39 +377,33 @@ class Session:
 
     @_journaled
     def effect_done(self, effect_id: str, output: Any = None) -> Delivery:
-        target, local, prefix = self._route(effect_id)
-        if prefix is not None and self.status == "active":
-            result = target.effect_done(local, output)
-            if result.outcome == "delivered":
-                self.journal.append({"kind": "effect_done", "effect": effect_id, "output": _plain(output),
-                                     "at": self.now})
-            self._pull(prefix)
-            return result
-        pending = self._effects.get(effect_id)
-        if pending is None or self.status != "active":
-            return Delivery("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
-        self.journal.append({"kind": "effect_done", "effect": effect_id, "output": _plain(output), "at": self.now})
-        self._finish_effect(pending)
-        self._reply(self._invoke_nodes.get(pending.invoke_id), output)
-        self._deliver(done_actor_event(pending.invoke_id, output))
-        return Delivery("delivered")
+        """An Effect finished: its output is the invoke's done event, and a reply to the Turns above it."""
+        return self._effect_result(effect_id, "effect_done", output)
 
     @_journaled
     def effect_failed(self, effect_id: str, error: Any) -> Delivery:
+        """An Effect failed: the invoke's error event (not a reply; `answer` on `onError` tells the Agent)."""
+        return self._effect_result(effect_id, "effect_failed", error)
+
+    def _effect_result(self, effect_id: str, kind: str, value: Any) -> Delivery:
+        field_name = "output" if kind == "effect_done" else "error"
         target, local, prefix = self._route(effect_id)
         if prefix is not None and self.status == "active":
-            result = target.effect_failed(local, error)
+            result = target._effect_result(local, kind, value)
             if result.outcome == "delivered":
-                self.journal.append({"kind": "effect_failed", "effect": effect_id, "error": _plain(error),
-                                     "at": self.now})
+                self.journal.append({"kind": kind, "effect": effect_id, field_name: _plain(value), "at": self.now})
             self._pull(prefix)
             return result
         pending = self._effects.get(effect_id)
         if pending is None or self.status != "active":
             return Delivery("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
-        self.journal.append({"kind": "effect_failed", "effect": effect_id, "error": _plain(error), "at": self.now})
+        self.journal.append({"kind": kind, "effect": effect_id, field_name: _plain(value), "at": self.now})
         self._finish_effect(pending)
-        self._deliver(error_actor_event(pending.invoke_id, error))
+        if kind == "effect_done":
+            self._reply(self._invoke_nodes.get(pending.invoke_id), value)
+            self._deliver(done_actor_event(pending.invoke_id, value))
+        else:
+            self._deliver(error_actor_event(pending.invoke_id, value))
         return Delivery("delivered")
 
     @_journaled
