@@ -50,6 +50,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "menu.json"
 if str(ROOT) not in sys.path:  # `python bench/menu.py` as well as `python -m bench.menu`
     sys.path.insert(0, str(ROOT))
 
+from bench.host import cpu_model  # noqa: E402
 from engine import Machine, Session, agent, assign, define_event, jr2_setup  # noqa: E402
 
 
@@ -269,16 +270,6 @@ def profile_allowed(session: Session, agent_name: str, calls: int, top: int) -> 
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 @dataclass
 class Row:
     what: str
@@ -326,11 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     big_states = len(big.nodes) - 1
     menu_size = len(big.menu_names("agent0"))
 
-    print(f"# Menu and Session bench — Python {platform.python_version()} on {cpu_name()}", flush=True)
+    print(f"# Menu and Session bench — Python {platform.python_version()} on {cpu_model()}", flush=True)
     print(f"big workflow: {big_states} states below the root, {AGENTS} Agents, {menu_size} picks on each Menu, "
           f"built in {build_ms:.0f} ms", flush=True)
     rows: list[Row] = []
-    results: dict[str, Any] = {"python": platform.python_version(), "cpu": cpu_name(), "samples": samples,
+    results: dict[str, Any] = {"python": platform.python_version(), "cpu": cpu_model(), "samples": samples,
                                "load_average": load, "verdict_clock": args.clock,
                                "big": {"states": big_states, "agents": AGENTS, "menu": menu_size,
                                        "build_ms": build_ms}}

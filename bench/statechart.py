@@ -35,6 +35,8 @@ from pathlib import Path
 
 from bench.charts import RUNNERS, Chart, charts, leaves_of_value, ours_machine
 
+from bench.host import cpu_model
+
 ROOT = Path(__file__).resolve().parent.parent
 MJS = Path(__file__).resolve().parent / "xstate_bench.mjs"
 RESULTS = Path(__file__).resolve().parent / "results" / "statechart.json"
@@ -316,7 +318,7 @@ def env_info(node: dict | None) -> dict:
 
     return {
         "nproc": os.cpu_count(),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "python-statemachine": ver("python-statemachine"),
@@ -324,16 +326,6 @@ def env_info(node: dict | None) -> dict:
         "node": (node or {}).get("node") or node_version(),
         "xstate": (node or {}).get("xstate"),
     }
-
-
-def _cpu_model() -> str | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
 
 
 def main(argv: list[str] | None = None) -> int:
