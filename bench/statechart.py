@@ -34,7 +34,6 @@ from importlib import metadata
 from pathlib import Path
 
 from bench.charts import RUNNERS, Chart, charts, leaves_of_value, ours_machine
-
 from bench.host import cpu_model
 
 ROOT = Path(__file__).resolve().parent.parent
