@@ -13,20 +13,14 @@ from engine.statechart import (
     send_to,
 )
 
-
-def _as_list(actions):
-    if actions is None:
-        return []
-    if isinstance(actions, list):
-        return list(actions)
-    return [actions]
+from .tracking import as_list
 
 
 def _walk(node, label, make_enter, make_exit, path=()):
     """Copy a state-node config, prepending trackers to its entry/exit."""
     node = dict(node)
-    node["entry"] = [make_enter(label), *_as_list(node.get("entry"))]
-    node["exit"] = [make_exit(label), *_as_list(node.get("exit"))]
+    node["entry"] = [make_enter(label), *as_list(node.get("entry"))]
+    node["exit"] = [make_exit(label), *as_list(node.get("exit"))]
     if "states" in node:
         children = {}
         for key, child in node["states"].items():

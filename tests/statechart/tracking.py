@@ -1,7 +1,7 @@
 """Entry/exit tracking for the ported tests: a copy of a config whose states log when they are entered and left."""
 
 
-def _as_list(actions):
+def as_list(actions):
     if actions is None:
         return []
     if isinstance(actions, list):
@@ -28,8 +28,8 @@ def track_entries(config):
         def exit_tracker():
             log.append(f"exit: {label}")
 
-        node["entry"] = [entry_tracker, *_as_list(node.get("entry"))]
-        node["exit"] = [exit_tracker, *_as_list(node.get("exit"))]
+        node["entry"] = [entry_tracker, *as_list(node.get("entry"))]
+        node["exit"] = [exit_tracker, *as_list(node.get("exit"))]
         if node.get("states"):
             node["states"] = {
                 key: instrument(child, ".".join([*path, key]), [*path, key])
