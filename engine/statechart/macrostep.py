@@ -86,7 +86,17 @@ def _action_name(action: Any) -> str:
     return getattr(action, "__name__", None) or "(anonymous)"
 
 
-def resolve_actions(snapshot: Snapshot, event: Event, scope: Scope, actions: Any, where: str) -> Snapshot:
+def describe(where: Any) -> str:
+    """Where actions come from, for error messages: built only when one is raised."""
+    if isinstance(where, str):
+        return where
+    kind, subject = where
+    if kind == "transition":
+        return f"transition of state '#{subject.source.id}' on '{subject.event_type or 'always'}'"
+    return f"{kind} of state '#{subject.id}'"
+
+
+def resolve_actions(snapshot: Snapshot, event: Event, scope: Scope, actions: Any, where: Any) -> Snapshot:
     """Resolve actions in order: built-ins update the snapshot and go to the sink as data; custom ones go to
     the sink with their callable."""
     machine = snapshot.machine
@@ -98,16 +108,16 @@ def resolve_actions(snapshot: Snapshot, event: Event, scope: Scope, actions: Any
             if isinstance(action, dict):
                 name = action.get("type")
                 if not isinstance(name, str):
-                    raise StatechartError(f"an action dict needs a string 'type' ({where}); got {action!r}")
+                    raise StatechartError(f"an action dict needs a string 'type' ({describe(where)}); got {action!r}")
             elif isinstance(action, str):
                 name = action
             else:
-                raise StatechartError(f"an action is a name, a {{'type', 'params'}} dict or a callable ({where}); "
+                raise StatechartError(f"an action is a name, a {{'type', 'params'}} dict or a callable ({describe(where)}); "
                                       f"got {action!r}")
             registered = machine.implementations.actions
             if name not in registered:
                 raise ImplementationError(
-                    f"action '{name}' ({where}) is not registered in machine '{machine.id}' "
+                    f"action '{name}' ({describe(where)}) is not registered in machine '{machine.id}' "
                     f"(actions={sorted(registered)})"
                 )
             impl = registered[name]
@@ -147,9 +157,11 @@ def _exit_states(snapshot: Snapshot, event: Event, scope: Scope, transitions: li
                 changed = dict(history_value)
             changed[history.id] = remembered
     for node in to_exit:
-        actions = [*node.exit, *(stop_child(inv_id) for inv_id in node.invoke_ids)]
+        actions = node.exit_actions
+        if actions is None:
+            actions = node.exit_actions = (*node.exit, *(stop_child(inv_id) for inv_id in node.invoke_ids))
         if actions:
-            snapshot = resolve_actions(snapshot, event, scope, actions, f"exit of state '#{node.id}'")
+            snapshot = resolve_actions(snapshot, event, scope, actions, ("exit", node))
         del active[node]
     return snapshot, (changed if changed is not None else history_value)
 
@@ -180,15 +192,15 @@ def _enter_states(snapshot: Snapshot, event: Event, scope: Scope, transitions: l
     completed: set[StateNode] = set()
     for node in sorted(to_enter, key=lambda n: n.order):
         active[node] = None
-        actions: list[Any] = list(node.entry)
-        for inv in node.invoke:
-            actions.append(_invoke_spawn(inv))
-        if node in default_entry and node.initial is not None:
-            actions.extend(node.initial.actions)
+        actions: Any = node.entry_actions
+        if actions is None:
+            actions = node.entry_actions = (*node.entry, *(_invoke_spawn(inv) for inv in node.invoke))
+        if node in default_entry and node.initial is not None and node.initial.actions:
+            actions = (*actions, *node.initial.actions)
         if actions:
             scope.deferred_actor_ids = node.invoke_ids
             try:
-                snapshot = resolve_actions(snapshot, event, scope, actions, f"entry of state '#{node.id}'")
+                snapshot = resolve_actions(snapshot, event, scope, actions, ("entry", node))
             finally:
                 scope.deferred_actor_ids = ()
         if node.type != "final":
@@ -241,8 +253,7 @@ def microstep(transitions: list[Transition], snapshot: Snapshot, event: Event, s
         snapshot, history_value = _exit_states(snapshot, event, scope, filtered, active, history_value)
     for t in filtered:
         if t.actions:
-            snapshot = resolve_actions(snapshot, event, scope, t.actions,
-                                       f"transition of state '#{t.source.id}' on '{t.event_type or 'always'}'")
+            snapshot = resolve_actions(snapshot, event, scope, t.actions, ("transition", t))
     snapshot = _enter_states(snapshot, event, scope, filtered, active, history_value, is_initial)
     nodes = tuple(active)
     if snapshot.status == "done":

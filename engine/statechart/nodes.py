@@ -198,6 +198,8 @@ class StateNode:
         self.after: tuple[Transition, ...] = ()
         self.initial: InitialTransition | None = None
         self._candidates: dict[str, tuple[Transition, ...]] = {}
+        self.entry_actions: tuple[Any, ...] | None = None  # entry, then the invokes' spawns (built on first entry)
+        self.exit_actions: tuple[Any, ...] | None = None  # exit, then stopping the invokes (built on first exit)
         unknown = set(config) - _NODE_KEYS
         if unknown & {"onEntry", "onExit", "activities", "parallel", "strict"}:
             raise ConfigError(f"state '#{self.id}' uses retired keys {sorted(unknown)}")
