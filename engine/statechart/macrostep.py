@@ -262,17 +262,11 @@ def microstep(transitions: list[Transition], snapshot: Snapshot, event: Event, s
         exits = [a for n in nodes for a in n.exit]
         if exits:
             snapshot = resolve_actions(snapshot, event, scope, exits, "exit on completion")
-    if history_value is snapshot.history_value and _same_members(nodes, snapshot.nodes):
+    if history_value is snapshot.history_value and len(nodes) == len(snapshot.nodes) and \
+            snapshot.node_set.issuperset(nodes):
         # the same configuration keeps its old order, as in xstate (order decides which region is asked first)
         return snapshot
     return snapshot.replace(nodes=nodes, history_value=history_value)
-
-
-def _same_members(a: tuple[StateNode, ...], b: tuple[StateNode, ...]) -> bool:
-    if len(a) != len(b):
-        return False
-    members = set(b)
-    return all(n in members for n in a)
 
 
 def _stop_children(snapshot: Snapshot, event: Event, scope: Scope) -> Snapshot:

@@ -93,20 +93,23 @@ class Snapshot:
     def replace(self, **changes: Any) -> Snapshot:
         new = Snapshot.__new__(Snapshot)
         new.machine = self.machine
-        new.nodes = changes.get("nodes", self.nodes)
-        new.context = changes.get("context", self.context)
-        new.status = changes.get("status", self.status)
-        new.output = changes.get("output", self.output)
-        new.error = changes.get("error", self.error)
-        new.children = changes.get("children", self.children)
-        new.history_value = changes.get("history_value", self.history_value)
-        new.timers = changes.get("timers", self.timers)
-        new.seq = changes.get("seq", self.seq)
-        same_nodes = new.nodes is self.nodes
-        new._value = self._value if same_nodes else None
-        new._node_set = self._node_set if same_nodes else None
-        new._tags = self._tags if same_nodes else None
-        new._adjacency = self._adjacency if same_nodes else None
+        new.nodes = self.nodes
+        new.context = self.context
+        new.status = self.status
+        new.output = self.output
+        new.error = self.error
+        new.children = self.children
+        new.history_value = self.history_value
+        new.timers = self.timers
+        new.seq = self.seq
+        new._value = self._value
+        new._node_set = self._node_set
+        new._tags = self._tags
+        new._adjacency = self._adjacency
+        for name, value in changes.items():
+            setattr(new, name, value)
+        if new.nodes is not self.nodes:
+            new._value = new._node_set = new._tags = new._adjacency = None
         return new
 
     # -- derived views ---------------------------------------------------------------------------------------
