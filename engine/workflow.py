@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any, Iterable, Mapping
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from engine.statechart import create_machine as create_statechart
 from engine.statechart.errors import ConfigError, StatechartError
@@ -153,13 +153,6 @@ class Machine:
                 return party
         return None
 
-    def party_above(self, node: StateNode) -> Party | None:
-        for candidate in (node, *node.ancestors):
-            party = self.parties.get(candidate)
-            if party is not None:
-                return party
-        return None
-
     def seats(self) -> list[Seat]:
         return list(self._seats)
 
@@ -219,5 +212,3 @@ def _digest(nodes: list[StateNode]) -> str:
         })
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
 
-
-__all__ += ["ValidationError"]
