@@ -12,6 +12,7 @@ from engine.statechart import (
 from .errors import EventDefError, MachineError
 from .events import EventDef, define_event
 from .routes import answer, sent_by
+from .scripts import scripted
 from .session import Gate, Session, SessionError, Turn
 from .slots import agent, effect, fail, from_pick
 from .workflow import Machine, Setup, jr2_setup
@@ -19,6 +20,6 @@ from .workflow import Machine, Setup, jr2_setup
 __all__ = [
     "EventDef", "EventDefError", "Gate", "Machine", "MachineError", "Session", "SessionError", "Setup", "Turn",
     "agent", "and_", "answer", "assign", "cancel", "define_event", "effect", "emit", "enqueue_actions", "fail",
-    "forward_to", "from_pick", "jr2_setup", "log", "not_", "or_", "raise_", "send_parent", "send_to", "sent_by",
-    "state_in",
+    "forward_to", "from_pick", "jr2_setup", "log", "not_", "or_", "raise_", "scripted", "send_parent", "send_to",
+    "sent_by", "state_in",
 ]
