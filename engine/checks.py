@@ -123,6 +123,7 @@ def refuse(machine_id: str, nodes: list[StateNode], slots: Mapping[str, Any], ev
                         f'machine "{machine_id}": state "{where(below)}" is parallel at or below "{where(node)}", '
                         f'which invokes the Agent "{party.id}"; an Agent\'s state cannot hold parallel states',
                         machine_id, where(below), None)
+    _refuse_agent_twice(machine_id, [(n, p) for n, p in parties.items() if p is not None and p.kind == "agent"])
     party_ids = {p.id for p in parties.values() if p is not None} | {
         name for name, slot in slots.items() if getattr(slot, "kind", None) == "agent"}
     for node in nodes:
@@ -156,6 +157,28 @@ def refuse(machine_id: str, nodes: list[StateNode], slots: Mapping[str, Any], ev
                             f'"{where(entered)}", which runs the Effect "{inv.src}", but nothing reads its params '
                             f"{unread} (not the Effect's input, an assign, or from_pick's fill); read them or drop "
                             "them from the event's input", machine_id, where(node), t.event_type)
+
+
+def _refuse_agent_twice(machine_id: str, invoking: list[tuple[StateNode, Party]]) -> None:
+    """Two states that can be active at once (one inside the other, or in parallel regions) must not invoke the
+    same Agent slot: a pick names only the slot, so it could not say which Turn it means."""
+    for i, (a, party) in enumerate(invoking):
+        for b, other in invoking[i + 1:]:
+            if other.id != party.id or not _together(a, b):
+                continue
+            raise MachineError(
+                f'machine "{machine_id}": states "{state_path(machine_id, a)}" and "{state_path(machine_id, b)}" can '
+                f'be active at once and both invoke the Agent "{party.id}"; a pick names only its Agent, so it could '
+                "not say which Turn it means. Give one of them its own agent(...) slot",
+                machine_id, state_path(machine_id, b), None)
+
+
+def _together(a: StateNode, b: StateNode) -> bool:
+    """Whether two states can be active at once: one holds the other, or they sit in parallel regions."""
+    if a in b.ancestor_set or b in a.ancestor_set:
+        return True
+    common = next(n for n in a.ancestors if n in b.ancestor_set)
+    return common.type == "parallel"
 
 
 def warnings_for(machine_id: str, nodes: list[StateNode], parties: Mapping[StateNode, Party | None],

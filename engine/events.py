@@ -13,6 +13,10 @@ __all__ = ["EventDef", "define_event", "Audience", "NAME_PATTERN"]
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
 Audience = Literal["agent", "external", "any"]
+RESERVED_FIELDS = {
+    "sender": "the engine writes that field on every delivered event (who sent it)",
+    "type": "it is the event's name on every delivered event",
+}
 
 
 @dataclass(frozen=True)
@@ -53,12 +57,13 @@ def define_event(name: str, input: type[BaseModel], description: str | None = No
             f'define_event: "{name}" needs a pydantic model class as its input (class X(BaseModel): ...); '
             f"got {input!r}"
         )
-    if any(name == "sender" or field.alias == "sender" or field.validation_alias == "sender"
-           or field.serialization_alias == "sender" for name, field in input.model_fields.items()):
-        raise EventDefError(
-            f'define_event: "{name}" declares `sender` in its input — the engine writes that field on every '
-            "delivered event (who sent it); name the payload field something else"
-        )
+    for reserved, why in RESERVED_FIELDS.items():
+        if any(field_name == reserved or reserved in (field.alias, field.validation_alias, field.serialization_alias)
+               for field_name, field in input.model_fields.items()):
+            raise EventDefError(
+                f'define_event: "{name}" declares `{reserved}` in its input — {why}; name the payload field '
+                "something else"
+            )
     if audience not in (None, "agent", "external", "any"):
         raise EventDefError(f'define_event: "{name}" has audience {audience!r}; use "agent", "external" or "any"')
     return EventDef(name=name, input=input, description=description, semantics=semantics, audience=audience)

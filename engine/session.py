@@ -100,12 +100,24 @@ class PendingEffect:
     state: str
 
 
-class _PickInputRead(Exception):
-    """A guard read a field of the pick's input while the Allowed picks were being probed."""
+class PartyEvent(Event):
+    """An event a party delivered (a pick, a Gate's event): its input reads as attributes, as a dict, or as its
+    pydantic model would dump it (`event.model_dump()`), and `event.sender` says who sent it."""
+
+    __slots__ = ()
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        return {key: value for key, value in self.items() if key not in ("type", "sender")}
 
 
-class _ProbeEvent(Event):
-    """An event with only `type` and `sender`: reading anything else tells us the guard needs the pick."""
+class _PickInputRead(BaseException):
+    """A guard read the pick's input while the Allowed picks were being probed. A BaseException, so a guard that
+    swallows every Exception cannot hide the read."""
+
+
+class _ProbeEvent(PartyEvent):
+    """An event with only `type` and `sender`: reading anything else, directly or through a copy (`dict(event)`,
+    `{**event}`, `.items()`, iteration, `.model_dump()`...), tells us the guard needs the pick's input."""
 
     __slots__ = ()
 
@@ -128,6 +140,13 @@ class _ProbeEvent(Event):
         if key in ("type", "sender"):
             return dict.__contains__(self, key)
         raise _PickInputRead(str(key))
+
+    def _whole(self, *args: Any, **kwargs: Any) -> Any:
+        raise _PickInputRead("the whole input")
+
+    __iter__ = keys = items = values = copy = model_dump = __len__ = __eq__ = __ne__ = _whole  # type: ignore
+    __or__ = __ror__ = __reduce__ = __reduce_ex__ = _whole  # type: ignore
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _journaled(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -173,18 +192,20 @@ class Session:
         self._current_pick: Pick | None = None
         self._closing: dict[str, Turn] = {}
         self._picking: str | None = None
-        self._replying: set[str] = set()
+        self._routing: set[str] = set()
+        self._last_event: Event | None = None
         self._queue: deque[Event] = deque()
         self._delivering = False
         self._invoke_nodes: dict[str, StateNode] = {
             inv.id: node for node in machine.nodes for inv in node.invoke}
-        self._after_nodes: dict[str, StateNode] = {
-            t.event_type: node for node in machine.nodes for t in node.after if t.event_type}
         door = machine.validate_door(input)
         self.journal.append({"kind": "start", "input": _plain(input), "at": self.now})
         snapshot, actions = self.statechart.initial_transition(door)
         self._snapshot: Snapshot = snapshot
-        self._apply(snapshot, actions)
+        try:
+            self._apply(snapshot, actions)
+        except Exception as err:  # noqa: BLE001 - an entry action of the workflow raised: the run fails at once
+            self._end("failed", reason=f"the Machine raised while starting in {self._where()}: {_describe(err)}")
         self._settle()
         self.journal[0]["out"] = _digest(self._emitted)
 
@@ -315,14 +336,22 @@ class Session:
         if error is not None:
             return PickResult("refused", allowed=tuple(self.allowed_picks(agent)), error=error)
         allowed = self.allowed_picks(agent)
+        delivered = PartyEvent({**validated, "type": event, "sender": {"party": "agent", "id": agent}})
+        taken = False
+        if event in allowed:
+            try:
+                taken = bool(select_transitions(self._snapshot, delivered))
+            except Exception as err:  # noqa: BLE001 - a guard of the workflow raised on this input
+                return PickResult("refused", allowed=tuple(allowed),
+                                  error=f'a guard on "{event}" raised {_describe(err)} with this input; nothing '
+                                        "moved")
         entry = {"kind": "pick", "agent": agent, "event": event, "params": validated, "outcome": "unmoved",
                  "at": self.now}
         self.journal.append(entry)
         if event not in allowed:
             return PickResult("unmoved", allowed=tuple(allowed),
                               error=f'"{event}" is on the Menu but not allowed now; nothing moved')
-        delivered = Event(type=event, **validated, sender={"party": "agent", "id": agent})
-        if not select_transitions(self._snapshot, delivered):
+        if not taken:
             return PickResult("unmoved", allowed=tuple(allowed),
                               error=f'the Machine did not take "{event}" with this input (a guard said no); '
                                     "nothing moved")
@@ -330,6 +359,7 @@ class Session:
         pick = Pick(f"pick-{self._counters['pick']}", event)
         turn.outstanding, turn.chain, turn.answer, turn.answered = pick, [], None, False
         self._current_pick, self._picking = pick, agent
+        self._work_ended(self._invoke_nodes.get(turn.invoke_id), validated)
         try:
             self._deliver(delivered)
         finally:
@@ -366,12 +396,17 @@ class Session:
         validated, error = self._validate(event, params)
         if error is not None:
             return Delivery("refused", accepts=open_gate.accepts, error=error)
-        delivered = Event(type=event, **validated, sender={"party": "gate", "id": gate})
-        if not select_transitions(self._snapshot, delivered):
+        delivered = PartyEvent({**validated, "type": event, "sender": {"party": "gate", "id": gate}})
+        try:
+            taken = bool(select_transitions(self._snapshot, delivered))
+        except Exception as err:  # noqa: BLE001 - a guard of the workflow raised on this input
+            return Delivery("refused", accepts=open_gate.accepts,
+                            error=f'a guard on "{event}" raised {_describe(err)} with this input; nothing moved')
+        if not taken:
             return Delivery("unmoved", accepts=open_gate.accepts,
                             error=f'the Machine takes no "{event}" now; nothing moved')
         self.journal.append({"kind": "gate", "gate": gate, "event": event, "params": validated, "at": self.now})
-        self._reply(self._invoke_nodes.get(gate), validated)
+        self._work_ended(self._invoke_nodes.get(gate), validated)
         self._deliver(delivered)
         return Delivery("delivered", accepts=open_gate.accepts)
 
@@ -400,9 +435,10 @@ class Session:
         self.journal.append({"kind": kind, "effect": effect_id, field_name: _plain(value), "at": self.now})
         self._finish_effect(pending)
         if kind == "effect_done":
-            self._reply(self._invoke_nodes.get(pending.invoke_id), value)
+            self._work_ended(self._invoke_nodes.get(pending.invoke_id), value)
             self._deliver(done_actor_event(pending.invoke_id, value))
         else:
+            self._work_ended(self._invoke_nodes.get(pending.invoke_id))
             self._deliver(error_actor_event(pending.invoke_id, value))
         return Delivery("delivered")
 
@@ -438,7 +474,7 @@ class Session:
             timer = self._snapshot.timers[key]
             self.now = max(self.now, at)
             self._snapshot = self._snapshot.without_timer(key)
-            if timer.target is None or timer.target == "#_internal":
+            if self._to_self(timer.target):
                 self._deliver(timer.event)
             else:
                 self._send_to_child(timer.target, timer.event)
@@ -460,14 +496,6 @@ class Session:
         if self.status != "active":
             return
         self.journal.append({"kind": "cancel", "at": self.now})
-        for turn in list(self._turns.values()):
-            self._close_turn(turn)
-        for gate in list(self._gates.values()):
-            del self._gates[gate.id]
-            self._emit(GateClosed(gate.id, gate.state))
-        for pending in list(self._effects.values()):
-            self._finish_effect(pending)
-            self._emit(EffectCancelled(pending.id, pending.slot))
         self._end("cancelled")
 
     # -- replay --------------------------------------------------------------------------------------------
@@ -510,17 +538,29 @@ class Session:
     # -- the core loop -------------------------------------------------------------------------------------
 
     def _validate(self, event: str, params: Mapping[str, Any] | None) -> tuple[dict[str, Any], str | None]:
+        """The event's input, validated by its model and made JSON-ready, or the reason it is refused. Nothing a
+        party sends leaves here as an exception: a host never has to catch one."""
         if params is None:
             params = {}
         if not isinstance(params, Mapping):
             return {}, f'the input of "{event}" must be an object; got {type(params).__name__}'
-        if "sender" in params:
-            return {}, "no party can write `sender`: the engine writes it on every delivered event"
+        if any(not isinstance(key, str) for key in params):
+            return {}, f'the input of "{event}" must have string keys; got {sorted(map(repr, params))}'
+        for reserved, why in (("sender", "the engine writes it on every delivered event"),
+                              ("type", "it is the event's name")):
+            if reserved in params:
+                return {}, f"no party can write `{reserved}`: {why}"
         try:
             model = self.machine.events[event].input.model_validate(dict(params))
+            validated = model.model_dump(mode="json")
         except ValidationError as err:
             return {}, f'the input of "{event}" is not valid: {err}'
-        return model.model_dump(mode="json"), None
+        except Exception as err:  # noqa: BLE001 - a validator of the workflow's own raised: the input is refused
+            return {}, f'the input of "{event}" is not valid: its model raised {type(err).__name__}: {err}'
+        for reserved in ("sender", "type"):
+            if reserved in validated:
+                return {}, f'the input of "{event}" carries `{reserved}` after validation; no party can write it'
+        return validated, None
 
     def _deliver(self, event: Event) -> None:
         """Run one event to completion. An event raised while one is being applied (a child that finished as it
@@ -530,12 +570,17 @@ class Session:
             return
         self._delivering = True
         try:
-            while self._queue:
-                snapshot, actions = self.statechart.transition(self._snapshot, self._queue.popleft())
-                self._apply(snapshot, actions)
+            while self._queue and self.status == "active":
+                event = self._last_event = self._queue.popleft()
+                try:
+                    snapshot, actions = self.statechart.transition(self._snapshot, event)
+                    self._apply(snapshot, actions)
+                except Exception as err:  # noqa: BLE001 - the workflow's guard or action raised: the run fails
+                    self._end("failed", reason=f'the Machine raised while taking "{event.type}" in '
+                                               f"{self._where()}: {_describe(err)}")
                 for agent in list(self._closing):
                     self._flush_closing(agent)
-                self._replying.clear()
+                self._routing.clear()
                 self._settle()
         finally:
             self._delivering = False
@@ -583,22 +628,42 @@ class Session:
                 self._emit(AllowedChanged(turn.id, turn.agent, allowed, allowed_changed_message(allowed)))
         if self.status == "active" and self._snapshot.status == "done":
             self._end("done", output=self._snapshot.output)
+        elif self.status == "active" and self._snapshot.status == "error":
+            self._end("failed", reason=self._error_reason(self._snapshot.error))
 
     def _route_answer(self, action: ExecutableAction) -> None:
         answer: Answer = action.exec  # type: ignore[assignment]
-        turn = self.turn_of(answer.agent or "")
-        pending = self._closing.get(answer.agent or "")
-        chain = list(turn.chain) if turn is not None else []
+        agent = answer.agent or ""
+        target = self._answer_target(agent)
+        chain = list(target.chain) if target is not None else []
         value = call_with(answer.fn, context=action.info.get("context"), event=action.info.get("event"),
                           chain=chain)
+        if target is None:
+            self._notices.setdefault(agent, []).append(value)
+            self._emit(NoticeKept(agent, "", value))
+            return
+        target.answer, target.answered = value, True
+        if self._turns.get(target.invoke_id) is not target:
+            self._keep_notice(target, value)
+
+    def _answer_target(self, agent: str) -> Turn | None:
+        """The Turn whose pick an `answer` bound to `agent` answers: that Agent's waiting pick; but when the Agent's
+        own pick left its state (its Turn is over, nothing of it waits), the pick above that this one replies to,
+        if any; else the closed Turn (the answer becomes its notice)."""
+        turn = self.turn_of(agent)
         if turn is not None and turn.outstanding is not None:
-            turn.answer, turn.answered = value, True
-        elif pending is not None:
-            pending.answer, pending.answered = value, True
-            self._keep_notice(pending, value)
-        else:
-            self._notices.setdefault(answer.agent or "", []).append(value)
-            self._emit(NoticeKept(answer.agent or "", "", value))
+            return turn
+        closing = self._closing.get(agent)
+        if closing is None:
+            return None
+        if self._current_pick is not None and closing.outstanding is self._current_pick:
+            state = self.statechart.id_map[closing.state]
+            waiting = [t for t in (*self._turns.values(), *self._closing.values())
+                       if t.id in self._routing and t.outstanding is not None
+                       and self.statechart.id_map[t.state] in state.ancestor_set]
+            if waiting:
+                return max(waiting, key=lambda t: self.statechart.id_map[t.state].depth)
+        return closing
 
     def _flush_closing(self, agent: str) -> None:
         """A Turn its own route closed: its answer (the route's `answer`, else the last reply) is a notice."""
@@ -614,30 +679,66 @@ class Session:
         self._notices.setdefault(turn.agent, []).append(value)
         self._emit(NoticeKept(turn.agent, turn.id, value))
 
-    def _reply(self, node: StateNode | None, value: Any) -> None:
-        """A reply from below: every Turn whose state is above `node` and waits on a pick adds it to its Chain."""
+    def _work_ended(self, node: StateNode | None, *reply: Any) -> None:
+        """The work that `node` ran ended: its output, a Gate's event or a nested Agent's pick (a `reply`), or its
+        error (no reply). Every Turn above `node` that waits on a pick runs that pick's route now, so its state
+        being left is not "did not finish"; a reply joins their Chains."""
         if node is None:
             return
         for turn in self._turns.values():
             state = self.statechart.id_map[turn.state]
             if turn.outstanding is not None and state in node.ancestor_set:
-                turn.chain.append(value)
-                self._replying.add(turn.id)
+                if reply:
+                    turn.chain.append(reply[0])
+                self._routing.add(turn.id)
 
     def _at_rest(self, turn: Turn) -> bool:
+        """Rest: nothing runs below the Agent's state, and no timer is set that could move it to another state
+        inside it."""
         state = self.statechart.id_map[turn.state]
         for child_id in self._snapshot.children:
             node = self._invoke_nodes.get(child_id)
             if node is not None and state in node.ancestor_set:
                 return False
-        for timer in self._snapshot.timers.values():
-            node = self._after_nodes.get(timer.event["type"])
-            if node is None or not (node is state or state in node.ancestor_set):
+        return not any(self._moves_inside(timer.event["type"], state)
+                       for timer in self._snapshot.timers.values() if self._to_self(timer.target))
+
+    def _moves_inside(self, event_type: str, state: StateNode) -> bool:
+        """Whether an event, when it comes, could move `state` to another state inside it: a transition of an
+        active state at or below it that targets below it. Guards are not asked: they decide when the timer
+        fires, so such a timer keeps the state from Rest until it has fired."""
+        for node in self._snapshot.node_set:
+            if node is not state and state not in node.ancestor_set:
                 continue
-            for t in node.transitions.get(timer.event["type"], ()):
+            for t in node.candidates(event_type):
                 if any(target is not state and state in target.ancestor_set for target in t.target or ()):
-                    return False
-        return True
+                    return True
+        return False
+
+    def _to_self(self, target: Any) -> bool:
+        """A timer's target is this Machine: a delayed `raise_`, an `after`, or a delayed `send_to` itself."""
+        return target is None or target == "#_internal" or getattr(target, "logic", None) is self.statechart
+
+    def _where(self) -> str:
+        return ", ".join(state_path(self.machine.id, n) for n in self._snapshot.nodes if n.is_atomic) or \
+            self.machine.id
+
+    def _error_reason(self, error: Any) -> str:
+        """Why the Machine is in error: the error of an invoked actor that no onError route took, named by its
+        state, its slot and its own words."""
+        event = self._last_event
+        actor_id = event.get("actorId") if event is not None else None
+        node = self._invoke_nodes.get(actor_id) if isinstance(actor_id, str) else None
+        what = _error_text(error)
+        if node is None:
+            return f"the Machine stopped with an error: {what}"
+        src = next((inv.src for inv in node.invoke if inv.id == actor_id), None)
+        slot = self.machine.slots.get(src) if isinstance(src, str) else None
+        kind = "child Machine" if isinstance(slot, Machine) else \
+            {"effect": "Effect", "agent": "Agent", "gate": "Gate"}.get(getattr(slot, "kind", ""), "actor")
+        name = f'"{actor_id}" ({src})' if kind == "child Machine" else f'"{src}"'
+        return (f"the {kind} {name} in state {state_path(self.machine.id, node)} failed and no onError route took "
+                f"its error: {what}")
 
     # -- children ------------------------------------------------------------------------------------------
 
@@ -693,9 +794,10 @@ class Session:
         if prefix not in self._snapshot.children:
             return
         if sub.status == "done":
-            self._reply(self._invoke_nodes.get(prefix), sub.output)
+            self._work_ended(self._invoke_nodes.get(prefix), sub.output)
             self._deliver(done_actor_event(prefix, sub.output))
         else:
+            self._work_ended(self._invoke_nodes.get(prefix))
             self._deliver(error_actor_event(prefix, {"status": sub.status, "reason": sub.reason}))
 
     def _forward(self, prefix: str, outputs: list[Output]) -> None:
@@ -708,11 +810,12 @@ class Session:
 
     def _child_done(self, child_id: str, child: Any) -> None:
         if child.snapshot.status == "done" and child_id in self._snapshot.children:
-            self._reply(self._invoke_nodes.get(child_id), child.snapshot.output)
+            self._work_ended(self._invoke_nodes.get(child_id), child.snapshot.output)
             self._deliver(done_actor_event(child_id, child.snapshot.output))
 
     def _child_error(self, child_id: str, err: Any) -> None:
         if child_id in self._snapshot.children:
+            self._work_ended(self._invoke_nodes.get(child_id))
             self._deliver(error_actor_event(child_id, err))
 
     def _send_to_child(self, to: Any, event: Event) -> None:
@@ -770,7 +873,7 @@ class Session:
         del self._turns[turn.invoke_id]
         pick = turn.outstanding
         if pick is not None:
-            if pick is self._current_pick or turn.id in self._replying:
+            if pick is self._current_pick or turn.id in self._routing:
                 self._closing[turn.agent] = turn
             else:
                 turn.outstanding = None
@@ -787,9 +890,22 @@ class Session:
         self._emit(GateOpened(gate.id, gate.path, gate.accepts, gate.meta))
 
     def _end(self, status: str, output: Any = None, reason: str | None = None) -> None:
+        """The run ends: every Turn, Gate, Effect and child Machine still open is closed, then RunEnded."""
         if self.status != "active":
             return
         self.status, self.output, self.reason = status, _plain(output), reason
+        for turn in list(self._turns.values()):
+            self._close_turn(turn)
+        for gate in list(self._gates.values()):
+            del self._gates[gate.id]
+            self._emit(GateClosed(gate.id, gate.state))
+        for pending in list(self._effects.values()):
+            self._finish_effect(pending)
+            self._emit(EffectCancelled(pending.id, pending.slot))
+        for prefix, sub in list(self._subs.items()):
+            del self._subs[prefix]
+            sub.cancel()
+            self._forward(prefix, sub.drain())
         self._emit(RunEnded(status, self.output, reason))
 
 
@@ -799,6 +915,23 @@ def _check_outputs(session: Session, index: int, recorded: Mapping[str, Any]) ->
     if expected is not None and got != expected:
         raise SessionError(f"journal entry {index} ({recorded.get('kind')}) produced different outputs on replay: "
                            "the Machine or the run diverged here")
+
+
+def _describe(err: BaseException) -> str:
+    """An exception of the workflow's code in words: the statechart wraps a guard's or an action's error, so name
+    the original."""
+    cause = err.__cause__ if err.__cause__ is not None else err
+    return f"{type(cause).__name__}: {cause}"
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, Mapping):
+        for key in ("message", "reason"):
+            if error.get(key):
+                return str(error[key])
+    if isinstance(error, BaseException):
+        return _describe(error)
+    return json.dumps(error, default=str) if not isinstance(error, str) else error
 
 
 def _plain(value: Any) -> Any:

@@ -34,7 +34,7 @@ class Event(dict):
 def to_event(event: Any) -> Event:
     """Normalise `"TYPE"` or `{"type": "TYPE", ...}` into an Event, refusing anything else with a clear message."""
     cls = type(event)
-    if cls is Event:
+    if cls is Event or isinstance(event, Event):
         return event
     if cls is dict:
         etype = event.get("type")
