@@ -10,7 +10,7 @@ import functools
 import hashlib
 import json
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping
 
 from pydantic import ValidationError
@@ -37,6 +37,9 @@ from .slots import AgentSlot, EffectSlot, FailSlot, GateSlot
 from .workflow import Machine, SlotLogic
 
 __all__ = ["Session", "Turn", "Gate", "SessionError"]
+
+#: Journal entries a host writes for itself, which a Session skips on replay.
+HOST_KINDS = frozenset({"effect_started"})
 
 DID_NOT_FINISH = "The pick did not finish: the state that asked for it was left before its work was done."
 
@@ -94,10 +97,20 @@ class Gate:
 
 @dataclass
 class PendingEffect:
+    """An Effect the run waits on, with what a host needs to run it (again, after a restart)."""
+
     id: str
     invoke_id: str
     slot: str
     state: str
+    kind: str = ""
+    spec: dict[str, Any] = field(default_factory=dict)
+    input: Any = None
+    idempotent: bool = False
+
+    def request(self) -> EffectRequested:
+        return EffectRequested(self.id, self.slot, self.kind, dict(self.spec), self.input, self.idempotent,
+                               self.state)
 
 
 class PartyEvent(Event):
@@ -170,7 +183,23 @@ def _digest(outputs: list[Output]) -> str:
 class Session:
     """One run of a Machine, driven only by its inputs."""
 
-    def __init__(self, machine: Machine, input: Any = None, clock: SimulatedClock | None = None) -> None:
+    def __init__(self, machine: Machine, input: Any = None, clock: SimulatedClock | None = None, *,
+                 counters: dict[str, int] | None = None) -> None:
+        self._setup(machine, clock, counters)
+        door = machine.validate_door(input)
+        self.journal.append({"kind": "start", "input": _plain(input), "at": self.now})
+        snapshot, actions = self.statechart.initial_transition(door)
+        self._snapshot: Snapshot = snapshot
+        try:
+            self._apply(snapshot, actions)
+        except Exception as err:  # noqa: BLE001 - an entry action of the workflow raised: the run fails at once
+            self._end("failed", reason=f"the Machine raised while starting in {self._where()}: {_describe(err)}")
+        self._settle()
+        self.journal[0]["out"] = _digest(self._emitted)
+
+    def _setup(self, machine: Machine, clock: SimulatedClock | None, counters: dict[str, int] | None) -> None:
+        """The fields every Session has, started or restored. `counters` is shared by a run's nested Sessions, so
+        Turn, pick and Effect ids are unique in the whole run."""
         self.machine = machine
         self.statechart = machine.statechart
         self.clock = clock or SimulatedClock()
@@ -188,7 +217,7 @@ class Session:
         self._children: dict[str, Any] = {}
         self._subs: dict[str, Session] = {}
         self._notices: dict[str, list[Any]] = {}
-        self._counters = {"turn": 0, "pick": 0, "effect": 0}
+        self._counters = counters if counters is not None else {"turn": 0, "pick": 0, "effect": 0}
         self._current_pick: Pick | None = None
         self._closing: dict[str, Turn] = {}
         self._picking: str | None = None
@@ -198,16 +227,74 @@ class Session:
         self._delivering = False
         self._invoke_nodes: dict[str, StateNode] = {
             inv.id: node for node in machine.nodes for inv in node.invoke}
-        door = machine.validate_door(input)
-        self.journal.append({"kind": "start", "input": _plain(input), "at": self.now})
-        snapshot, actions = self.statechart.initial_transition(door)
-        self._snapshot: Snapshot = snapshot
-        try:
-            self._apply(snapshot, actions)
-        except Exception as err:  # noqa: BLE001 - an entry action of the workflow raised: the run fails at once
-            self._end("failed", reason=f"the Machine raised while starting in {self._where()}: {_describe(err)}")
-        self._settle()
-        self.journal[0]["out"] = _digest(self._emitted)
+
+    # -- persisting ----------------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything needed to go on from here (`Session.restore`), as plain JSON: the statechart snapshot with
+        its timers, the open Turns with their picks and Chains, Gates, Effects, notices, child Machines and the
+        id counters. The journal is not in it: a host keeps that apart, and a restored Session journals on."""
+        return {
+            "version": 1, "machine": self.machine.id, "digest": self.machine.digest, "status": self.status,
+            "output": self.output, "reason": self.reason, "now": self.now, "counters": dict(self._counters),
+            "statechart": self._snapshot.to_json(),
+            "turns": [_turn_json(t) for t in self._turns.values()],
+            "gates": [g.to_json() for g in self._gates.values()],
+            "effects": [vars(e) for e in self._effects.values()],
+            "notices": {k: list(v) for k, v in self._notices.items() if v},
+            "subs": {prefix: sub.to_json() for prefix, sub in self._subs.items()},
+        }
+
+    @classmethod
+    def restore(cls, machine: Machine, data: Mapping[str, Any], *,
+                counters: dict[str, int] | None = None) -> Session:
+        """The Session `to_json()` was taken from, ready for its next input. Refuses (SessionError) a state
+        written under another shape of the Machine: the run has drifted, and the reason names both digests."""
+        if data.get("machine") != machine.id or data.get("digest") != machine.digest:
+            raise SessionError(
+                f'the run was written under machine "{data.get("machine")}" with shape {str(data.get("digest"))[:12]}, '
+                f'but the workflow now has machine "{machine.id}" with shape {machine.digest[:12]}: the run has drifted')
+        session = cls.__new__(cls)
+        shared = counters if counters is not None else {k: int(v) for k, v in data["counters"].items()}
+        session._setup(machine, SimulatedClock(data["now"]), shared)
+        session.now = data["now"]
+        session.status, session.output, session.reason = data["status"], data.get("output"), data.get("reason")
+        session._snapshot = machine.statechart.resolve_snapshot(data["statechart"])
+        for turn in data.get("turns", ()):
+            restored = _turn_from(turn)
+            session._turns[restored.invoke_id] = restored
+        for gate in data.get("gates", ()):
+            session._gates[gate["id"]] = Gate(gate["id"], gate["state"], gate["path"], tuple(gate["accepts"]),
+                                              dict(gate["meta"]))
+        for effect in data.get("effects", ()):
+            pending = PendingEffect(**effect)
+            session._effects[pending.id] = pending
+            session._effect_by_invoke[pending.invoke_id] = pending.id
+        session._notices = {k: list(v) for k, v in data.get("notices", {}).items()}
+        for prefix, sub in data.get("subs", {}).items():
+            slot = machine.slots.get(_invoke_src(session._invoke_nodes.get(prefix), prefix))
+            if not isinstance(slot, Machine):
+                raise SessionError(f'the run has a child Machine "{prefix}" that the workflow no longer invokes')
+            session._subs[prefix] = cls.restore(slot, sub, counters=shared)
+        for ref in session._snapshot.children.values():
+            if not isinstance(ref.logic, SlotLogic):
+                session._revive(ref)
+        return session
+
+    def next_due(self) -> float | None:
+        """When the next timer of the run (child Machines included) is due, on the Session's clock; None when
+        no timer is set. A host sleeps until then and feeds `advance`."""
+        due = [t.started_at + t.delay for t in self._snapshot.timers.values() if t.started_at is not None]
+        due.extend(d for sub in self._subs.values() if (d := sub.next_due()) is not None)
+        return min(due) if due else None
+
+    @property
+    def effects(self) -> list[PendingEffect]:
+        """The Effects the run is waiting on, child Machines' included (ids `<invoke id>/effect-N`)."""
+        effects = list(self._effects.values())
+        for prefix, sub in self._subs.items():
+            effects.extend(replace(e, id=f"{prefix}/{e.id}") for e in sub.effects)
+        return effects
 
     # -- reading the run -----------------------------------------------------------------------------------
 
@@ -508,32 +595,46 @@ class Session:
         session = cls(machine, input=journal[0].get("input"), clock=SimulatedClock(journal[0].get("at", 0)))
         _check_outputs(session, 0, journal[0])
         for index, entry in enumerate(journal[1:], start=1):
-            kind = entry.get("kind")
-            if kind == "pick":
-                result = session.pick(entry["agent"], entry["event"], entry.get("params"))
-                ok = result.outcome == entry.get("outcome", result.outcome)
-            elif kind == "gate":
-                ok = session.send_gate(entry["gate"], entry["event"], entry.get("params")).outcome == "delivered"
-            elif kind == "effect_done":
-                ok = session.effect_done(entry["effect"], entry.get("output")).outcome == "delivered"
-            elif kind == "effect_failed":
-                ok = session.effect_failed(entry["effect"], entry.get("error")).outcome == "delivered"
-            elif kind == "advance":
-                session.advance(entry["ms"])
-                ok = True
-            elif kind == "fault":
-                session.fault(entry["agent"], entry["reason"])
-                ok = True
-            elif kind == "cancel":
-                session.cancel()
-                ok = True
-            else:
-                raise SessionError(f"journal entry {index} has unknown kind {kind!r}")
-            if not ok:
-                raise SessionError(f"journal entry {index} ({kind}: {json.dumps(entry, default=str)[:200]}) did not "
-                                   "apply the same way on replay: the Machine or the run diverged here")
-            _check_outputs(session, index, entry)
+            session.apply(entry, index)
         return session
+
+    def apply(self, entry: Mapping[str, Any], index: int | None = None) -> None:
+        """Feed one recorded journal entry again (replay, or a restored run's journal tail). Raises SessionError
+        when it does not apply the same way or produces different outputs. Entries a host writes for itself
+        (`HOST_KINDS`, such as an Effect having started) change nothing here."""
+        kind = entry.get("kind")
+        where = f"journal entry {index}" if index is not None else "a journal entry"
+        if kind in HOST_KINDS:
+            return
+        mark = len(self.journal)
+        if kind == "pick":
+            result = self.pick(entry["agent"], entry["event"], entry.get("params"))
+            ok = result.outcome == entry.get("outcome", result.outcome)
+        elif kind == "gate":
+            ok = self.send_gate(entry["gate"], entry["event"], entry.get("params")).outcome == "delivered"
+        elif kind == "effect_done":
+            ok = self.effect_done(entry["effect"], entry.get("output")).outcome == "delivered"
+        elif kind == "effect_failed":
+            ok = self.effect_failed(entry["effect"], entry.get("error")).outcome == "delivered"
+        elif kind == "advance":
+            self.advance(entry["ms"])
+            ok = True
+        elif kind == "fault":
+            self.fault(entry["agent"], entry["reason"])
+            ok = True
+        elif kind == "cancel":
+            self.cancel()
+            ok = True
+        else:
+            raise SessionError(f"{where} has unknown kind {kind!r}")
+        if not ok:
+            raise SessionError(f"{where} ({kind}: {json.dumps(dict(entry), default=str)[:200]}) did not apply the "
+                               "same way on replay: the Machine or the run diverged here")
+        expected = entry.get("out")
+        got = self.journal[mark].get("out") if mark < len(self.journal) else None
+        if expected is not None and got != expected:
+            raise SessionError(f"{where} ({kind}) produced different outputs on replay: the Machine or the run "
+                               "diverged here")
 
     # -- the core loop -------------------------------------------------------------------------------------
 
@@ -716,8 +817,11 @@ class Session:
         return False
 
     def _to_self(self, target: Any) -> bool:
-        """A timer's target is this Machine: a delayed `raise_`, an `after`, or a delayed `send_to` itself."""
-        return target is None or target == "#_internal" or getattr(target, "logic", None) is self.statechart
+        """A timer's target is this Machine: a delayed `raise_`, an `after`, or a delayed `send_to` itself (a
+        restored snapshot names itself by the Machine's id)."""
+        if isinstance(target, str):
+            return target == "#_internal" or (target == self.statechart.id and target not in self._snapshot.children)
+        return target is None or getattr(target, "logic", None) is self.statechart
 
     def _where(self) -> str:
         return ", ".join(state_path(self.machine.id, n) for n in self._snapshot.nodes if n.is_atomic) or \
@@ -755,18 +859,25 @@ class Session:
             elif isinstance(slot, EffectSlot):
                 self._counters["effect"] += 1
                 effect_id = f"effect-{self._counters['effect']}"
-                self._effects[effect_id] = PendingEffect(effect_id, ref.id, logic.name, state_id)
+                pending = PendingEffect(effect_id, ref.id, logic.name, state_id, slot.effect, _plain(dict(slot.spec)),
+                                        _plain(ref.input), slot.idempotent)
+                self._effects[effect_id] = pending
                 self._effect_by_invoke[ref.id] = effect_id
-                self._emit(EffectRequested(effect_id, logic.name, slot.effect, dict(slot.spec),
-                                           _plain(ref.input), slot.idempotent, state_id))
+                self._emit(pending.request())
             elif isinstance(slot, FailSlot):
                 reason = (ref.input or {}).get("reason") if isinstance(ref.input, Mapping) else None
                 self._end("failed", reason=str(reason or "the run failed"))
             elif isinstance(slot, Machine):
-                self._subs[ref.id] = Session(slot, input=ref.input, clock=SimulatedClock(self.now))
+                self._subs[ref.id] = Session(slot, input=ref.input, clock=SimulatedClock(self.now),
+                                             counters=self._counters)
                 self._pull(ref.id)
             return
-        child = create_actor(logic, input=ref.input, clock=self.clock)
+        self._revive(ref)
+
+    def _revive(self, ref: ActorRef) -> None:
+        """Run a statechart child (a promise, a callback, an inline machine) here, from its persisted snapshot
+        when the run was restored."""
+        child = create_actor(ref.logic, input=ref.input, snapshot=ref.persisted, clock=self.clock)
         child.subscribe(error=functools.partial(self._child_error, ref.id),
                         complete=functools.partial(self._child_done, ref.id, child))
         ref.bind(child)
@@ -915,6 +1026,26 @@ def _check_outputs(session: Session, index: int, recorded: Mapping[str, Any]) ->
     if expected is not None and got != expected:
         raise SessionError(f"journal entry {index} ({recorded.get('kind')}) produced different outputs on replay: "
                            "the Machine or the run diverged here")
+
+
+def _turn_json(turn: Turn) -> dict[str, Any]:
+    data = {f.name: getattr(turn, f.name) for f in fields(Turn)}
+    data["outstanding"] = None if turn.outstanding is None else vars(turn.outstanding)
+    data["notices"], data["told"] = list(turn.notices), list(turn.told)
+    return _plain(data)
+
+
+def _turn_from(data: Mapping[str, Any]) -> Turn:
+    turn = Turn(**{k: v for k, v in data.items() if k != "outstanding"})
+    turn.notices, turn.told = tuple(turn.notices), tuple(turn.told)
+    turn.outstanding = Pick(**data["outstanding"]) if data.get("outstanding") else None
+    return turn
+
+
+def _invoke_src(node: StateNode | None, invoke_id: str) -> Any:
+    if node is None:
+        return None
+    return next((inv.src for inv in node.invoke if inv.id == invoke_id), None)
 
 
 def _describe(err: BaseException) -> str:

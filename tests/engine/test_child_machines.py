@@ -79,7 +79,7 @@ def test_a_child_machines_agent_gets_a_turn_and_its_output_answers_the_parents_p
     result = session.pick("scouting/scout", "found", {"finding": "moon"})
     assert result.outcome == "ended"
     outputs = session.drain()
-    assert [o.turn for o in outputs if isinstance(o, TurnEnded)] == ["scouting/turn-1"]
+    assert [o.turn for o in outputs if isinstance(o, TurnEnded)] == ["scouting/turn-2"]
     [answered] = [o for o in outputs if isinstance(o, PickAnswered)]
     assert (answered.event, answered.answer, answered.allowed) == ("research", "1 reply: moon", ("finish", "research"))
 
@@ -96,7 +96,7 @@ def test_leaving_the_state_stops_the_child_machines_turns():
     session.drain()
     session.fault("lead", "gave up")
     ended = [o.turn for o in session.drain() if isinstance(o, TurnEnded)]
-    assert sorted(ended) == ["scouting/turn-1", "turn-1"]
+    assert sorted(ended) == ["scouting/turn-2", "turn-1"]
     assert session.turn_of("scouting/scout") is None
     assert session.allowed_picks("scouting/scout") == []
     refused = session.pick("scouting/scout", "found", {"finding": "moon"})
@@ -124,3 +124,26 @@ def test_a_child_that_finishes_as_it_starts_answers_the_pick_at_once():
     result = session.pick("clerk", "add", {"topic": "sums"})
     assert (result.outcome, result.answer, result.allowed) == ("answered", {"sum": 3}, ("add",))
     assert session.value == {"working": "idle"}
+
+
+def test_ids_are_unique_in_the_whole_run_child_machines_included():
+    session = Session(build())
+    first = session.pick("lead", "research", {"topic": "tides"})
+    nested = session.pick("scouting/scout", "found", {"finding": "moon"})
+    assert first.pick == "pick-1" and nested.pick == "pick-2"
+    turns = [o.turn for o in session.drain() if isinstance(o, TurnStarted)]
+    assert len(turns) == len({t.rsplit("/", 1)[-1] for t in turns})
+
+
+def test_a_run_with_a_child_machine_restores_from_json_and_goes_on():
+    import json
+    machine = build()
+    session = Session(machine)
+    session.pick("lead", "research", {"topic": "tides"})
+    session.drain()
+    restored = Session.restore(machine, json.loads(json.dumps(session.to_json())))
+    assert [t.agent for t in restored.turns] == ["lead", "scouting/scout"]
+    for run in (session, restored):
+        assert run.pick("scouting/scout", "found", {"finding": "moon"}).outcome == "ended"
+    assert restored.drain() == session.drain()
+    assert restored.to_json() == session.to_json()

@@ -191,3 +191,19 @@ def test_random_inputs_never_crash_never_deliver_a_pick_outside_the_allowed_pick
 
 def test_there_is_at_least_one_example_workflow():
     assert any(p.id == "notes" for p in MACHINES)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@settings(max_examples=int(os.environ.get("JR2_PROPERTY_EXAMPLES", "80")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_run_restored_from_its_json_at_any_entry_goes_on_exactly_like_the_uninterrupted_run(machine, data):
+    session = run_random(machine, data)
+    journal = session.journal
+    cut = data.draw(st.integers(1, len(journal)), label="cut")
+    head = Session.replay(machine, journal[:cut])
+    restored = Session.restore(machine, json.loads(json.dumps(head.to_json())))
+    for index, entry in enumerate(journal[cut:], start=cut):
+        restored.apply(entry, index)
+    assert json.dumps(restored.to_json(), sort_keys=True) == json.dumps(session.to_json(), sort_keys=True)
+    assert restored.journal == journal[cut:]

@@ -606,3 +606,26 @@ def test_an_entry_action_that_raises_as_the_run_starts_fails_the_run_instead_of_
     session = Session(machine)
     assert session.status == "failed"
     assert "RuntimeError: no config" in session.reason and "early.work" in session.reason
+
+
+def test_a_restored_run_keeps_its_timers_with_their_remaining_time():
+    import json
+    machine = ticking_machine(raise_({"type": "tick"}, delay=1000))
+    session = started(machine)
+    session.pick("writer", "wait", {})
+    session.advance(400)
+    restored = Session.restore(machine, json.loads(json.dumps(session.to_json())))
+    assert restored.next_due() == session.next_due() == 1000
+    restored.advance(599)
+    assert restored.turn_of("writer").outstanding is not None
+    restored.advance(1)
+    assert [a.event for a in of(restored.drain(), PickAnswered)] == ["wait"]
+
+
+def test_a_run_written_under_another_shape_is_refused_as_drifted():
+    import json
+    from engine import SessionError
+    session = started(ticking_machine(raise_({"type": "tick"}, delay=1000)))
+    other = ticking_machine(raise_({"type": "tick"}, delay=1000), on_tick="#ticks.done")
+    with pytest.raises(SessionError, match="drifted"):
+        Session.restore(other, json.loads(json.dumps(session.to_json())))
