@@ -91,7 +91,7 @@ def party_of(node: StateNode, slots: Mapping[str, Any], machine_id: str) -> Part
     inv, slot = found[0]
     if slot.kind == "agent":
         return Party("agent", inv.src, node.id)
-    return Party("gate", inv.id, node.id, default_id=inv.config.get("id") is None)
+    return Party("gate", inv.id, node.id, default_id=inv.id == (".".join(node.path) or machine_id))
 
 
 def on_keys(nodes: list[StateNode], parties: Mapping[StateNode, Party | None]) -> list[OnKey]:

@@ -84,6 +84,7 @@ class Machine:
                 actors[name] = SlotLogic(name, slot)
             else:
                 actors[name] = slot
+        config = _default_invoke_ids(config, self.slots)
         try:
             self.statechart: Statechart = create_statechart(config, guards=setup.guards, actions=setup.actions,
                                                            actors=actors, delays=setup.delays)
@@ -197,6 +198,31 @@ class Machine:
 
     def __repr__(self) -> str:
         return f"Machine({self.id!r})"
+
+
+def _default_invoke_ids(config: Mapping[str, Any], slots: Mapping[str, Any],
+                        path: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The config with an `id` on each Gate and child-Machine invoke that has none: its state's dotted path below
+    the root (`writing.asking`), since these ids appear in URLs and commands. Only the dicts on the way are
+    copied; the author's config is left as it was."""
+    out = dict(config)
+    invoke = config.get("invoke")
+    if invoke is not None:
+        invokes = invoke if isinstance(invoke, list) else [invoke]
+        named = []
+        for index, inv in enumerate(invokes):
+            slot = slots.get(inv.get("src")) if isinstance(inv, Mapping) and isinstance(inv.get("src"), str) else None
+            if isinstance(inv, Mapping) and inv.get("id") is None and (
+                    isinstance(slot, (GateSlot, Machine))):
+                default = ".".join(path) or str(config.get("id") or "root")
+                inv = {**inv, "id": default if index == 0 else f"{default}:{index}"}
+            named.append(inv)
+        out["invoke"] = named if isinstance(invoke, list) else named[0]
+    states = config.get("states")
+    if isinstance(states, Mapping):
+        out["states"] = {key: _default_invoke_ids(state, slots, (*path, key)) if isinstance(state, Mapping) else state
+                         for key, state in states.items()}
+    return out
 
 
 def _digest(nodes: list[StateNode]) -> str:

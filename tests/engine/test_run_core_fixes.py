@@ -629,3 +629,33 @@ def test_a_run_written_under_another_shape_is_refused_as_drifted():
     other = ticking_machine(raise_({"type": "tick"}, delay=1000), on_tick="#ticks.done")
     with pytest.raises(SessionError, match="drifted"):
         Session.restore(other, json.loads(json.dumps(session.to_json())))
+
+
+# -- ids people type: Gates and child Machines are named by their state's path -------------------------------
+
+def test_a_gates_default_id_is_its_states_dotted_path_and_an_explicit_id_wins():
+    from workflows import notes, triage
+    session = started(notes.machine, {"changes": "One fix."})
+    session.pick("writer", "ask", {"question": "Tone?"})
+    assert [g.id for g in session.gates] == ["writing.asking"]
+    assert "notes.writing.asking gate: [reply]" in notes.machine.seats_text()
+    desk = started(triage.machine, {"title": "Crash", "body": "It crashes."})
+    assert [g.id for g in desk.gates] == ["desk"]
+
+
+def test_a_child_machines_default_id_is_its_states_dotted_path():
+    inner = jr2_setup(events=[event("found")], actors={"scout": slot("scout")}).create_machine({
+        "id": "inner", "initial": "looking",
+        "states": {"looking": {"invoke": {"src": "scout"}, "on": {"found": "done"}}, "done": {"type": "final"}},
+    })
+    machine = jr2_setup(events=[event("go")], actors={"lead": slot("lead"), "inner": inner}).create_machine({
+        "id": "outer", "initial": "work",
+        "states": {"work": {"invoke": {"src": "lead"}, "initial": "idle",
+                            "states": {"idle": {"on": {"go": "scouting"}},
+                                       "scouting": {"invoke": {"src": "inner", "onDone": "idle"}}}}},
+    })
+    session = started(machine)
+    session.pick("lead", "go", {})
+    assert [t.agent for t in session.turns] == ["lead", "work.scouting/scout"]
+    assert session.pick("work.scouting/scout", "found", {}).outcome == "ended"
+    assert session.value == {"work": "idle"}
