@@ -98,8 +98,13 @@ class ModelReply:
     response: Mapping[str, Any] = field(default_factory=dict)
 
     def message(self) -> dict[str, Any]:
-        """The reply as the assistant message of the neutral conversation."""
+        """The reply as the assistant message of the neutral conversation. Thinking blocks of the response come
+        first, unchanged: with extended thinking and tools, Anthropic's API refuses the next request without them."""
         content: list[dict[str, Any]] = []
+        blocks = self.response.get("content")
+        if isinstance(blocks, list):
+            content.extend(dict(b) for b in blocks
+                           if isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking"))
         if self.text:
             content.append({"type": "text", "text": self.text})
         for call in self.tool_calls:
