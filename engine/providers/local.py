@@ -1,0 +1,199 @@
+"""`local/<model id>`: a model behind an OpenAI-compatible chat-completions server (vLLM, llama.cpp's server, Ollama),
+through the official SDK's `AsyncOpenAI`. The only module that imports `openai`.
+
+Local models send malformed tool arguments more often than hosted ones; those become ToolCalls with `arguments`
+None and an `error`, which the Turn loop refuses back to the model instead of guessing.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from typing import Any, Iterator, Mapping, Sequence
+
+import openai
+
+from engine.providers import _config
+from engine.providers._clients import ClientCache
+from engine.providers._conversation import text_of, turns
+from engine.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage, parse_arguments
+
+__all__ = ["LocalProvider", "openai_tools", "openai_messages", "DEFAULT_BASE_URL", "DEFAULT_API_KEY"]
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
+DEFAULT_API_KEY = "not-needed"
+
+#: The chat-completions finish reasons in the neutral (Anthropic) words the Turn loop reads.
+FINISH_REASONS = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": "end_turn", "length": "max_tokens"}
+
+
+@functools.lru_cache(maxsize=256)
+def _tools_text(tools_json: str) -> str:
+    tools = [{"type": "function",
+              "function": {"name": tool["name"], "description": tool.get("description") or "",
+                           "parameters": tool.get("input_schema") or {"type": "object", "properties": {}}}}
+             for tool in json.loads(tools_json)]
+    return json.dumps(tools)
+
+
+def openai_tools(tools_json: str) -> list[dict[str, Any]]:
+    """The Menu as function tools; a pure function of `tools_json`, so equal Menus give equal bytes (servers with a
+    prefix cache, such as vLLM and llama.cpp, reuse the prompt's start only when it is byte-equal)."""
+    tools: list[dict[str, Any]] = json.loads(_tools_text(tools_json))
+    return tools
+
+
+def openai_messages(system: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The system prompt and the neutral conversation as chat messages: a tool_use becomes an assistant's
+    `tool_calls` entry (its raw text when the model's arguments were refused, so the model sees what it sent), a
+    tool_result a `tool` message right after it, and text the user's or the assistant's content."""
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for role, content in turns(messages):
+        texts = [str(block["text"]) for block in content if block.get("type") == "text"]
+        if role == "assistant":
+            calls = [{"id": block["id"], "type": "function",
+                      "function": {"name": block["name"], "arguments": _arguments_text(block)}}
+                     for block in content if block.get("type") == "tool_use"]
+            if not texts and not calls:
+                continue
+            message: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+            if calls:
+                message["tool_calls"] = calls
+            out.append(message)
+            continue
+        for block in content:
+            if block.get("type") == "tool_result":
+                text = text_of(block.get("content"))
+                if block.get("is_error"):
+                    text = f"Error: {text}"
+                out.append({"role": "tool", "tool_call_id": block.get("tool_use_id", ""), "content": text})
+        if texts:
+            out.append({"role": role, "content": "\n\n".join(texts)})
+    return out
+
+
+def _arguments_text(block: Mapping[str, Any]) -> str:
+    if "raw" in block and isinstance(block["raw"], str):
+        return block["raw"]
+    return json.dumps(block.get("input") or {}, sort_keys=True)
+
+
+class LocalProvider(Provider):
+    """A chat-completions server at `JR2_LOCAL_BASE_URL`. `request.model` is the server's model id (a `local/`
+    prefix is also accepted).
+
+    Settings (a Django setting, else the environment variable of the same name): `JR2_LOCAL_BASE_URL`,
+    `JR2_LOCAL_API_KEY` (most local servers want none), `JR2_PROVIDER_MAX_RETRIES`, `JR2_PROVIDER_TIMEOUT`.
+    """
+
+    prefix = "local"
+
+    def __init__(self) -> None:
+        self._clients: ClientCache[openai.AsyncOpenAI] = ClientCache()
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        base_url = _config.setting_str("JR2_LOCAL_BASE_URL", DEFAULT_BASE_URL)
+        api_key = _config.setting_str("JR2_LOCAL_API_KEY", DEFAULT_API_KEY)
+        retries = _config.max_retries()
+        timeout = _config.timeout()
+        client = await self._clients.get(
+            (api_key, base_url, retries, timeout),
+            lambda: openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=retries, timeout=timeout))
+        params = self._params(request)
+        with _mapped_errors(base_url, retries):
+            completion = await client.chat.completions.create(**params)
+        return _reply(completion, base_url)
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model.removeprefix(f"{self.prefix}/"),
+            "messages": openai_messages(request.system, request.messages),
+            "max_tokens": request.max_tokens,
+            "stream": False,
+        }
+        tools = openai_tools(request.tools_json)
+        if tools:
+            params["tools"] = tools
+            params["tool_choice"] = "auto"
+        if request.dials.get("temperature") is not None:
+            params["temperature"] = request.dials["temperature"]
+        return params
+
+
+def _reply(completion: Any, base_url: str) -> ModelReply:
+    if not completion.choices:
+        raise ProviderError(f"the local model server at {base_url} answered with no choices")
+    choice = completion.choices[0]
+    message = choice.message
+    calls: list[ToolCall] = []
+    for index, call in enumerate(message.tool_calls or ()):
+        call_id = getattr(call, "id", None) or f"call-{index + 1}"
+        function = getattr(call, "function", None)
+        if function is None:
+            calls.append(ToolCall(id=call_id, name=str(getattr(call, "type", "")), arguments=None,
+                                  error="only function tool calls can be picks"))
+            continue
+        arguments, raw, error = parse_arguments(function.arguments if function.arguments is not None else "")
+        calls.append(ToolCall(id=call_id, name=function.name, arguments=arguments, raw=raw, error=error))
+    text = message.content or ""
+    stop_reason = FINISH_REASONS.get(str(choice.finish_reason), str(choice.finish_reason or ""))
+    if not text and getattr(message, "refusal", None):
+        text, stop_reason = str(message.refusal), "refusal"
+    usage = completion.usage
+    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
+    return ModelReply(
+        text=text,
+        tool_calls=tuple(calls),
+        stop_reason=stop_reason,
+        usage=Usage(input=(usage.prompt_tokens or 0) if usage else 0,
+                    output=(usage.completion_tokens or 0) if usage else 0,
+                    cache_read=(getattr(details, "cached_tokens", None) or 0) if details else 0),
+        model=str(completion.model or ""),
+        response=completion.model_dump(mode="json", warnings=False),
+    )
+
+
+@contextlib.contextmanager
+def _mapped_errors(base_url: str, retries: int) -> Iterator[None]:
+    """The SDK's errors as ProviderError, at the boundary (after the SDK's own retries)."""
+    after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    server = f"the local model server at {base_url}"
+    try:
+        yield
+    except openai.APIStatusError as err:
+        status = err.status_code
+        detail = _api_message(err)
+        if status == 429:
+            raise ProviderError(f"provider limit: 429 {detail}", retryable=True, status=status) from err
+        if status in (401, 403):
+            raise ProviderError(f"{server} refused the key ({status}): {detail.rstrip('.')}. Set JR2_LOCAL_API_KEY to the key "
+                                "the server expects.", status=status) from err
+        if status >= 500 or status in (408, 409):
+            raise ProviderError(f"{server} failed ({status}){after}: {detail}", retryable=True,
+                                status=status) from err
+        raise ProviderError(f"{server} refused the request ({status}): {detail}", status=status) from err
+    except openai.APITimeoutError as err:
+        raise ProviderError(f"{server} did not answer in time{after}; raise JR2_PROVIDER_TIMEOUT for a slow "
+                            "model", retryable=True) from err
+    except openai.APIConnectionError as err:
+        cause = f" ({err.__cause__}{after})" if err.__cause__ else after
+        raise ProviderError(f"could not connect to {server}{cause}: start the server, or set "
+                            "JR2_LOCAL_BASE_URL to where it listens", retryable=True) from err
+    except openai.OpenAIError as err:
+        raise ProviderError(f"the OpenAI SDK failed talking to {server}: {err}") from err
+
+
+def _api_message(err: openai.APIStatusError) -> str:
+    """The server's own words: OpenAI, vLLM and llama.cpp send {"error": {"message"}}, Ollama {"error": "..."}
+    (the SDK has already unwrapped "error")."""
+    body = err.body
+    if isinstance(body, Mapping) and body.get("message"):
+        return str(body["message"])
+    if isinstance(body, str) and body:
+        return body
+    return err.message
