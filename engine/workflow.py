@@ -157,10 +157,47 @@ class Machine:
     def seats(self) -> list[Seat]:
         return list(self._seats)
 
-    def seats_text(self) -> str:
-        lines = [f'seats: workflow "{self.id}" — who may send what, per state']
-        lines.extend(f"  {seat.line()}" for seat in self._seats)
+    def seats_text(self, name: str | None = None) -> str:
+        """The seats listing of SPEC.md 7, headed by the Workflow's name (its file name; the Machine's id when no
+        name is given); child Machines' seats sit under the state that invokes them."""
+        lines = [f'seats: workflow "{name or self.id}" — who may send what, per state']
+        lines.extend(self.seat_lines())
         return "\n".join(lines)
+
+    def seat_lines(self, indent: int = 1) -> list[str]:
+        pad = "  " * indent
+        lines = []
+        invoking = {node.id: node for node in self.nodes if self.child_machines(node)}
+        seats = {seat.state: seat for seat in self._seats}
+        for node in self.nodes:
+            if node.id in seats:
+                lines.append(pad + seats[node.id].line())
+            if node.id in invoking:
+                for invoke_id, child in self.child_machines(node):
+                    below = child.seat_lines(indent + 1)
+                    if below:
+                        lines.append(f'{pad}{state_path(self.id, node)} child Machine "{child.id}" (invoke '
+                                     f'{invoke_id}; its parties are named {invoke_id}/<name>):')
+                        lines.extend(below)
+        return lines
+
+    def child_machines(self, node: StateNode) -> list[tuple[str, Machine]]:
+        """The child Machines `node` invokes, with their invoke ids."""
+        found = []
+        for inv in node.invoke:
+            slot = self.slots.get(inv.src) if isinstance(inv.src, str) else None
+            if isinstance(slot, Machine):
+                found.append((inv.id, slot))
+        return found
+
+    def seats_json(self) -> list[dict[str, Any]]:
+        """The seats as data, in document order, child Machines' nested under their invoking state."""
+        out: list[dict[str, Any]] = [seat.to_json() for seat in self._seats]
+        for node in self.nodes:
+            for invoke_id, child in self.child_machines(node):
+                out.append({"state": node.id, "path": state_path(self.id, node), "invoke": invoke_id,
+                            "machine": child.id, "seats": child.seats_json()})
+        return out
 
     def seat_of(self, state_id: str) -> Seat | None:
         for seat in self._seats:
@@ -211,9 +248,9 @@ def _default_invoke_ids(config: Mapping[str, Any], slots: Mapping[str, Any],
         invokes = invoke if isinstance(invoke, list) else [invoke]
         named = []
         for index, inv in enumerate(invokes):
-            slot = slots.get(inv.get("src")) if isinstance(inv, Mapping) and isinstance(inv.get("src"), str) else None
-            if isinstance(inv, Mapping) and inv.get("id") is None and (
-                    isinstance(slot, (GateSlot, Machine))):
+            src = inv.get("src") if isinstance(inv, Mapping) else None
+            slot = slots.get(src) if isinstance(src, str) else None
+            if isinstance(inv, Mapping) and inv.get("id") is None and isinstance(slot, (GateSlot, Machine)):
                 default = ".".join(path) or str(config.get("id") or "root")
                 inv = {**inv, "id": default if index == 0 else f"{default}:{index}"}
             named.append(inv)

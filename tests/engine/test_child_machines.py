@@ -147,3 +147,13 @@ def test_a_run_with_a_child_machine_restores_from_json_and_goes_on():
         assert run.pick("scouting/scout", "found", {"finding": "moon"}).outcome == "ended"
     assert restored.drain() == session.drain()
     assert restored.to_json() == session.to_json()
+
+
+def test_the_seats_listing_holds_the_child_machines_seats_under_the_invoking_state():
+    assert build().seats_text("study_file").splitlines() == [
+        'seats: workflow "study_file" — who may send what, per state',
+        "  study.leading agent:lead: [finish, research]",
+        '  study.leading.researching child Machine "research" (invoke scouting; its parties are named '
+        "scouting/<name>):",
+        "    research.looking agent:scout: [found]",
+    ]

@@ -148,7 +148,7 @@ class Command(BaseCommand):
         verdict = f"ok, {len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings else "ok"
         self.stdout.write("")
         self.stdout.write(f'{loaded.file}: workflow "{loaded.name}"{named}: ' + self.style.SUCCESS(verdict))
-        self.stdout.write(machine.seats_text())
+        self.stdout.write(machine.seats_text(loaded.name))
         for warning in warnings:
             self.stdout.write(self.style.WARNING(f"  warning [{warning.code}]: {warning.message}"))
 
