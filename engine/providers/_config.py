@@ -10,10 +10,13 @@ from typing import Any
 
 from engine.providers.base import ProviderError
 
-__all__ = ["setting", "setting_str", "setting_int", "setting_float", "setting_dict", "max_retries", "timeout"]
+__all__ = ["setting", "setting_str", "setting_int", "setting_float", "setting_dict", "max_retries", "timeout",
+           "connect_timeout"]
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_TIMEOUT = 600.0
+#: Seconds to open a connection: a server that is down or unreachable is known long before a reply would be late.
+CONNECT_TIMEOUT = 10.0
 
 
 def setting(name: str) -> Any:
@@ -78,3 +81,7 @@ def max_retries() -> int:
 def timeout() -> float:
     """Seconds one model request may take (long: a model writing many tokens is slow, not stuck)."""
     return setting_float("JR2_PROVIDER_TIMEOUT", DEFAULT_TIMEOUT)
+
+
+def connect_timeout(total: float) -> float:
+    return min(CONNECT_TIMEOUT, total)

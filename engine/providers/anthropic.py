@@ -91,11 +91,13 @@ class AnthropicProvider(Provider):
                 "of the jr2 server, or give this Agent a local/ or script/ model")
         base_url = _config.setting_str("JR2_ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
         retries = _config.max_retries()
-        timeout = _config.timeout()
+        seconds = _config.timeout()
+        timeout = anthropic.Timeout(seconds, connect=_config.connect_timeout(seconds))
         client = await self._clients.get(
-            (api_key, base_url, retries, timeout),
+            (api_key, base_url, retries, seconds),
             lambda: anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=retries, timeout=timeout))
-        params = self._params(request)
+        # Given per request, the timeout also turns off the SDK's guess that a large max_tokens needs streaming.
+        params = {**self._params(request), "timeout": timeout}
         with _mapped_errors(base_url, retries):
             message = await client.messages.create(**params)
         return _reply(message)

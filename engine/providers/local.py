@@ -97,9 +97,10 @@ class LocalProvider(Provider):
         base_url = _config.setting_str("JR2_LOCAL_BASE_URL", DEFAULT_BASE_URL)
         api_key = _config.setting_str("JR2_LOCAL_API_KEY", DEFAULT_API_KEY)
         retries = _config.max_retries()
-        timeout = _config.timeout()
+        seconds = _config.timeout()
+        timeout = openai.Timeout(seconds, connect=_config.connect_timeout(seconds))
         client = await self._clients.get(
-            (api_key, base_url, retries, timeout),
+            (api_key, base_url, retries, seconds),
             lambda: openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=retries, timeout=timeout))
         params = self._params(request)
         with _mapped_errors(base_url, retries):

@@ -235,6 +235,15 @@ class ProviderContract:
         assert caught.value.retryable and caught.value.status is None
         assert url in str(caught.value)
 
+    async def test_a_reply_slower_than_the_timeout_is_retryable(self, settings: Any) -> None:
+        settings.JR2_PROVIDER_MAX_RETRIES = 0
+        settings.JR2_PROVIDER_TIMEOUT = 0.1
+        self.server.queue(text("too late", delay=0.4))
+        with pytest.raises(ProviderError) as caught:
+            await self.complete()
+        assert caught.value.retryable and "did not answer in time" in str(caught.value)
+        assert "JR2_PROVIDER_TIMEOUT" in str(caught.value)
+
     async def test_a_changed_base_url_is_used_at_the_next_call(self, settings: Any) -> None:
         with ModelServer([text("from the second server")]) as other:
             self.point_at(settings, other)
@@ -342,6 +351,11 @@ class TestAnthropic(ProviderContract):
         assert sent_second["messages"][1]["content"] == [
             {"type": "thinking", "thinking": "The editor decides.", "signature": "sig-0001"},
             {"type": "tool_use", "id": "toolu_1", "name": "ask", "input": {"question": "Tone?"}}]
+
+    async def test_a_large_max_tokens_is_sent_without_streaming(self) -> None:
+        self.server.queue(text("ok"))
+        reply = await self.complete(request(self.model_id, max_tokens=64000))
+        assert reply.text == "ok" and self.server.bodies[0]["max_tokens"] == 64000
 
     async def test_a_529_overload_is_retryable(self) -> None:
         self.server.always(error(529, "Overloaded"))
