@@ -6,14 +6,16 @@
     found.failures                      # the files that were refused or failed to import, each with its message
 
 Rules (SPEC.md 2, "Workflow"): each `*.py` file directly in the folder is a module; a file whose name starts with
-`_` is skipped (it may still be imported by its siblings: `from ._shared import ask`); a module that defines
-`machine` is a Workflow named after its file. Each module is imported by path, under a package name unique to the
+`_` is a helper module (its siblings may import it: `from ._shared import ask`); a module that defines
+`machine` is a Workflow named after its file. `_` files are imported first, for what they register (scripted models:
+`@engine.scripted(...)`), and are never Workflows. Each module is imported by path, under a package name unique to the
 folder, so a folder outside the project works and two folders can hold files of the same name. Every file is
 loaded on its own: one that is refused (`MachineError` and the other refusals of the authoring surface) or fails to
 import is reported, and the others are still loaded.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import os
@@ -30,7 +32,7 @@ from .workflow import Machine
 
 __all__ = ["Loaded", "Workflows", "load_workflows", "workflows_folder", "package_name"]
 
-Status = Literal["ok", "refused", "import-failed", "invalid", "not-a-workflow", "skipped"]
+Status = Literal["ok", "refused", "import-failed", "invalid", "not-a-workflow", "helper"]
 FAILED: tuple[Status, ...] = ("refused", "import-failed", "invalid")
 
 
@@ -40,7 +42,8 @@ class Loaded:
 
     status: "ok" (a Workflow with its Machine), "refused" (the authoring surface refused it: `MachineError`,
     `EventDefError`, ...), "import-failed" (any other exception while importing), "invalid" (`machine` is not a
-    jr2 Machine), "not-a-workflow" (imported, defines no `machine`), "skipped" (name starts with `_`; not imported).
+    jr2 Machine), "not-a-workflow" (imported, defines no `machine`), "helper" (name starts with `_`: imported for what
+    it registers, never a Workflow). A helper that fails to import is "import-failed" with `helper` set.
     """
 
     path: Path
@@ -49,6 +52,7 @@ class Loaded:
     error: str | None = None
     where: str | None = None
     traceback: str | None = None
+    helper: bool = False
 
     @property
     def name(self) -> str:
@@ -62,7 +66,7 @@ class Loaded:
     @property
     def is_workflow(self) -> bool:
         """A Workflow, loaded or not (a file that failed to import counts: it is meant to be one)."""
-        return self.status in ("ok", *FAILED)
+        return not self.helper and self.status in ("ok", *FAILED)
 
     @property
     def failed(self) -> bool:
@@ -71,6 +75,10 @@ class Loaded:
     def message(self) -> str:
         """One line naming the file and the Workflow: what happened to it."""
         where = f" ({self.where})" if self.where else ""
+        if self.helper:
+            if self.failed:
+                return f"{self.file}: helper module failed to import: {self.error}{where}"
+            return f"{self.file}: helper module (imported for what it registers; not a workflow)"
         if self.status == "ok":
             machine = self.machine.id if self.machine is not None else "?"
             return f'{self.file}: workflow "{self.name}" loaded (machine "{machine}")'
@@ -82,7 +90,7 @@ class Loaded:
             return f'{self.file}: workflow "{self.name}" is not valid: {self.error}'
         if self.status == "not-a-workflow":
             return f"{self.file}: not a workflow (defines no `machine`)"
-        return f"{self.file}: skipped (its name starts with `_`)"
+        return f"{self.file}: helper module"
 
 
 @dataclass
@@ -153,11 +161,10 @@ def load_workflows(folder: str | os.PathLike[str] | None = None) -> Workflows:
         raise NotADirectoryError(f"the workflows folder {root} is not a folder")
     package = _fresh_package(root)
     found = Workflows(root)
-    for path in sorted(p for p in root.iterdir() if p.suffix == ".py" and p.is_file()):
-        if path.name.startswith("_"):
-            found.files.append(Loaded(path, "skipped"))
-        else:
-            found.files.append(_load(package, path))
+    paths = sorted(p for p in root.iterdir() if p.suffix == ".py" and p.is_file())
+    loaded = {path: _load(package, path, helper=True) for path in paths if path.name.startswith("_")}
+    loaded.update({path: _load(package, path) for path in paths if not path.name.startswith("_")})
+    found.files.extend(loaded[path] for path in paths)
     return found
 
 
@@ -179,8 +186,10 @@ def _fresh_package(root: Path) -> str:
     return name
 
 
-def _load(package: str, path: Path) -> Loaded:
+def _load(package: str, path: Path, helper: bool = False) -> Loaded:
     module_name = f"{package}.{path.stem}"
+    if helper and module_name in sys.modules:
+        return Loaded(path, "helper", helper=True)
     try:
         spec = importlib.util.spec_from_file_location(module_name, path)
         if spec is None or spec.loader is None:
@@ -193,11 +202,16 @@ def _load(package: str, path: Path) -> Loaded:
             sys.modules.pop(module_name, None)
             raise
     except StatechartError as err:
-        return Loaded(path, "refused", error=f"{type(err).__name__}: {err}", where=_where(err, path),
-                      traceback=_format(err, path))
+        if helper:
+            return Loaded(path, "import-failed", error=f"{type(err).__name__}: {err}", where=_where(err, path),
+                          traceback=_format(err, path), helper=True)
+        return Loaded(path, "refused", error=f"{type(err).__name__}: {err}",
+                      where=_state_line(err, path) or _where(err, path), traceback=_format(err, path))
     except (Exception, SystemExit) as err:
         return Loaded(path, "import-failed", error=_last_line(err), where=_where(err, path),
-                      traceback=_format(err, path))
+                      traceback=_format(err, path), helper=helper)
+    if helper:
+        return Loaded(path, "helper", helper=True)
     if not hasattr(module, "machine"):
         return Loaded(path, "not-a-workflow")
     machine = module.machine
@@ -245,3 +259,46 @@ def _where(err: BaseException, path: Path) -> str | None:
         if _same(frame.filename, path):
             line = frame.lineno
     return f"{path.name}, line {line}" if line is not None else None
+
+
+def _state_line(err: BaseException, path: Path) -> str | None:
+    """Where a refusal's state is configured: the line of the `on` key it names in that state's dict, else of the
+    state's own key, found by walking the file's dict literals along `states` keys."""
+    state = getattr(err, "state", None)
+    if not isinstance(state, str) or "." not in state:
+        return None
+    event = getattr(err, "event", None)
+    keys = []
+    for part in state.split(".")[1:]:
+        keys += ["states", part]
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found: list[int] = []
+
+    def walk(node: ast.AST, trail: tuple[str, ...]) -> None:
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    here = (*trail, key.value)
+                    if list(here[-len(keys):]) == keys and isinstance(value, ast.Dict):
+                        found.append(_event_line(value, event) or key.lineno)
+                    walk(value, here)
+                elif value is not None:
+                    walk(value, trail)
+            return
+        for child in ast.iter_child_nodes(node):
+            walk(child, trail)
+
+    walk(tree, ())
+    return f"{path.name}, line {found[0]}" if len(found) == 1 else None
+
+
+def _event_line(state: ast.Dict, event: str | None) -> int | None:
+    for key, value in zip(state.keys, state.values):
+        if isinstance(key, ast.Constant) and key.value == "on" and isinstance(value, ast.Dict):
+            for on_key in value.keys:
+                if isinstance(on_key, ast.Constant) and on_key.value == event:
+                    return on_key.lineno
+    return None

@@ -61,7 +61,15 @@ BROKEN = textwrap.dedent('''\
     machine = None
 ''')
 
-SKIPPED = 'raise RuntimeError("_skipped.py was imported, but files starting with _ are skipped")\n'
+HELPER_MODULE = textwrap.dedent('''\
+    """A helper module: imported for what it registers, never a workflow."""
+    from engine import scripted
+
+
+    @scripted("check-test.helper")
+    def helper(turn):
+        return None
+''')
 HELPERS = '"""Not a workflow: no `machine` here."""\nHELPER = 42\n'
 
 BROKEN_LAST_LINE = "ModuleNotFoundError: No module named 'jr2_no_such_module_for_the_check_test'"
@@ -88,7 +96,7 @@ def mixed_folder(tmp_path: Path) -> Path:
     shutil.copy(ROOT / "workflows" / "notes.py", folder / "notes.py")
     (folder / "bad.py").write_text(REFUSED)
     (folder / "broken.py").write_text(BROKEN)
-    (folder / "_skipped.py").write_text(SKIPPED)
+    (folder / "_helper.py").write_text(HELPER_MODULE)
     (folder / "helpers.py").write_text(HELPERS)
     return folder
 
@@ -145,12 +153,11 @@ def test_check_fails_naming_file_workflow_and_reason(mixed_folder: Path, tmp_pat
     # the good workflow is still checked, after both failures (files go in name order)
     assert out.index("broken.py") < out.index(NOTES_SEATS)
     assert 'notes.py: workflow "notes": ok' in out
-    # the `_` file is not imported; the helper module is not a workflow
-    assert "_skipped.py: skipped" in out
-    assert "was imported" not in out + err
+    # the `_` file is imported for its registrations and is not a workflow; a module without `machine` is not one
+    assert "_helper.py: helper module (imported for what it registers; not a workflow)" in out
     assert "helpers.py: not a workflow (defines no `machine`)" in out
     assert ("summary: 3 workflows: 1 ok (0 warnings), 1 refused, 1 failed to import; not workflows: 1 module "
-            "without `machine`, 1 file skipped (`_` prefix)") in out
+            "without `machine`, 1 helper module (`_` prefix)") in out
     # the error message that ends the command names each file and Workflow with its reason
     assert "CommandError: jr2 check failed: 2 of 3 workflows did not load:" in err
     assert f'bad.py: workflow "bad" was refused: {REFUSAL}' in err
@@ -236,7 +243,7 @@ def test_loader_reports_every_file(mixed_folder: Path) -> None:
     found = load_workflows(mixed_folder)
     assert found.folder == mixed_folder.resolve()
     assert [(f.file, f.status) for f in found.files] == [
-        ("_skipped.py", "skipped"), ("bad.py", "refused"), ("broken.py", "import-failed"),
+        ("_helper.py", "helper"), ("bad.py", "refused"), ("broken.py", "import-failed"),
         ("helpers.py", "not-a-workflow"), ("notes.py", "ok")]
     assert [f.name for f in found.workflows] == ["bad", "broken", "notes"]
     assert list(found.machines) == ["notes"]
@@ -245,7 +252,7 @@ def test_loader_reports_every_file(mixed_folder: Path) -> None:
     assert not found.ok
     bad, broken = found["bad"], found["broken"]
     assert bad.failed and bad.machine is None and bad.error is not None and bad.error.startswith(REFUSAL)
-    assert bad.where == "bad.py, line 13"
+    assert bad.where == "bad.py, line 17"  # the refused state's `on` key, not `create_machine(`
     assert bad.message().startswith(f'bad.py: workflow "bad" was refused: {REFUSAL}')
     assert broken.error == BROKEN_LAST_LINE
     assert broken.message() == (f'broken.py: workflow "broken" failed to import: {BROKEN_LAST_LINE} '
@@ -274,7 +281,7 @@ def test_loader_imports_afresh_each_time(tmp_path: Path) -> None:
     assert after.machines["notes"].id == "notes2" and before.id == "notes"
 
 
-def test_loader_lets_siblings_share_a_skipped_module(tmp_path: Path) -> None:
+def test_loader_lets_siblings_share_a_helper_module(tmp_path: Path) -> None:
     folder = tmp_path / "shared"
     folder.mkdir()
     (folder / "_events.py").write_text(textwrap.dedent('''\
@@ -297,7 +304,7 @@ def test_loader_lets_siblings_share_a_skipped_module(tmp_path: Path) -> None:
         })
     '''))
     found = load_workflows(folder)
-    assert [(f.file, f.status) for f in found.files] == [("_events.py", "skipped"), ("flow.py", "ok")]
+    assert [(f.file, f.status) for f in found.files] == [("_events.py", "helper"), ("flow.py", "ok")]
     assert found.machines["flow"].seats_text().splitlines()[1] == "  flow.working agent:worker: [go]"
 
 
@@ -325,3 +332,15 @@ def test_loader_refuses_a_missing_folder(tmp_path: Path) -> None:
     (tmp_path / "file.py").write_text("")
     with pytest.raises(NotADirectoryError):
         load_workflows(tmp_path / "file.py")
+
+
+def test_a_helper_module_that_fails_to_import_fails_the_check_as_a_helper(tmp_path: Path) -> None:
+    folder = tmp_path / "helpers"
+    folder.mkdir()
+    (folder / "_broken.py").write_text("import jr2_no_such_helper_dependency\n")
+    shutil.copy(ROOT / "workflows" / "notes.py", folder / "notes.py")
+    found = load_workflows(folder)
+    [failed] = found.failures
+    assert failed.helper and failed.status == "import-failed" and failed.name == "_broken"
+    assert [f.name for f in found.workflows] == ["notes"]
+    assert failed.message().startswith("_broken.py: helper module failed to import: ModuleNotFoundError")

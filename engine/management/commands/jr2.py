@@ -128,8 +128,12 @@ class Command(BaseCommand):
         self.stdout.flush()
         if found.failures:
             lines = "\n".join(f"  {f.message()}" for f in found.failures)
-            raise CommandError(f"jr2 check failed: {len(found.failures)} of {count} "
-                               f"workflow{'s' if count != 1 else ''} did not load:\n{lines}")
+            failed = [f for f in found.failures if not f.helper]
+            helpers = len(found.failures) - len(failed)
+            what = f"{len(failed)} of {count} workflow{'s' if count != 1 else ''}"
+            if helpers:
+                what += f" and {helpers} helper module{'s' if helpers != 1 else ''}"
+            raise CommandError(f"jr2 check failed: {what} did not load:\n{lines}")
 
     # -- jr2 up -------------------------------------------------------------------------------------------------
 
@@ -155,7 +159,8 @@ class Command(BaseCommand):
     def _write_failed(self, loaded: Loaded, show_traceback: bool) -> None:
         self.stdout.write("")
         what = {"refused": "REFUSED", "import-failed": "IMPORT FAILED", "invalid": "NOT VALID"}[loaded.status]
-        self.stdout.write(f'{loaded.file}: workflow "{loaded.name}": ' + self.style.ERROR(what))
+        who = "helper module" if loaded.helper else f'workflow "{loaded.name}"'
+        self.stdout.write(f"{loaded.file}: {who}: " + self.style.ERROR(what))
         where = f" ({loaded.where})" if loaded.where else ""
         self.stdout.write(f"  {loaded.error}{where}")
         if show_traceback and loaded.traceback:
@@ -163,8 +168,10 @@ class Command(BaseCommand):
 
     @staticmethod
     def _summary(found: Workflows) -> str:
-        by = {status: sum(1 for f in found.files if f.status == status)
-              for status in ("ok", "refused", "import-failed", "invalid", "not-a-workflow", "skipped")}
+        by = {status: sum(1 for f in found.files if f.status == status and not f.helper)
+              for status in ("ok", "refused", "import-failed", "invalid", "not-a-workflow")}
+        helpers = [f for f in found.files if f.helper]
+        broken_helpers = sum(1 for f in helpers if f.failed)
         warnings = sum(len(m.warnings()) for m in found.machines.values())
         count = len(found.workflows)
         parts = [f"{by['ok']} ok ({warnings} warning{'s' if warnings != 1 else ''})"]
@@ -179,8 +186,9 @@ class Command(BaseCommand):
         if by["not-a-workflow"]:
             others.append(f"{by['not-a-workflow']} module{'s' if by['not-a-workflow'] != 1 else ''} without "
                           "`machine`")
-        if by["skipped"]:
-            others.append(f"{by['skipped']} file{'s' if by['skipped'] != 1 else ''} skipped (`_` prefix)")
+        if helpers:
+            others.append(f"{len(helpers)} helper module{'s' if len(helpers) != 1 else ''} (`_` prefix)"
+                          + (f", {broken_helpers} failed to import" if broken_helpers else ""))
         if others:
             line += "; not workflows: " + ", ".join(others)
         return line
