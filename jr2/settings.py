@@ -1,6 +1,10 @@
-"""Settings for jr2. The embedded default: SQLite beside the code, one process."""
+"""Settings for jr2. The embedded default: SQLite (WAL) beside the code, the in-memory channel layer, one process
+hosting its runs. Every setting of jr2's own reads an environment variable of the same name."""
+import json
 import os
 from pathlib import Path
+
+import dj_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -49,12 +53,20 @@ TEMPLATES = [
 WSGI_APPLICATION = None
 ASGI_APPLICATION = "jr2.asgi.application"
 
+# DATABASE_URL (sqlite:///path, or postgres://... past one machine), else db.sqlite3 beside manage.py.
 DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ.get("JR2_SQLITE_PATH", str(BASE_DIR / "db.sqlite3")),
-    }
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{os.environ.get('JR2_SQLITE_PATH', BASE_DIR / 'db.sqlite3')}",
+        conn_max_age=None if os.environ.get("DATABASE_URL", "").startswith("postgres") else 0,
+    )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets pages read while the host writes; IMMEDIATE makes writers queue instead of failing to upgrade.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -74,3 +86,34 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # The instance's workflows: each module in this folder that defines `machine` is one Workflow.
 JR2_WORKFLOWS = os.environ.get("JR2_WORKFLOWS", str(BASE_DIR / "workflows"))
+
+# Live pages and the API hear about each committed step through the channel layer (groups run-<id>, workflow-<name>).
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
+def _env_json(name: str, default: object) -> object:
+    value = os.environ.get(name)
+    return json.loads(value) if value else default
+
+
+# Model providers: the prefix of agent(model="<prefix>/<id>") picks a class (engine/providers/).
+JR2_PROVIDERS = _env_json("JR2_PROVIDERS", {
+    "anthropic": "engine.providers.anthropic.AnthropicProvider",
+    "local": "engine.providers.local.LocalProvider",
+    "script": "engine.providers.script.ScriptProvider",
+})
+JR2_ANTHROPIC_BASE_URL = os.environ.get("JR2_ANTHROPIC_BASE_URL") or None
+JR2_LOCAL_BASE_URL = os.environ.get("JR2_LOCAL_BASE_URL", "http://127.0.0.1:8080/v1")
+JR2_LOCAL_API_KEY = os.environ.get("JR2_LOCAL_API_KEY", "not-needed")
+JR2_PROVIDER_MAX_RETRIES = int(os.environ.get("JR2_PROVIDER_MAX_RETRIES", "3"))
+JR2_PROVIDER_TIMEOUT = float(os.environ.get("JR2_PROVIDER_TIMEOUT", "600"))
+# "1": every Agent that has a scripted stand-in (@engine.scripted("<workflow>.<agent>")) uses it, key or not.
+JR2_SCRIPTED = os.environ.get("JR2_SCRIPTED", "") == "1"
+
+# The runtime: how often a run's whole state is snapshotted (journal entries), how long a host's lease on a run
+# lasts (seconds) and who this host is (default: host name and process id).
+JR2_SNAPSHOT_EVERY = int(os.environ.get("JR2_SNAPSHOT_EVERY", "50"))
+JR2_LEASE_SECONDS = float(os.environ.get("JR2_LEASE_SECONDS", "15"))
+JR2_HOST_ID = os.environ.get("JR2_HOST_ID", "")
+# The JSON API: reads need a token too unless this is "1".
+JR2_OPEN_READS = os.environ.get("JR2_OPEN_READS", "") == "1"

@@ -1,0 +1,259 @@
+"""What a run leaves in the database: the Run, its journal, periodic snapshots, its Turns with every model call and
+message, its Effects, and the API tokens that may touch runs.
+
+The journal is the truth: a Run's row, its snapshots and its Turn records are written in the same transaction as
+the journal entries they follow from (engine/runtime/store.py), so a run can always be rebuilt from its latest
+snapshot plus the journal after it.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+__all__ = ["Run", "JournalEntry", "RunSnapshot", "TurnRecord", "TurnMessage", "ModelCall", "EffectRecord",
+           "ApiToken", "new_run_id"]
+
+ID_ALPHABET = "abcdefghijkmnopqrstuvwxyz23456789"
+
+
+def new_run_id() -> str:
+    """A short id that is safe in URLs and easy to read aloud (no 0/o, 1/l): 10 characters, ~50 bits."""
+    return "".join(secrets.choice(ID_ALPHABET) for _ in range(10))
+
+
+class Run(models.Model):
+    """One execution of a Workflow, from its door to a final state, a failure or a cancel."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        WAITING = "waiting", "waiting"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+        CANCELLED = "cancelled", "cancelled"
+        DRIFTED = "drifted", "drifted"
+
+    LIVE = (Status.RUNNING, Status.WAITING)
+
+    id = models.CharField(primary_key=True, max_length=16, default=new_run_id, editable=False)
+    workflow = models.CharField(max_length=200, db_index=True)
+    digest = models.CharField(max_length=64, help_text="the Machine's shape digest when the run was written")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING, db_index=True)
+    input = models.JSONField(default=dict, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True, help_text="why the run failed or drifted, in words")
+    view = models.JSONField(default=dict, blank=True,
+                            help_text="the run as readers see it after its last step: state value, context, open "
+                                      "Gates, open Turns with their Allowed picks, running Effects")
+    seq = models.PositiveIntegerField(default=0, help_text="the sequence number of the last journal entry")
+    scripted = models.BooleanField(default=False, help_text="some Agent of the run is played by a scripted model")
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="runs")
+    lease_owner = models.CharField(max_length=100, blank=True, default="", db_index=True)
+    lease_expires = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        permissions = [
+            ("start_run", "Can start runs"),
+            ("answer_gate", "Can answer Gates"),
+            ("cancel_run", "Can cancel runs"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} {self.id} ({self.status})"
+
+    @property
+    def live(self) -> bool:
+        return self.status in self.LIVE
+
+
+class JournalEntry(models.Model):
+    """One accepted input of the run's Session (or a mark the host writes for itself, such as an Effect having
+    started), with the digest of what it produced and the wall-clock time it was committed."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="journal")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=32)
+    entry = models.JSONField()
+    out = models.CharField(max_length=32, blank=True, default="")
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="journal_seq_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} #{self.seq} {self.kind}"
+
+
+class RunSnapshot(models.Model):
+    """The whole Session (`Session.to_json()`) after journal entry `seq`: a resume starts here."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="snapshots")
+    seq = models.PositiveIntegerField()
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "-seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="snapshot_seq_unique")]
+
+
+class TurnRecord(models.Model):
+    """One Agent Turn: who played it (model, provider, scripted or not), its Dials, its conversation, its totals."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "open"
+        ENDED = "ended", "ended"
+        FAULTED = "faulted", "faulted"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="turns")
+    turn = models.CharField(max_length=120, help_text="the Session's Turn id, e.g. turn-3 or scouting/turn-5")
+    agent = models.CharField(max_length=120)
+    state = models.CharField(max_length=300)
+    model = models.CharField(max_length=200, help_text="what played the Turn: <provider>/<model id>")
+    declared_model = models.CharField(max_length=200, help_text="the model the workflow declares")
+    scripted = models.BooleanField(default=False)
+    dials = models.JSONField(default=dict, blank=True)
+    conversation = models.CharField(max_length=160, help_text="Turns that continue share a conversation")
+    prompt = models.TextField(blank=True)
+    system = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    reason = models.TextField(blank=True, help_text="why the Turn faulted")
+    pending_call = models.CharField(max_length=120, blank=True, default="",
+                                    help_text="the tool call whose pick is outstanding")
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "started_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "turn"], name="turn_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.turn} ({self.agent})"
+
+
+class TurnMessage(models.Model):
+    """One message of a conversation, in the neutral form of engine/providers/base.py: prompts, the model's
+    replies (tool calls = picks), tool results (answers and refusals), notices, re-prompts."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
+    turn = models.ForeignKey(TurnRecord, on_delete=models.CASCADE, related_name="messages")
+    conversation = models.CharField(max_length=160)
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=16)
+    kind = models.CharField(max_length=32, help_text="prompt, reply, tool_result, refusal, reprompt, "
+                                                     "allowed_changed, notice")
+    content = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "conversation", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "conversation", "seq"], name="message_seq_unique")]
+
+
+class ModelCall(models.Model):
+    """One request to a model and its response: what was sent (by reference to the conversation), what came
+    back, tokens, latency and why it stopped."""
+
+    class Status(models.TextChoices):
+        IN_FLIGHT = "in_flight", "in flight"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+        INTERRUPTED = "interrupted", "interrupted"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="model_calls")
+    turn = models.ForeignKey(TurnRecord, on_delete=models.CASCADE, related_name="model_calls")
+    seq = models.PositiveIntegerField(help_text="the call's number in the run")
+    model = models.CharField(max_length=200)
+    scripted = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.IN_FLIGHT)
+    request = models.JSONField(help_text="system, tools hash, dials, and the conversation up to `messages`")
+    messages = models.PositiveIntegerField(help_text="how many messages of the conversation were sent")
+    response = models.JSONField(null=True, blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    stop_reason = models.CharField(max_length=40, blank=True, default="")
+    error = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.FloatField(null=True, blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="model_call_seq_unique")]
+
+
+class EffectRecord(models.Model):
+    """One Effect of a run: what it was asked to do, and whether it started and finished (both journaled)."""
+
+    class Status(models.TextChoices):
+        REQUESTED = "requested", "requested"
+        STARTED = "started", "started"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+        CANCELLED = "cancelled", "cancelled"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="effects")
+    effect = models.CharField(max_length=120)
+    slot = models.CharField(max_length=120)
+    kind = models.CharField(max_length=16)
+    state = models.CharField(max_length=300)
+    spec = models.JSONField(default=dict, blank=True)
+    input = models.JSONField(null=True, blank=True)
+    idempotent = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.REQUESTED)
+    attempts = models.PositiveIntegerField(default=0)
+    result = models.JSONField(null=True, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+    requested_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "requested_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "effect"], name="effect_unique")]
+
+
+class ApiToken(models.Model):
+    """A bearer token for the JSON API: shown once when created, stored only as a hash, revocable. It carries its
+    user's permissions."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, default="")
+    prefix = models.CharField(max_length=12, help_text="the first characters, to tell tokens apart")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    PREFIX = "jr2_"
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+    @staticmethod
+    def digest(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user: object, name: str = "") -> tuple[ApiToken, str]:
+        """A new token for `user`: the record and the key, which is shown once and never stored."""
+        key = cls.PREFIX + secrets.token_urlsafe(32)
+        token = cls.objects.create(user=user, name=name, prefix=key[:10], key_hash=cls.digest(key))
+        return token, key
