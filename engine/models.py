@@ -41,7 +41,7 @@ class Run(models.Model):
     workflow = models.CharField(max_length=200, db_index=True)
     digest = models.CharField(max_length=64, help_text="the Machine's shape digest when the run was written")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING, db_index=True)
-    input = models.JSONField(default=dict, blank=True)
+    input = models.JSONField(null=True, blank=True, help_text="the door input, as validated")
     output = models.JSONField(null=True, blank=True)
     reason = models.TextField(blank=True, help_text="why the run failed or drifted, in words")
     view = models.JSONField(default=dict, blank=True,

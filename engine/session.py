@@ -163,14 +163,27 @@ class _ProbeEvent(PartyEvent):
 
 
 def _journaled(method: Callable[..., Any]) -> Callable[..., Any]:
-    """An input method: the journal entry it adds records a digest of the outputs it produced, so a replay can
-    name the first entry whose outputs differ."""
+    """An input method. Its journal entry records a digest of the outputs it produced, so a replay can name the
+    first entry whose outputs differ. `at=` (the host's clock) lets time pass first: timers that come due by then
+    fire as an `advance` step of its own; otherwise the time moves, as a journaled `advance`, only if the input is
+    accepted, so a refused input changes nothing, not even the time."""
     @functools.wraps(method)
-    def wrapper(self: Session, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: Session, *args: Any, at: float | None = None, **kwargs: Any) -> Any:
+        if at is not None and at > self.now and self.status == "active":
+            due = self.next_due()
+            if due is not None and due <= at:
+                self.advance(at - self.now)
+            else:
+                self._lag = at
         entries, emitted = len(self.journal), len(self._emitted)
-        result = method(self, *args, **kwargs)
+        self._input_at = None
+        try:
+            result = method(self, *args, **kwargs)
+        finally:
+            self._lag = None
         if len(self.journal) > entries:
-            self.journal[entries]["out"] = _digest(self._emitted[emitted:])
+            index = self._input_at if self._input_at is not None else entries
+            self.journal[index]["out"] = _digest(self._emitted[emitted:])
         return result
     return wrapper
 
@@ -223,6 +236,8 @@ class Session:
         self._picking: str | None = None
         self._routing: set[str] = set()
         self._last_event: Event | None = None
+        self._lag: float | None = None
+        self._input_at: int | None = None
         self._queue: deque[Event] = deque()
         self._delivering = False
         self._invoke_nodes: dict[str, StateNode] = {
@@ -348,6 +363,32 @@ class Session:
         target, local, prefix = self._route(agent)
         return target.menu(local) if prefix is not None else self.machine.menu(agent)
 
+    def slot_of(self, agent: str) -> AgentSlot | None:
+        """The Agent slot behind `agent` (`<invoke id>/<name>` reaches into a child Machine)."""
+        target, local, prefix = self._route(agent)
+        if prefix is not None:
+            return target.slot_of(local)
+        slot = self.machine.slots.get(agent)
+        return slot if isinstance(slot, AgentSlot) else None
+
+    def menu_names(self, agent: str) -> tuple[str, ...]:
+        target, local, prefix = self._route(agent)
+        return target.menu_names(local) if prefix is not None else self.machine.menu_names(agent)
+
+    def menu_json(self, agent: str) -> str:
+        """The Agent's tools block, byte-stable: the same bytes for every request of the slot."""
+        target, local, prefix = self._route(agent)
+        return target.menu_json(local) if prefix is not None else self.machine.menu_json(agent)
+
+    def effect_slot(self, effect_id: str) -> EffectSlot | None:
+        """The Effect slot a running Effect (`effect-N`, or `<invoke id>/effect-N`) was asked of."""
+        target, local, prefix = self._route(effect_id)
+        if prefix is not None:
+            return target.effect_slot(local)
+        pending = self._effects.get(effect_id)
+        slot = self.machine.slots.get(pending.slot) if pending is not None else None
+        return slot if isinstance(slot, EffectSlot) else None
+
     def allowed_picks(self, agent: str) -> list[str]:
         """The part of the Agent's Menu its Turn can pick now, read from the live Machine."""
         target, local, prefix = self._route(agent)
@@ -395,10 +436,11 @@ class Session:
             return PickResult("refused", error=f"the run has ended ({self.status}); nothing was delivered")
         target, local, prefix = self._route(agent)
         if prefix is not None:
+            self._catch_up()
             result = target.pick(local, event, params)
             if result.outcome != "refused":
-                self.journal.append({"kind": "pick", "agent": agent, "event": event, "params": _plain(params),
-                                     "outcome": result.outcome, "at": self.now})
+                self._record({"kind": "pick", "agent": agent, "event": event, "params": _plain(params),
+                              "outcome": result.outcome})
             self._pull(prefix)
             return result
         turn = self.turn_of(agent)
@@ -432,9 +474,8 @@ class Session:
                 return PickResult("refused", allowed=tuple(allowed),
                                   error=f'a guard on "{event}" raised {_describe(err)} with this input; nothing '
                                         "moved")
-        entry = {"kind": "pick", "agent": agent, "event": event, "params": validated, "outcome": "unmoved",
-                 "at": self.now}
-        self.journal.append(entry)
+        entry = {"kind": "pick", "agent": agent, "event": event, "params": validated, "outcome": "unmoved"}
+        self._record(entry)
         if event not in allowed:
             return PickResult("unmoved", allowed=tuple(allowed),
                               error=f'"{event}" is on the Menu but not allowed now; nothing moved')
@@ -468,10 +509,10 @@ class Session:
             return Delivery("refused", error=f"the run has ended ({self.status})")
         target, local, prefix = self._route(gate)
         if prefix is not None:
+            self._catch_up()
             result = target.send_gate(local, event, params)
             if result.outcome == "delivered":
-                self.journal.append({"kind": "gate", "gate": gate, "event": event, "params": _plain(params),
-                                     "at": self.now})
+                self._record({"kind": "gate", "gate": gate, "event": event, "params": _plain(params)})
             self._pull(prefix)
             return result
         open_gate = self._gates.get(gate)
@@ -492,7 +533,7 @@ class Session:
         if not taken:
             return Delivery("unmoved", accepts=open_gate.accepts,
                             error=f'the Machine takes no "{event}" now; nothing moved')
-        self.journal.append({"kind": "gate", "gate": gate, "event": event, "params": validated, "at": self.now})
+        self._record({"kind": "gate", "gate": gate, "event": event, "params": validated})
         self._work_ended(self._invoke_nodes.get(gate), validated)
         self._deliver(delivered)
         return Delivery("delivered", accepts=open_gate.accepts)
@@ -511,15 +552,16 @@ class Session:
         field_name = "output" if kind == "effect_done" else "error"
         target, local, prefix = self._route(effect_id)
         if prefix is not None and self.status == "active":
+            self._catch_up()
             result = target._effect_result(local, kind, value)
             if result.outcome == "delivered":
-                self.journal.append({"kind": kind, "effect": effect_id, field_name: _plain(value), "at": self.now})
+                self._record({"kind": kind, "effect": effect_id, field_name: _plain(value)})
             self._pull(prefix)
             return result
         pending = self._effects.get(effect_id)
         if pending is None or self.status != "active":
             return Delivery("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
-        self.journal.append({"kind": kind, "effect": effect_id, field_name: _plain(value), "at": self.now})
+        self._record({"kind": kind, "effect": effect_id, field_name: _plain(value)})
         self._finish_effect(pending)
         if kind == "effect_done":
             self._work_ended(self._invoke_nodes.get(pending.invoke_id), value)
@@ -534,7 +576,7 @@ class Session:
         """A Turn that cannot go on: `agent.fault` goes into the Machine with the reason."""
         if self.status != "active":
             return
-        self.journal.append({"kind": "fault", "agent": agent, "reason": reason, "at": self.now})
+        self._record({"kind": "fault", "agent": agent, "reason": reason})
         self._fault(agent, reason)
 
     def _fault(self, agent: str, reason: str) -> None:
@@ -582,7 +624,7 @@ class Session:
     def cancel(self) -> None:
         if self.status != "active":
             return
-        self.journal.append({"kind": "cancel", "at": self.now})
+        self._record({"kind": "cancel"})
         self._end("cancelled")
 
     # -- replay --------------------------------------------------------------------------------------------
@@ -686,6 +728,27 @@ class Session:
         finally:
             self._delivering = False
             self._queue.clear()
+
+    def _catch_up(self) -> None:
+        """Time the host said has passed (`at=`), now that an input is accepted: a journaled `advance` that fires
+        nothing (the wrapper made sure no timer is due by then)."""
+        if self._lag is None or self._lag <= self.now:
+            return
+        target, self._lag = self._lag, None
+        self.journal.append({"kind": "advance", "ms": target - self.now, "at": self.now, "out": _digest([])})
+        self.now = target
+        for prefix in list(self._subs):
+            self._subs[prefix]._advance_to(target)
+            self._pull(prefix)
+        if self.clock.now() < target:
+            self.clock.set(target)
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        """Journal an accepted input, after the time it came at."""
+        self._catch_up()
+        entry["at"] = self.now
+        self.journal.append(entry)
+        self._input_at = len(self.journal) - 1
 
     def _apply(self, snapshot: Snapshot, actions: list[ExecutableAction]) -> None:
         """Perform what the pure transition asked for, in order."""

@@ -13,9 +13,16 @@ Shows the three places a pick's target can go ("The Menu", Keep the Turn or end 
   `"continue": True`, so each keeps its conversation; the answer of a pick that ended a Turn is kept as a notice and
   read by that Agent's next Turn.
 """
+import os
+import sys
+
 from pydantic import BaseModel, Field
 
-from engine import agent, answer, assign, define_event, effect, fail, from_pick, jr2_setup
+from engine import agent, answer, assign, define_event, effect, fail, from_pick, jr2_setup, scripted
+
+#: The project the test Effect runs on: CODE_REVIEW_REPO, else the small sample beside this file.
+REPO = os.environ.get("CODE_REVIEW_REPO") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                          "code_review_repo")
 
 
 class SubmitInput(BaseModel):
@@ -87,7 +94,7 @@ machine = jr2_setup(
                           instructions="You review code changes. Run the tests before you accept a change; ask for "
                                        "changes with concrete notes when something is wrong.",
                           workspace="repo"),
-        "tests": effect.command(["python", "-m", "pytest", "-q"], timeout=900.0),
+        "tests": effect.command([sys.executable, "-m", "pytest", "-q"], cwd=REPO, timeout=900.0),
         "fail": fail(),
     },
 ).create_machine({
@@ -138,8 +145,33 @@ machine = jr2_setup(
             "on": {"submit": _submit()},
         },
         "approved": {"type": "final"},
-        "failed": {"invoke": {"src": "fail", "input": {"reason": "an Agent's Turn could not go on"}}},
+        "failed": {"invoke": {"src": "fail", "input": lambda event: {
+            "reason": "an Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
     },
     "output": lambda context: {"summary": context["summary"], "verdict": context["verdict"],
                                "rounds": context["rounds"]},
 })
+
+
+@scripted("code_review.coder")
+def offline_coder(turn):
+    """The offline demo's coder (a scripted stand-in): hands its change to the reviewer."""
+    if "submit" not in turn.allowed_picks:
+        return None
+    fixing = "asked for changes" in turn.prompt
+    return ("submit", {"summary": "Addressed the review notes in calc.py." if fixing else
+                       "Added add() to calc.py with a test in test_calc.py."})
+
+
+@scripted("code_review.reviewer")
+def offline_reviewer(turn):
+    """The offline demo's reviewer (a scripted stand-in): runs the tests, asks for one round of changes, then
+    approves once the tests have run on the new change."""
+    tested = any('"exit_code"' in a or a.startswith("The tests could not be run") for a in turn.answers)
+    if not tested and "run_tests" in turn.allowed_picks:
+        return ("run_tests", {"focus": ""})
+    if not turn.notices and "request_changes" in turn.allowed_picks:
+        return ("request_changes", {"notes": "Name the test after what it checks.\nAdd a docstring to add()."})
+    if "approve" in turn.allowed_picks:
+        return ("approve", {"comment": "The tests pass and the notes were addressed."})
+    return None

@@ -6,7 +6,7 @@ guard on `done` keeps it out of the Allowed picks until the editor has replied o
 """
 from pydantic import BaseModel, Field
 
-from engine import agent, answer, assign, define_event, fail, jr2_setup
+from engine import agent, answer, assign, define_event, fail, jr2_setup, scripted
 
 
 class AskInput(BaseModel):
@@ -67,7 +67,23 @@ machine = jr2_setup(
             },
         },
         "published": {"type": "final"},
-        "failed": {"invoke": {"src": "fail", "input": {"reason": "the Agent's Turn could not go on"}}},
+        "failed": {"invoke": {"src": "fail", "input": lambda event: {
+            "reason": "the Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
     },
     "output": lambda context: {"notes": context.get("notes", "")},
 })
+
+
+@scripted("notes.writer")
+def offline_writer(turn):
+    """The offline demo's writer (a scripted stand-in, used when no API key is set): one question for the editor,
+    then notes made from the changes and the editor's reply."""
+    replies = [a.splitlines()[0].removeprefix("The editor replied: ") for a in turn.answers
+               if a.startswith("The editor replied: ")]
+    if not replies and "ask" in turn.allowed_picks:
+        return ("ask", {"question": "Who reads these notes, and what should they know first?"})
+    if replies and "done" in turn.allowed_picks:
+        changes = [line.strip() for line in turn.prompt.splitlines()[1:] if line.strip()]
+        bullets = "\n".join(f"- {change}" for change in changes)
+        return ("done", {"notes": f"## What's new\n\n{bullets}\n\n_Written for: {replies[-1]}_"})
+    return None

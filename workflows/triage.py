@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from engine import agent, answer, assign, define_event, effect, fail, from_pick, jr2_setup, sent_by
+from engine import agent, answer, assign, define_event, effect, fail, from_pick, jr2_setup, scripted, sent_by
 
 Label = Literal["bug", "feature", "question"]
 
@@ -123,8 +123,24 @@ machine = jr2_setup(
         },
         "labelled": {"type": "final"},
         "withdrawn": {"type": "final"},
-        "failed": {"invoke": {"src": "fail", "input": {"reason": "the triage Agent's Turn could not go on"}}},
+        "failed": {"invoke": {"src": "fail", "input": lambda event: {
+            "reason": "the triage Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
     },
     "output": lambda context: {"label": context["label"], "labelled_by": context["labelled_by"],
                                "withdrawn": context["withdrawn"]},
 })
+
+
+@scripted("triage.triager")
+def offline_triager(turn):
+    """The offline demo's triage Agent (a scripted stand-in): search for duplicates by the title's words once, then
+    propose a label from a few telling words."""
+    title = turn.prompt.splitlines()[1].removeprefix("Title: ") if len(turn.prompt.splitlines()) > 1 else ""
+    if not turn.answers and "find_duplicates" in turn.allowed_picks:
+        return ("find_duplicates", {"query": title or "crash"})
+    if "label" in turn.allowed_picks:
+        text = turn.prompt.lower()
+        kind = "bug" if any(w in text for w in ("crash", "error", "fails", "broken")) else \
+            "question" if "?" in text else "feature"
+        return ("label", {"label": kind, "reason": f"the report reads like a {kind}"})
+    return None

@@ -7,6 +7,7 @@ the same snapshot.
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -185,7 +186,7 @@ def test_notes_fault_while_asking_fails_the_run_and_stops_the_pick():
     assert one(outputs, GateClosed).gate == gate
     assert one(outputs, TurnEnded).state == "notes.writing"
     run_end = one(outputs, RunEnded)
-    assert (run_end.status, run_end.reason) == ("failed", "the Agent's Turn could not go on")
+    assert (run_end.status, run_end.reason) == ("failed", "the Agent's Turn could not go on: the model stopped answering")
     assert (session.status, session.value) == ("failed", "failed")
     assert session.send_gate(gate, "reply", {"text": "late"}).outcome == "refused"
     assert_replays(session)
@@ -247,7 +248,8 @@ def test_code_review_whole_run_with_one_round_of_changes():
     requested = one(session.drain(), EffectRequested)
     assert (requested.slot, requested.effect_kind, requested.state) == (
         "tests", "command", "code_review.reviewing.testing")
-    assert requested.spec["argv"] == ["python", "-m", "pytest", "-q"]
+    assert requested.spec["argv"] == [sys.executable, "-m", "pytest", "-q"]
+    assert requested.spec["cwd"] == code_review.REPO
     assert requested.input == {"args": ["tests/test_cli.py"]}
     assert session.allowed_picks("reviewer") == []
     # every other pick is refused while it is outstanding, one that would end the Turn included
@@ -345,7 +347,7 @@ def test_code_review_fault_while_tests_run_cancels_the_effect_and_fails_the_run(
     assert (stopped.turn, stopped.pick) == (review.turn, ran.pick)
     assert one(outputs, TurnEnded).state == "code_review.reviewing"
     run_end = one(outputs, RunEnded)
-    assert (run_end.status, run_end.reason) == ("failed", "an Agent's Turn could not go on")
+    assert (run_end.status, run_end.reason) == ("failed", "an Agent's Turn could not go on: too many tool calls")
     assert (session.status, session.value) == ("failed", "failed")
     assert session.effect_done(effect.effect, {"exit_code": 0}).outcome == "refused"
     assert_replays(session)
@@ -488,7 +490,7 @@ def test_triage_fault_fails_the_run():
     assert one(outputs, TurnEnded).state == "triage.triaging.sorting"
     assert one(outputs, GateClosed).gate == "desk"
     run_end = one(outputs, RunEnded)
-    assert (run_end.status, run_end.reason) == ("failed", "the triage Agent's Turn could not go on")
+    assert (run_end.status, run_end.reason) == ("failed", "the triage Agent's Turn could not go on: no pick after two re-prompts")
     assert (session.status, session.value) == ("failed", "failed")
     assert session.send_gate("desk", "confirm", {}).outcome == "refused"
     assert_replays(session)

@@ -1,0 +1,40 @@
+"""Telling viewers a run moved: one message to the channel layer groups `run-<id>` and `workflow-<name>` after
+each commit. Group messages are lossy notices (Channels drops them when a channel is full), so they carry no state:
+a listener reads the committed run when it hears one."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+__all__ = ["notify", "run_group", "workflow_group"]
+
+log = logging.getLogger("engine.runtime")
+
+
+def run_group(run_id: str) -> str:
+    return f"run-{run_id}"
+
+
+def workflow_group(workflow: str) -> str:
+    return f"workflow-{workflow}"
+
+
+def notify(run_id: str, workflow: str, status: str, seq: int) -> None:
+    """Send `run.updated` to both groups without waiting (a slow layer never holds a run up)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message: dict[str, Any] = {"type": "run.updated", "run": run_id, "workflow": workflow, "status": status,
+                               "seq": seq}
+    loop = asyncio.get_running_loop()
+    for group in (run_group(run_id), workflow_group(workflow)):
+        task = loop.create_task(layer.group_send(group, dict(message)))
+        task.add_done_callback(_report)
+
+
+def _report(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("telling the channel layer failed: %r", task.exception())

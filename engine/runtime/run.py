@@ -1,0 +1,478 @@
+"""`RunDriver`: the one asyncio task that owns a run's Session.
+
+Every outside input (a pick from a Turn loop, a Gate answer, an Effect's result, a timer, a fault, a cancel)
+reaches the run through `submit`, into its inbox, and is applied in order. A step is: bring the Session's clock
+up to real time (a journaled `advance`), apply the input, then write the journal entries, the Run's new state and
+every record that follows from them in one transaction; only then tell: the input's sender, the Turn loops,
+the Effects, the timer, and the channel layer groups `run-<id>` and `workflow-<name>`.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from engine.models import EffectRecord, Run
+from engine.outputs import (
+    AllowedChanged, EffectCancelled, EffectRequested, Output, PickAnswered, PickResult, PickStopped, TurnEnded,
+    TurnStarted,
+)
+from engine.session import PendingEffect, Session
+from engine.workflow import Machine
+
+from . import store
+from .effects import run_effect
+from .players import Player, player_for
+from .turns import Conversation, TurnLoop
+
+if TYPE_CHECKING:
+    from .host import Host
+
+__all__ = ["RunDriver", "Item", "wall_ms", "run_status"]
+
+log = logging.getLogger("engine.runtime")
+
+SESSION_STATUS = {"done": "done", "failed": "failed", "cancelled": "cancelled"}
+
+
+def wall_ms() -> float:
+    """Real time as the Session counts it: milliseconds since the epoch, whole."""
+    return float(int(time.time() * 1000))
+
+
+def run_status(session: Session) -> str:
+    """running, or waiting when only a Gate or a timer can move the run (no Effect runs and every open Turn
+    waits on an outstanding pick), or how it ended."""
+    if session.status != "active":
+        return SESSION_STATUS[session.status]
+    if session.effects or any(turn.outstanding is None for turn in session.turns):
+        return "running"
+    return "waiting"
+
+
+@dataclass
+class Item:
+    """One input in a run's inbox, with the future its sender awaits."""
+
+    kind: str
+    args: dict[str, Any]
+    future: asyncio.Future[Any]
+
+
+@dataclass
+class TurnMeta:
+    agent: str
+    player: Player
+    dials: dict[str, Any]
+    pending_call: str = ""
+    faulted: str = ""
+
+
+@dataclass
+class _Plan:
+    ops: list[store.Op] = field(default_factory=list)
+    after: list[Callable[[], object]] = field(default_factory=list)
+
+
+class RunDriver:
+    """Owns one run's Session; its task applies the inbox in order (see the module docstring)."""
+
+    def __init__(self, host: Host, run_id: str, workflow: str, machine: Machine, session: Session, *, seq: int,
+                 snapshot_seq: int, resume: store.Resume | None = None) -> None:
+        self.host = host
+        self.run_id = run_id
+        self.workflow = workflow
+        self.machine = machine
+        self.session = session
+        self.seq = seq
+        self.snapshot_seq = snapshot_seq
+        self.conversations: dict[str, Conversation] = {}
+        self.turns: dict[str, TurnMeta] = {}
+        self.loops: dict[str, TurnLoop] = {}
+        self.effects: dict[str, asyncio.Task[None]] = {}
+        self.inbox: asyncio.Queue[Item | None] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+        self.resume = resume
+        self._model_calls = resume.model_calls if resume is not None else 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._latest: dict[str, str] = {}
+        self.status = run_status(session)
+
+    # -- what Turn loops and the host call -------------------------------------------------------------------
+
+    def submit(self, kind: str, **args: Any) -> asyncio.Future[Any]:
+        """Queue an input; the future gets its result once the step is committed."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.session.status != "active" and kind not in ("effect_started",):
+            future.set_result(_ended(self.session, kind))
+            return future
+        self.inbox.put_nowait(Item(kind, args, future))
+        return future
+
+    async def write(self, ops: list[store.Op]) -> None:
+        """Records that change nothing in the Session (model calls, replies, refusals), in order with the steps."""
+        await self.host.db(store.write, self.run_id, ops)
+
+    def pending_call(self, turn: str) -> str:
+        meta = self.turns.get(turn)
+        return meta.pending_call if meta is not None else ""
+
+    def dials(self, turn: str) -> dict[str, Any]:
+        meta = self.turns.get(turn)
+        return dict(meta.dials) if meta is not None else {}
+
+    def next_call_seq(self) -> int:
+        self._model_calls += 1
+        return self._model_calls
+
+    def new_conversation(self, base: str) -> Conversation:
+        name, n = base, 1
+        while name in self.conversations:
+            n += 1
+            name = f"{base}{n}"
+        conversation = self.conversations[name] = Conversation(name)
+        return conversation
+
+    # -- the task --------------------------------------------------------------------------------------------
+
+    def start(self, resumed: bool = False) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._main(resumed), name=f"run {self.run_id}")
+
+    async def begin(self, create: dict[str, Any], lease: tuple[str, float]) -> None:
+        """The run's first step: its start entry, what starting produced and its first snapshot, with the Run row
+        itself; then the run's task starts and its first Turns and Effects with it."""
+        session = self.session
+        entries = list(session.journal)
+        del session.journal[:]
+        plan = _Plan()
+        for output in session.drain():
+            self._plan_output(output, plan)
+        self.status = run_status(session)
+        scripted = any(meta.player.scripted for meta in self.turns.values()) or any(
+            slot.model.startswith("script/") for slot in self.machine.agents.values())
+        await self.host.db(store.commit, store.Step(
+            self.run_id, 1, entries, self._run_fields(self.status), session.to_json(), plan.ops,
+            create={**create, "scripted": scripted}, lease=lease))
+        self.seq = self.snapshot_seq = len(entries)
+        if session.status == "active":
+            self.start()
+            for after in plan.after:
+                after()
+        self.host.notify(self.run_id, self.workflow, self.status, self.seq)
+
+    def _run_fields(self, status: str) -> dict[str, Any]:
+        session = self.session
+        return {"status": status, "view": self._view(), "output": session.output, "reason": session.reason or ""}
+
+    async def stop(self) -> None:
+        """Stop driving (the host is going away); the run stays as committed, to be taken up again."""
+        self._cancel_timer()
+        for loop in list(self.loops.values()):
+            loop.stop()
+            if loop.task is not None:
+                loop.task.cancel()
+        for task in list(self.effects.values()):
+            task.cancel()
+        if self.task is not None:
+            self.task.cancel()
+        tasks = [t for t in (self.task, *self.effects.values(), *(l.task for l in self.loops.values()))
+                 if t is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _main(self, resumed: bool) -> None:
+        if resumed:
+            self._take_up()
+        self._schedule_timer()
+        while True:
+            item = await self.inbox.get()
+            if item is None:
+                return
+            try:
+                await self._step(item)
+            except asyncio.CancelledError:
+                if not item.future.done():
+                    item.future.cancel()
+                raise
+            except Exception as err:  # noqa: BLE001 - the step did not commit: the run goes on from the database
+                log.exception("run %s: a step failed; reloading the run from the database", self.run_id)
+                if not item.future.done():
+                    item.future.set_exception(err)
+                await self.host.reload(self)
+                return
+            if self.session.status != "active":
+                await self._finish()
+                return
+
+    async def _step(self, item: Item) -> None:
+        session = self.session
+        mark = len(session.journal)
+        host_entries: list[dict[str, Any]] = []
+        plan = _Plan()
+        result = self._apply(item, host_entries, plan, wall_ms())
+        entries = session.journal[mark:] + host_entries
+        if item.kind == "pick" and isinstance(result, PickResult):
+            self._pick_records(item, result, plan)
+        for output in session.drain():
+            self._plan_output(output, plan)
+        status = run_status(session)
+        run_fields = self._run_fields(status)
+        first = self.seq + 1
+        last = self.seq + len(entries)
+        snapshot = None
+        every = max(1, self.host.snapshot_every)
+        if entries and (session.status != "active" or last // every > self.snapshot_seq // every):
+            snapshot = session.to_json()
+        if entries or plan.ops:
+            await self.host.db(store.commit, store.Step(self.run_id, first, entries, run_fields, snapshot, plan.ops))
+            self.host.crash_point(entries)
+        del session.journal[:]
+        self.seq = last
+        if snapshot is not None:
+            self.snapshot_seq = last
+        if not item.future.done():
+            item.future.set_result(result)
+        for after in plan.after:
+            after()
+        self.status = status
+        self._schedule_timer()
+        if entries:
+            self.host.notify(self.run_id, self.workflow, status, last)
+
+    def _apply(self, item: Item, host_entries: list[dict[str, Any]], plan: _Plan, now: float) -> Any:
+        """Apply one input at the real time `now` (the Session journals the time that passed)."""
+        session, args = self.session, item.args
+        if item.kind == "pick":
+            result = session.pick(args["agent"], args["event"], args.get("params"), at=now)
+            if result.outcome != "refused" and session.journal:
+                session.journal[-1].update(call=args.get("call", ""), turn=args.get("turn", ""))
+            return result
+        if item.kind == "gate":
+            return session.send_gate(args["gate"], args["event"], args.get("params"), at=now)
+        if item.kind == "effect_done":
+            plan.ops.append(store.EffectChanged(args["effect"], "done", args.get("value"),
+                                                args.get("duration_ms")))
+            return session.effect_done(args["effect"], args.get("value"), at=now)
+        if item.kind == "effect_failed":
+            plan.ops.append(store.EffectChanged(args["effect"], "failed", args.get("value"),
+                                                args.get("duration_ms")))
+            return session.effect_failed(args["effect"], args.get("value"), at=now)
+        if item.kind == "effect_started":
+            host_entries.append({"kind": "effect_started", "effect": args["effect"], "at": session.now,
+                                 "attempt": args.get("attempt", 1)})
+            plan.ops.append(store.EffectChanged(args["effect"], "started"))
+            return None
+        if item.kind == "fault":
+            turn = args.get("turn") or ""
+            if turn in self.turns:
+                self.turns[turn].faulted = args["reason"]
+                plan.ops.append(store.TurnClosed(turn, "faulted", args["reason"]))
+            session.fault(args["agent"], args["reason"], at=now)
+            return None
+        if item.kind == "cancel":
+            session.cancel(at=now)
+            return None
+        if item.kind == "advance":
+            if now > session.now:
+                session.advance(now - session.now)
+            return None
+        raise ValueError(f"unknown input kind {item.kind!r}")
+
+    # -- what a step writes and does after its commit -----------------------------------------------------------
+
+    def _pick_records(self, item: Item, result: PickResult, plan: _Plan) -> None:
+        turn, call = item.args.get("turn", ""), item.args.get("call", "")
+        loop = self.loops.get(turn)
+        if loop is None or not call:
+            return
+        if result.outcome == "outstanding":
+            self.turns[turn].pending_call = call
+            plan.ops.append(store.TurnChanged(turn, pending_call=call))
+            return
+        content = [{"type": "tool_result", "tool_use_id": call, "content": result.text(),
+                    "is_error": result.outcome == "refused"}]
+        plan.ops.append(loop.conversation.add(turn, "user", "tool_result", content))
+
+    def _plan_output(self, output: Output, plan: _Plan) -> None:
+        if isinstance(output, TurnStarted):
+            self._open_turn(output, plan)
+        elif isinstance(output, TurnEnded):
+            meta = self.turns.get(output.turn)
+            if meta is not None and not meta.faulted:
+                plan.ops.append(store.TurnClosed(output.turn))
+            loop = self.loops.pop(output.turn, None)
+            self.turns.pop(output.turn, None)
+            if loop is not None:
+                plan.after.append(loop.stop)
+        elif isinstance(output, (PickAnswered, PickStopped)):
+            self._answer_pending(output.turn, output.message if isinstance(output, PickAnswered) else output.answer,
+                                 plan)
+        elif isinstance(output, AllowedChanged):
+            loop = self.loops.get(output.turn)
+            if loop is not None:
+                plan.ops.append(loop.conversation.add(output.turn, "user", "allowed_changed",
+                                                      [{"type": "text", "text": output.message}]))
+        elif isinstance(output, EffectRequested):
+            plan.ops.append(store.EffectOpened(output.effect, output.slot, output.effect_kind, output.state,
+                                               _json(output.spec), _json(output.input), output.idempotent))
+            pending = next((e for e in self.session.effects if e.id == output.effect), None)
+            if pending is not None:
+                plan.after.append(functools.partial(self._start_effect, pending))
+        elif isinstance(output, EffectCancelled):
+            plan.ops.append(store.EffectChanged(output.effect, "cancelled"))
+            task = self.effects.pop(output.effect, None)
+            if task is not None:
+                plan.after.append(task.cancel)
+
+    def _answer_pending(self, turn: str, text: str, plan: _Plan) -> None:
+        meta, loop = self.turns.get(turn), self.loops.get(turn)
+        if meta is None or loop is None or not meta.pending_call:
+            return
+        call, meta.pending_call = meta.pending_call, ""
+        plan.ops.append(loop.conversation.add(turn, "user", "tool_result",
+                                              [{"type": "tool_result", "tool_use_id": call, "content": text,
+                                                "is_error": False}]))
+        plan.ops.append(store.TurnChanged(turn, pending_call=""))
+        plan.after.append(lambda: loop.answered(text))
+
+    def _open_turn(self, started: TurnStarted, plan: _Plan) -> None:
+        slot = self.session.slot_of(started.agent)
+        declared = slot.model if slot is not None else "script/unknown"
+        player = player_for(self.workflow, started.agent, declared)
+        if started.continues and started.agent in self._latest:
+            conversation = self.conversations[self._latest[started.agent]]
+        else:
+            conversation = self.new_conversation(f"{started.agent}@{started.turn}")
+        self._latest[started.agent] = conversation.id
+        self.turns[started.turn] = TurnMeta(started.agent, player, dict(started.dials))
+        plan.ops.append(store.TurnOpened(started.turn, started.agent, started.state, player.model, declared,
+                                         player.scripted, _json(started.dials), conversation.id, started.prompt,
+                                         started.system))
+        plan.ops.append(conversation.add(started.turn, "user", "prompt", [{"type": "text", "text": started.message}]))
+        loop = TurnLoop(self, started.turn, started.agent, player, conversation, started.prompt, started.system,
+                        tuple(started.notices))
+        self.loops[started.turn] = loop
+        plan.after.append(loop.start)
+
+    # -- Effects ---------------------------------------------------------------------------------------------
+
+    def _start_effect(self, pending: PendingEffect, attempt: int = 1) -> None:
+        self.effects[pending.id] = asyncio.get_running_loop().create_task(
+            self._effect(pending, attempt), name=f"effect {self.run_id}/{pending.id}")
+
+    async def _effect(self, pending: PendingEffect, attempt: int) -> None:
+        """Journal that the Effect started, run it, and hand its result to the run."""
+        await self.submit("effect_started", effect=pending.id, attempt=attempt)
+        if self.session.status != "active":
+            return
+        outcome = await run_effect(pending.request(), self.session.effect_slot(pending.id))
+        self.effects.pop(pending.id, None)
+        kind = "effect_done" if outcome.ok else "effect_failed"
+        await self.submit(kind, effect=pending.id, value=outcome.value, duration_ms=outcome.duration_ms)
+
+    # -- time ------------------------------------------------------------------------------------------------
+
+    def _schedule_timer(self) -> None:
+        self._cancel_timer()
+        due = self.session.next_due() if self.session.status == "active" else None
+        if due is None:
+            return
+        delay = max(0.0, (due - wall_ms()) / 1000)
+        self._timer = asyncio.get_running_loop().call_later(delay, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        self.submit("advance")
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    # -- taking a run up again after a restart ---------------------------------------------------------------
+
+    def _take_up(self) -> None:
+        """Start what a restarted host must: a loop for every open Turn, from its recorded conversation, and every
+        Effect the run waits on (again only if it is idempotent; otherwise its state gets the error "interrupted by
+        a restart")."""
+        resume = self.resume
+        assert resume is not None
+        for name, messages in resume.conversations.items():
+            self.conversations[name] = Conversation(name, list(messages), resume.message_seqs.get(name, 0))
+        for record in sorted(resume.turns.values(), key=lambda r: (r.started_at, r.id)):
+            self._latest[record.agent] = record.conversation
+        for turn in self.session.turns:
+            found = resume.turns.get(turn.id)
+            if found is None:
+                continue
+            record = found
+            player = Player(record.model, record.declared_model, record.scripted)
+            self.turns[turn.id] = TurnMeta(turn.agent, player, dict(turn.dials), record.pending_call)
+            conversation = self.conversations.setdefault(record.conversation, Conversation(record.conversation))
+            loop = TurnLoop(self, turn.id, turn.agent, player, conversation, turn.prompt, record.system,
+                            tuple(turn.notices))
+            self.loops[turn.id] = loop
+            loop.start()
+        for pending in self.session.effects:
+            effect = resume.effects.get(pending.id)
+            started = effect is not None and effect.status == "started"
+            if started and not pending.idempotent:
+                self.submit("effect_failed", effect=pending.id,
+                            value={"message": f'the Effect "{pending.slot}" was interrupted by a restart; it is not '
+                                              "idempotent, so it was not run again"})
+            else:
+                self._start_effect(pending, (effect.attempts + 1) if effect is not None else 1)
+        self.resume = None
+
+    async def _finish(self) -> None:
+        self._cancel_timer()
+        for loop in list(self.loops.values()):
+            loop.stop()
+        for task in list(self.effects.values()):
+            task.cancel()
+        while not self.inbox.empty():
+            item = self.inbox.get_nowait()
+            if item is not None and not item.future.done():
+                item.future.set_result(_ended(self.session, item.kind))
+        self.host.forget(self)
+
+    def _view(self) -> dict[str, Any]:
+        """The run as readers see it: the API and the Console read this, never the Session."""
+        session = self.session
+        return {
+            "value": session.value,
+            "context": _json(session.context),
+            "gates": [gate.to_json() for gate in session.gates],
+            "turns": [{"id": t.id, "agent": t.agent, "state": t.path, "prompt": t.prompt,
+                       "outstanding": None if t.outstanding is None else {"pick": t.outstanding.id,
+                                                                          "event": t.outstanding.event},
+                       "allowed": session.allowed_picks(t.agent),
+                       "model": self.turns[t.id].player.label if t.id in self.turns else "",
+                       "scripted": self.turns[t.id].player.scripted if t.id in self.turns else False}
+                      for t in session.turns],
+            "effects": [{"id": e.id, "slot": e.slot, "state": e.state, "kind": e.kind} for e in session.effects],
+            "next_due": session.next_due(),
+        }
+
+
+def _ended(session: Session, kind: str) -> Any:
+    error = f"the run has ended ({session.status}); nothing was delivered"
+    if kind == "pick":
+        return PickResult("refused", error=error)
+    from engine.outputs import Delivery
+    return Delivery("refused", error=error)
+
+
+def _json(value: Any) -> Any:
+    """A JSON-ready copy of workflow data for the database (anything odd becomes its string)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def crash_now() -> None:
+    """For the crash tests: die as a killed process does, with nothing flushed."""
+    os.kill(os.getpid(), signal.SIGKILL)

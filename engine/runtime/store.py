@@ -1,0 +1,301 @@
+"""The database side of the runtime: every write of a run's step in one transaction, and what a resume reads.
+
+These are plain synchronous functions over the Django ORM. The host calls them on its one database thread
+(`Host.db`), so a run's writes are committed in the order its task made them, and no database connection is held
+while a model is called.
+
+Journal first, then tell: `commit(step)` writes the step's journal entries, the Run's new state and every record
+that follows from them (Turns, messages, Effects, a snapshot) in one `transaction.atomic()`; only after it returns
+does the host tell anyone.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage, TurnRecord
+
+__all__ = ["Step", "Op", "TurnOpened", "TurnClosed", "TurnChanged", "Message", "CallStarted", "CallFinished",
+           "EffectOpened", "EffectChanged", "commit", "write", "Resume", "load_resume", "take_lease",
+           "renew_leases", "release_leases", "live_run_ids", "mark_drifted", "expire_in_flight"]
+
+
+class Op:
+    """One record a step writes beside its journal entries."""
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.apply")
+
+
+@dataclass
+class TurnOpened(Op):
+    turn: str
+    agent: str
+    state: str
+    model: str
+    declared_model: str
+    scripted: bool
+    dials: dict[str, Any]
+    conversation: str
+    prompt: str
+    system: str
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        TurnRecord.objects.create(run_id=run_id, turn=self.turn, agent=self.agent, state=self.state,
+                                  model=self.model, declared_model=self.declared_model, scripted=self.scripted,
+                                  dials=self.dials, conversation=self.conversation, prompt=self.prompt,
+                                  system=self.system, started_at=now)
+
+
+@dataclass
+class TurnClosed(Op):
+    turn: str
+    status: str = "ended"
+    reason: str = ""
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        TurnRecord.objects.filter(run_id=run_id, turn=self.turn, status=TurnRecord.Status.OPEN).update(
+            status=self.status, reason=self.reason, ended_at=now, pending_call="")
+
+
+@dataclass
+class TurnChanged(Op):
+    """A Turn's waiting tool call, or its conversation after a reroll."""
+
+    turn: str
+    pending_call: str | None = None
+    conversation: str | None = None
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        changes: dict[str, Any] = {}
+        if self.pending_call is not None:
+            changes["pending_call"] = self.pending_call
+        if self.conversation is not None:
+            changes["conversation"] = self.conversation
+        if changes:
+            TurnRecord.objects.filter(run_id=run_id, turn=self.turn).update(**changes)
+
+
+@dataclass
+class Message(Op):
+    turn: str
+    conversation: str
+    seq: int
+    role: str
+    kind: str
+    content: list[dict[str, Any]]
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        record = TurnRecord.objects.only("id").get(run_id=run_id, turn=self.turn)
+        TurnMessage.objects.create(run_id=run_id, turn=record, conversation=self.conversation, seq=self.seq,
+                                   role=self.role, kind=self.kind, content=self.content)
+
+
+@dataclass
+class CallStarted(Op):
+    seq: int
+    turn: str
+    model: str
+    scripted: bool
+    request: dict[str, Any]
+    messages: int
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        record = TurnRecord.objects.only("id").get(run_id=run_id, turn=self.turn)
+        ModelCall.objects.create(run_id=run_id, turn=record, seq=self.seq, model=self.model, scripted=self.scripted,
+                                 request=self.request, messages=self.messages, started_at=now)
+
+
+@dataclass
+class CallFinished(Op):
+    seq: int
+    turn: str
+    status: str
+    response: dict[str, Any] | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = ""
+    error: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+    latency_ms: float | None = None
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        tokens = {"input_tokens": self.usage.get("input", 0), "output_tokens": self.usage.get("output", 0),
+                  "cache_read_tokens": self.usage.get("cache_read", 0),
+                  "cache_write_tokens": self.usage.get("cache_write", 0)}
+        ModelCall.objects.filter(run_id=run_id, seq=self.seq).update(
+            status=self.status, response=self.response, tool_calls=self.tool_calls, stop_reason=self.stop_reason,
+            error=self.error, latency_ms=self.latency_ms, finished_at=now, **tokens)
+        if any(tokens.values()):
+            TurnRecord.objects.filter(run_id=run_id, turn=self.turn).update(
+                **{name: F(name) + value for name, value in tokens.items()})
+
+
+@dataclass
+class EffectOpened(Op):
+    effect: str
+    slot: str
+    kind: str
+    state: str
+    spec: dict[str, Any]
+    input: Any
+    idempotent: bool
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        EffectRecord.objects.create(run_id=run_id, effect=self.effect, slot=self.slot, kind=self.kind,
+                                    state=self.state, spec=self.spec, input=self.input, idempotent=self.idempotent,
+                                    requested_at=now)
+
+
+@dataclass
+class EffectChanged(Op):
+    effect: str
+    status: str
+    result: Any = None
+    duration_ms: float | None = None
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        changes: dict[str, Any] = {"status": self.status}
+        if self.status == EffectRecord.Status.STARTED:
+            changes.update(started_at=now, attempts=F("attempts") + 1)
+        else:
+            changes.update(finished_at=now, result=self.result, duration_ms=self.duration_ms)
+        EffectRecord.objects.filter(run_id=run_id, effect=self.effect).update(**changes)
+
+
+@dataclass
+class Step:
+    """What one step of a run writes. `create` holds the Run's first fields when the step starts the run."""
+
+    run_id: str
+    first_seq: int
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    run: dict[str, Any] = field(default_factory=dict)
+    snapshot: dict[str, Any] | None = None
+    ops: list[Op] = field(default_factory=list)
+    create: dict[str, Any] | None = None
+    lease: tuple[str, float] | None = None
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + len(self.entries) - 1
+
+
+def commit(step: Step) -> None:
+    """Write a step: journal entries, the Run's new state, its records and maybe a snapshot, all or nothing."""
+    now = timezone.now()
+    with transaction.atomic():
+        if step.create is not None:
+            owner, seconds = step.lease or ("", 0.0)
+            Run.objects.create(id=step.run_id, seq=step.last_seq, lease_owner=owner,
+                               lease_expires=now + dt.timedelta(seconds=seconds) if owner else None,
+                               **step.create, **step.run)
+        elif step.run or step.entries:
+            fields = dict(step.run)
+            if step.entries:
+                fields["seq"] = step.last_seq
+            Run.objects.filter(id=step.run_id).update(updated_at=now, **fields)
+        if step.entries:
+            JournalEntry.objects.bulk_create(
+                JournalEntry(run_id=step.run_id, seq=step.first_seq + i, kind=str(entry.get("kind")), entry=entry,
+                             out=str(entry.get("out") or ""), at=now)
+                for i, entry in enumerate(step.entries))
+        for op in step.ops:
+            op.apply(step.run_id, now)
+        if step.snapshot is not None:
+            RunSnapshot.objects.create(run_id=step.run_id, seq=step.last_seq, data=step.snapshot)
+
+
+def write(run_id: str, ops: Iterable[Op]) -> None:
+    """Records that change nothing in the run's Session (a model call, a refusal of a malformed tool call)."""
+    now = timezone.now()
+    with transaction.atomic():
+        for op in ops:
+            op.apply(run_id, now)
+
+
+@dataclass
+class Resume:
+    """What a host needs to take a run up again: its row, its latest snapshot, the journal after it, its open
+    Turns with their conversations, its Effects, and its counters."""
+
+    run: Run
+    snapshot: dict[str, Any]
+    snapshot_seq: int
+    tail: list[dict[str, Any]]
+    turns: dict[str, TurnRecord]
+    conversations: dict[str, list[dict[str, Any]]]
+    message_seqs: dict[str, int]
+    effects: dict[str, EffectRecord]
+    model_calls: int
+
+
+def load_resume(run_id: str) -> Resume:
+    run = Run.objects.get(id=run_id)
+    latest = RunSnapshot.objects.filter(run_id=run_id).order_by("-seq").first()
+    if latest is None:
+        raise LookupError(f"run {run_id} has no snapshot to resume from")
+    tail = [e.entry for e in JournalEntry.objects.filter(run_id=run_id, seq__gt=latest.seq).order_by("seq")]
+    turns = {t.turn: t for t in TurnRecord.objects.filter(run_id=run_id)}
+    wanted = {t.conversation for t in turns.values() if t.status == TurnRecord.Status.OPEN} | _agents(turns)
+    conversations: dict[str, list[dict[str, Any]]] = {}
+    seqs: dict[str, int] = {}
+    for message in TurnMessage.objects.filter(run_id=run_id, conversation__in=wanted).select_related(
+            "turn").order_by("conversation", "seq"):
+        seqs[message.conversation] = message.seq
+        conversations.setdefault(message.conversation, []).append(
+            {"role": message.role, "content": message.content, "kind": message.kind, "turn": message.turn.turn})
+    effects = {e.effect: e for e in EffectRecord.objects.filter(run_id=run_id)}
+    calls = ModelCall.objects.filter(run_id=run_id).order_by("-seq").values_list("seq", flat=True).first() or 0
+    return Resume(run, latest.data, latest.seq, tail, turns, conversations, seqs, effects, calls)
+
+
+def _agents(turns: dict[str, TurnRecord]) -> set[str]:
+    """The latest conversation of each Agent: a Turn that continues reads it."""
+    latest: dict[str, TurnRecord] = {}
+    for record in turns.values():
+        if record.agent not in latest or record.started_at >= latest[record.agent].started_at:
+            latest[record.agent] = record
+    return {record.conversation for record in latest.values()}
+
+
+def expire_in_flight(run_id: str) -> None:
+    """Model calls that were in flight when the last host stopped: they are asked again, so mark these."""
+    ModelCall.objects.filter(run_id=run_id, status=ModelCall.Status.IN_FLIGHT).update(
+        status=ModelCall.Status.INTERRUPTED, finished_at=timezone.now(), error="interrupted by a restart")
+
+
+def live_run_ids() -> list[tuple[str, str]]:
+    """(id, workflow) of every run that is running or waiting, oldest first."""
+    return list(Run.objects.filter(status__in=Run.LIVE).order_by("created_at").values_list("id", "workflow"))
+
+
+def take_lease(run_id: str, owner: str, seconds: float) -> bool:
+    """Compare-and-set: the run becomes `owner`'s if nobody holds it, its lease expired, or `owner` holds it."""
+    now = timezone.now()
+    free = Q(lease_owner="") | Q(lease_expires__lt=now) | Q(lease_owner=owner)
+    return Run.objects.filter(free, id=run_id).update(
+        lease_owner=owner, lease_expires=now + dt.timedelta(seconds=seconds)) == 1
+
+
+def renew_leases(owner: str, run_ids: Iterable[str], seconds: float) -> set[str]:
+    """Extend `owner`'s leases; returns the ids it still holds (a lost lease means another host took the run)."""
+    ids = list(run_ids)
+    if not ids:
+        return set()
+    Run.objects.filter(id__in=ids, lease_owner=owner).update(
+        lease_expires=timezone.now() + dt.timedelta(seconds=seconds))
+    return set(Run.objects.filter(id__in=ids, lease_owner=owner).values_list("id", flat=True))
+
+
+def release_leases(owner: str, run_ids: Iterable[str]) -> None:
+    Run.objects.filter(id__in=list(run_ids), lease_owner=owner).update(lease_owner="", lease_expires=None)
+
+
+def mark_drifted(run_id: str, reason: str) -> None:
+    Run.objects.filter(id=run_id).update(status=Run.Status.DRIFTED, reason=reason, lease_owner="",
+                                         lease_expires=None, updated_at=timezone.now())

@@ -1,0 +1,257 @@
+"""The Turn loop: one task per open Agent Turn, speaking the Session's outputs to a model and its tool calls back as
+picks (SPEC.md 4, "The Turn protocol with a model").
+
+Each request carries the Agent's system prompt, its Menu as the tools block (the same bytes on every request of the
+slot) and the conversation so far; each tool call is refused here when it is not on the Menu or its arguments are
+not a JSON object, else it goes to the run as a pick and its answer comes back as the tool result. An outstanding
+pick's answer is awaited before the model is asked again. `engine.turn_policy` decides re-prompts, rerolls and
+faults. Everything the model is sent or says is recorded before the next thing happens, so a restarted host can
+take the Turn up from its recorded conversation: a tool call recorded but not yet delivered is delivered, and a
+request that had no answer is asked again.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engine.prompts import allowed_line, user_message
+from engine.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
+from engine.turn_policy import TurnPolicy, TurnWatch
+
+from . import store
+from .players import Player
+
+if TYPE_CHECKING:
+    from .run import RunDriver
+
+__all__ = ["Conversation", "TurnLoop"]
+
+log = logging.getLogger("engine.runtime")
+
+
+@dataclass
+class Conversation:
+    """One conversation of an Agent in a run: its messages (the neutral form, plus `kind` and `turn` for the
+    record) and the sequence number of the last one written."""
+
+    id: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    seq: int = 0
+
+    def add(self, turn: str, role: str, kind: str, content: list[dict[str, Any]]) -> store.Message:
+        """Append a message and return the record that writes it (with its sequence number)."""
+        self.seq += 1
+        self.messages.append({"role": role, "content": content, "kind": kind, "turn": turn})
+        return store.Message(turn, self.id, self.seq, role, kind, content)
+
+    def sent(self) -> list[dict[str, Any]]:
+        return [{"role": m["role"], "content": m["content"]} for m in self.messages]
+
+    def unanswered_calls(self) -> list[dict[str, Any]]:
+        """The tool calls of the last reply that have no tool result yet (a host stopped between them)."""
+        last_reply = max((i for i, m in enumerate(self.messages) if m["role"] == "assistant"), default=None)
+        if last_reply is None:
+            return []
+        answered = {block.get("tool_use_id") for m in self.messages[last_reply + 1:] for block in m["content"]
+                    if block.get("type") == "tool_result"}
+        return [block for block in self.messages[last_reply]["content"]
+                if block.get("type") == "tool_use" and block.get("id") not in answered]
+
+    def waits_for_model(self) -> bool:
+        """True when the last message is not the model's: the next step is to ask it."""
+        return bool(self.messages) and self.messages[-1]["role"] != "assistant"
+
+
+class _Ended(Exception):
+    """The Turn ended (its state was left, or it faulted): the loop stops."""
+
+
+class TurnLoop:
+    """Drives one Turn of `agent` until its state is left or it faults."""
+
+    def __init__(self, driver: RunDriver, turn: str, agent: str, player: Player, conversation: Conversation,
+                 prompt: str, system: str, notices: tuple[Any, ...], policy: TurnPolicy | None = None) -> None:
+        self.driver = driver
+        self.turn = turn
+        self.agent = agent
+        self.player = player
+        self.conversation = conversation
+        self.prompt = prompt
+        self.system = system
+        self.notices = notices
+        self.policy = policy or TurnPolicy()
+        self.closed = False
+        self.answers: list[str] = [str(block.get("content", "")) for m in conversation.messages
+                                   if m.get("turn") == turn for block in m["content"]
+                                   if block.get("type") == "tool_result"]
+        self._answers: asyncio.Queue[str | None] = asyncio.Queue()
+        self._in_model = False
+        self.task: asyncio.Task[None] | None = None
+
+    # -- the driver's side -------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self.run(), name=f"turn {self.turn}")
+
+    def stop(self) -> None:
+        """The Turn ended: stop at the next step; a model call in flight is abandoned."""
+        self.closed = True
+        self._answers.put_nowait(None)
+        if self._in_model and self.task is not None:
+            self.task.cancel()
+
+    def answered(self, text: str) -> None:
+        """The outstanding pick's answer came (or it was told it did not finish)."""
+        self.answers.append(text)
+        self._answers.put_nowait(text)
+
+    # -- the loop ----------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            await self._run(self.policy.watch())
+        except (_Ended, asyncio.CancelledError):
+            return
+        except Exception as err:  # noqa: BLE001 - a bug here must fault the Turn, not leave it hanging
+            log.exception("Turn %s of run %s crashed", self.turn, self.driver.run_id)
+            await self._fault(f"the Turn loop failed: {type(err).__name__}: {err}")
+
+    async def _run(self, watch: TurnWatch) -> None:
+        if self.driver.pending_call(self.turn):
+            await self._wait_for_answer()
+        while not self.closed:
+            calls = self.conversation.unanswered_calls()
+            if calls:
+                for call in calls:
+                    await self._handle_call(call, watch)
+                continue
+            if not self.conversation.waits_for_model():
+                verdict = watch.reply_without_pick(self._allowed())
+                if verdict.action == "fault":
+                    await self._fault(f"{verdict.reason}; the Allowed picks were {list(self._allowed()) or 'none'}")
+                    return
+                await self._write("user", "reprompt", [{"type": "text", "text": verdict.message}])
+            reply = await self._ask()
+            if reply is None:
+                return
+
+    async def _ask(self) -> ModelReply | None:
+        """Send the conversation to the model, recording the request before and the reply after."""
+        _, model_id = split_model(self.player.model)
+        tools = self.driver.session.menu_json(self.agent)
+        request = ModelRequest(model=model_id, system=self.system, tools_json=tools,
+                               messages=self.conversation.sent(), dials=self.driver.dials(self.turn),
+                               view=self._view())
+        seq = self.driver.next_call_seq()
+        record = {"model": self.player.model, "declared": self.player.declared, "system": self.system,
+                  "tools_sha256": hashlib.sha256(tools.encode()).hexdigest(), "dials": dict(request.dials),
+                  "conversation": self.conversation.id}
+        await self.driver.write([store.CallStarted(seq, self.turn, self.player.model, self.player.scripted, record,
+                                                   len(request.messages))])
+        if self.closed:
+            raise _Ended()
+        started = time.perf_counter()
+        self._in_model = True
+        try:
+            reply = await provider_for(self.player.model).complete(request)
+        except ProviderError as err:
+            self._in_model = False
+            await self.driver.write([store.CallFinished(seq, self.turn, "failed", error=str(err),
+                                                        latency_ms=_ms(started))])
+            await self._fault(str(err))
+            return None
+        except asyncio.CancelledError:
+            self._in_model = False
+            await asyncio.shield(self.driver.write([store.CallFinished(
+                seq, self.turn, "interrupted", error="the Turn ended while the model was asked",
+                latency_ms=_ms(started))]))
+            raise
+        self._in_model = False
+        finished = store.CallFinished(seq, self.turn, "done", response=dict(reply.response),
+                                      tool_calls=[c.to_json() for c in reply.tool_calls],
+                                      stop_reason=reply.stop_reason, usage=reply.usage.to_json(),
+                                      latency_ms=_ms(started))
+        message = reply.message()
+        if not message["content"]:
+            message["content"] = [{"type": "text", "text": ""}]
+        await self.driver.write([finished, self.conversation.add(self.turn, "assistant", "reply",
+                                                                 message["content"])])
+        if self.closed:
+            raise _Ended()
+        return reply
+
+    async def _handle_call(self, call: dict[str, Any], watch: TurnWatch) -> None:
+        """One tool call: refused here if it is not a pick at all, else delivered as a pick and answered."""
+        name, call_id = str(call.get("name", "")), str(call.get("id", ""))
+        if self.closed:
+            raise _Ended()
+        menu = self.driver.session.menu_names(self.agent)
+        arguments = call.get("input") if "raw" not in call else None
+        if name not in menu:
+            await self._refuse(call_id, f'"{name}" is not one of your tools (your tools: {", ".join(menu)}); '
+                                        "nothing was delivered.")
+            return
+        if not isinstance(arguments, dict):
+            await self._refuse(call_id, f'the arguments of "{name}" are not a JSON object ({call.get("raw", "")!r:.200});'
+                                        " nothing was delivered. Call it again with a JSON object that fits its schema.")
+            return
+        verdict = watch.call(name, arguments)
+        if verdict is not None:
+            await self._refuse(call_id, f"{verdict.reason}; nothing was delivered.")
+            if verdict.action == "fault":
+                await self._fault(verdict.reason)
+                raise _Ended()
+            await self._reroll(verdict.reason)
+            return
+        result = await self.driver.submit("pick", agent=self.agent, event=name, params=arguments, call=call_id,
+                                          turn=self.turn)
+        watch.result(result)
+        if result.outcome == "outstanding":
+            await self._wait_for_answer()
+        else:
+            self.answers.append(result.text())
+        if result.outcome == "ended":
+            raise _Ended()
+
+    async def _wait_for_answer(self) -> None:
+        if self.closed or await self._answers.get() is None:
+            raise _Ended()
+
+    async def _refuse(self, call_id: str, why: str) -> None:
+        text = f"{why}\n\n{allowed_line(self._allowed())}"
+        self.answers.append(text)
+        await self._write("user", "refusal", [{"type": "tool_result", "tool_use_id": call_id, "content": text,
+                                               "is_error": True}])
+
+    async def _reroll(self, reason: str) -> None:
+        """A runaway Turn starts again on a fresh conversation with the same prompt."""
+        fresh = self.driver.new_conversation(f"{self.conversation.id}~reroll")
+        self.conversation = fresh
+        message = user_message(self.prompt, self._allowed(), self.notices)
+        await self.driver.write([store.TurnChanged(self.turn, conversation=fresh.id),
+                                 fresh.add(self.turn, "user", "prompt",
+                                           [{"type": "text", "text": f"({reason}: starting again)\n\n{message}"}])])
+
+    async def _fault(self, reason: str) -> None:
+        if not self.closed:
+            self.closed = True
+            await self.driver.submit("fault", agent=self.agent, reason=reason, turn=self.turn)
+
+    async def _write(self, role: str, kind: str, content: list[dict[str, Any]]) -> None:
+        await self.driver.write([self.conversation.add(self.turn, role, kind, content)])
+
+    def _allowed(self) -> tuple[str, ...]:
+        return tuple(self.driver.session.allowed_picks(self.agent))
+
+    def _view(self) -> TurnView:
+        return TurnView(agent=self.agent, turn=self.turn, prompt=self.prompt,
+                        menu=tuple(self.driver.session.menu(self.agent)), allowed_picks=self._allowed(),
+                        answers=tuple(self.answers), notices=self.notices, workflow=self.driver.workflow)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

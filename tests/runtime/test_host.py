@@ -1,0 +1,197 @@
+"""The host drives whole runs: scripted Agents through the Turn loop, Gates answered, Effects run, time passing,
+cancel, and everything journaled in a real SQLite database before anyone is told."""
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Awaitable, Callable
+
+import pytest
+from pydantic import BaseModel, Field
+
+from engine import agent, answer, define_event, effect, jr2_setup, raise_, scripted
+from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage, TurnRecord
+from engine.runtime.host import Host
+from engine.session import Session
+from workflows import code_review, notes, triage
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DOOR = {"changes": "Faster start-up.\nA new export button."}
+
+
+async def until(host: Host, check: Callable[[], Any], timeout: float = 10.0) -> Any:
+    """Poll the database (on the host's thread) until `check` gives something truthy."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await host.db(check)
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {check}")
+        await asyncio.sleep(0.02)
+
+
+def status(run_id: str, *wanted: str) -> Callable[[], Run | None]:
+    return lambda: Run.objects.filter(id=run_id, status__in=wanted).first()
+
+
+def hosted(workflows: dict[str, Any], body: Callable[[Host], Awaitable[None]], **kwargs: Any) -> None:
+    async def main() -> None:
+        host = Host(workflows, owner="test-host", **kwargs)
+        await host.start()
+        try:
+            await body(host)
+        finally:
+            await host.stop()
+    asyncio.run(main())
+
+
+@pytest.fixture(autouse=True)
+def offline(settings: Any) -> None:
+    settings.JR2_SCRIPTED = True
+
+
+def test_notes_runs_end_to_end_with_its_scripted_writer_and_a_gate_answer() -> None:
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("notes", DOOR)
+        run = await until(host, status(run_id, "waiting"))
+        [gate] = run.view["gates"]
+        assert gate["id"] == "writing.asking"
+        assert gate["meta"] == {"question": "Who reads these notes, and what should they know first?"}
+        delivery = await host.deliver(run_id, "gate", gate="writing.asking", event="reply",
+                                      params={"text": "Admins of small teams"})
+        assert delivery.outcome == "delivered"
+        run = await until(host, status(run_id, "done"))
+        assert "- Faster start-up." in run.output["notes"] and "Admins of small teams" in run.output["notes"]
+
+        def records() -> dict[str, Any]:
+            return {"journal": list(JournalEntry.objects.filter(run_id=run_id).values_list("kind", flat=True)),
+                    "turns": list(TurnRecord.objects.filter(run_id=run_id).values("model", "declared_model",
+                                                                                  "scripted", "status")),
+                    "calls": ModelCall.objects.filter(run_id=run_id, status="done").count(),
+                    "messages": list(TurnMessage.objects.filter(run_id=run_id).values_list("kind", flat=True)),
+                    "snapshots": RunSnapshot.objects.filter(run_id=run_id).count(),
+                    "run": Run.objects.get(id=run_id)}
+        found = await host.db(records)
+        assert [k for k in found["journal"] if k != "advance"] == ["start", "pick", "gate", "pick"]
+        assert found["turns"] == [{"model": "script/notes.writer", "declared_model": "anthropic/claude-haiku-5-5",
+                                   "scripted": True, "status": "ended"}]
+        assert found["calls"] == 2
+        assert found["messages"] == ["prompt", "reply", "tool_result", "reply", "tool_result"]
+        assert found["snapshots"] >= 2
+        assert found["run"].scripted and found["run"].seq == len(found["journal"])
+    hosted({"notes": notes.machine}, body)
+
+
+def test_the_journal_in_the_database_replays_to_the_same_end() -> None:
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("notes", DOOR)
+        await until(host, status(run_id, "waiting"))
+        await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Everyone"})
+        await until(host, status(run_id, "done"))
+        journal = await host.db(lambda: [e.entry for e in JournalEntry.objects.filter(run_id=run_id)])
+        replayed = Session.replay(notes.machine, journal)
+        run = await host.db(lambda: Run.objects.get(id=run_id))
+        assert replayed.status == "done" and replayed.output == run.output
+    hosted({"notes": notes.machine}, body)
+
+
+def test_a_wrong_gate_answer_is_refused_and_changes_nothing() -> None:
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("notes", DOOR)
+        before = await until(host, status(run_id, "waiting"))
+        delivery = await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": 3})
+        assert delivery.outcome == "refused" and "text" in delivery.error
+        after = await host.db(lambda: Run.objects.get(id=run_id))
+        assert after.seq == before.seq and after.status == "waiting"
+    hosted({"notes": notes.machine}, body)
+
+
+def test_code_review_runs_its_test_effect_for_real_and_finishes() -> None:
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("code_review", {"task": "Add add()."})
+        run = await until(host, status(run_id, "done", "failed"), timeout=60)
+        assert run.status == "done", run.reason
+        assert run.output["rounds"] == 1 and run.output["verdict"]
+        effects = await host.db(lambda: list(EffectRecord.objects.filter(run_id=run_id).values(
+            "slot", "status", "attempts")))
+        assert effects == [{"slot": "tests", "status": "done", "attempts": 1}] * 2
+        kinds = await host.db(lambda: list(JournalEntry.objects.filter(run_id=run_id).values_list("kind", flat=True)))
+        assert kinds.count("effect_started") == 2 and kinds.count("effect_done") == 2
+    hosted({"code_review": code_review.machine}, body)
+
+
+def test_triage_searches_then_the_desk_confirms() -> None:
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("triage", {"title": "Export crash", "body": "It crashes on export."})
+        run = await until(host, lambda: Run.objects.filter(id=run_id, view__value__triaging="proposed").first())
+        assert run.status == "waiting"
+        assert (await host.deliver(run_id, "gate", gate="desk", event="confirm", params={})).outcome == "delivered"
+        run = await until(host, status(run_id, "done"))
+        assert run.output == {"label": "bug", "labelled_by": "triager", "withdrawn": None}
+    hosted({"triage": triage.machine}, body)
+
+
+def test_cancel_ends_the_run_and_its_turns() -> None:
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("notes", DOOR)
+        await until(host, status(run_id, "waiting"))
+        await host.cancel(run_id)
+        run = await until(host, status(run_id, "cancelled"))
+        assert run.view["gates"] == [] and run.view["turns"] == []
+        turns = await host.db(lambda: list(TurnRecord.objects.filter(run_id=run_id).values_list("status", flat=True)))
+        assert turns == ["ended"]
+        assert run_id not in host.drivers
+    hosted({"notes": notes.machine}, body)
+
+
+# -- time: real time reaches the Session as journaled advance inputs ------------------------------------------
+
+class Empty(BaseModel):
+    pass
+
+
+class Note(BaseModel):
+    text: str = Field(description="What to say.")
+
+
+def timed_machine() -> Any:
+    wait = define_event(name="wait", input=Empty, description="Wait a moment.")
+    finish = define_event(name="finish", input=Note, description="Finish.")
+    tick = define_event(name="tick", input=Empty, description="A tick.")
+    return jr2_setup(events=[wait, finish, tick], actors={
+        "sleeper": agent(model="script/sleeper", instructions="You wait, then finish."),
+    }).create_machine({
+        "id": "timed", "initial": "work",
+        "states": {"work": {"invoke": {"src": "sleeper", "input": {"prompt": "Wait once, then finish."}},
+                            "on": {"finish": "done"}, "initial": "idle",
+                            "states": {"idle": {"on": {"wait": "pending"}},
+                                       "pending": {"entry": raise_({"type": "tick"}, delay=300),
+                                                   "on": {"tick": {"target": "idle",
+                                                                   "actions": answer(lambda: "tick came")}}}}},
+                   "done": {"type": "final"}},
+        "output": lambda context: {"ok": True},
+    })
+
+
+@scripted("sleeper")
+def sleeper(turn: Any) -> Any:
+    if not turn.answers:
+        return ("wait", {})
+    return ("finish", {"text": turn.answers[-1].splitlines()[0]})
+
+
+def test_a_timer_fires_in_real_time_through_journaled_advances() -> None:
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("timed", None)
+        run = await until(host, status(run_id, "done"), timeout=5)
+        assert run.output == {"ok": True}
+        entries = await host.db(lambda: [e.entry for e in JournalEntry.objects.filter(run_id=run_id)])
+        assert any(e["kind"] == "advance" and e["ms"] >= 1 for e in entries)
+        replayed = Session.replay(timed_machine(), entries)
+        assert replayed.status == "done"
+        messages = await host.db(lambda: [m.content for m in TurnMessage.objects.filter(run_id=run_id,
+                                                                                       kind="tool_result")])
+        assert "tick came" in json.dumps(messages)
+    hosted({"timed": timed_machine()}, body)
