@@ -346,7 +346,10 @@ class Actor:
         elif kind == "xstate.sendTo":
             if params["delay"] is not None:
                 return
-            target = self._resolve_target(params["to"])
+            to = params["to"]
+            if isinstance(to, ActorRef) and to.actor is None:
+                return  # a child that never came to life: the event reaches nobody, as in xstate
+            target = self._resolve_target(to)
             if target is None:
                 raise StatechartError(f"cannot send event '{params['event']['type']}' from actor '{self.id}': "
                                       f"no actor {params.get('targetId') or params['to']!r}")
