@@ -335,7 +335,8 @@ def macrostep(snapshot: Snapshot, event: Event, scope: Scope,
         if on_microstep:
             on_microstep(snapshot)
     if snapshot.status != "active":
-        snapshot = _stop_children(snapshot, next_event, scope)
+        # the children are stopped, yet a done (or failed) snapshot still lists them, as xstate's does
+        _stop_children(snapshot, next_event, scope)
     return snapshot
 
 
