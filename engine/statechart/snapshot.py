@@ -124,7 +124,9 @@ class Snapshot:
             if cached is not None:
                 self._adjacency = cached
                 return cached
-            if self.machine.has_history and not _is_complete(nodes):
+            if not _is_complete(nodes):
+                # as xstate's getStateValue: history leaves a configuration incomplete, and so does the
+                # pre-initial snapshot (only the root), whose value a guard checked during the initial entry reads
                 nodes = tuple(all_state_nodes(nodes))
             adjacency: dict[StateNode, list[StateNode]] = {}
             for node in nodes:
