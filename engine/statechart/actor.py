@@ -1,8 +1,10 @@
 """The running interpreter: a thin shell that feeds events to the pure core and performs what it returns.
 
-Custom actions run as the macrostep resolves them; built-in effects (start/stop a child, send, log, emit) run
-after the new snapshot is stored; timers are reconciled from the snapshot's `timers` through the injected clock;
-then observers are told. An exception anywhere puts the actor in status "error".
+As xstate's actor does: each action the macrostep resolves runs at once while the actor runs (custom actions and
+`log` act then; other built-ins queue their effect: start/stop a child, send, emit), or waits in the deferred
+queue while the actor starts. The queued effects run, in order, after the new snapshot is stored; timers are
+reconciled from the snapshot's `timers` through the injected clock; then observers are told. An exception
+anywhere puts the actor in status "error".
 """
 from __future__ import annotations
 
@@ -311,18 +313,29 @@ class Actor:
     # -- executing what the core returns -------------------------------------------------------------------
 
     def _execute_action(self, action: ExecutableAction) -> None:
-        """The sink of a running actor's macrosteps."""
+        """The sink of a running actor's macrosteps (xstate's actionExecutor): the action's exec runs at once while
+        the actor runs, or waits in the deferred queue while it starts. A custom action or a log acts in its exec;
+        other built-ins only queue their effect there, so it comes after the step, or after the custom actions
+        of the start."""
+        kind = action.type
+        exec_: Callable[[], Any]
         if action.exec is not None:
-            if self._status == RUNNING:
-                action.run()
-            else:
-                self._deferred.append(action.run)
-            return
-        if action.type == "xstate.spawnChild":
-            self._create_child(action.params["actorRef"])
-        elif action.type == "xstate.stopChild" and action.params["actorRef"] is not None:
-            action.params["actorRef"].stopped = True
-        self._deferred.append(lambda: self._execute_builtin(action))
+            exec_ = action.run
+        elif kind == "xstate.log":
+            exec_ = functools.partial(self._log, action.params)
+        elif kind == "xstate.stopChild":
+            ref = action.params["actorRef"]
+            if ref is not None:
+                ref.stopped = True  # so a start queued earlier in this step does not happen
+            exec_ = functools.partial(self._stop_child, ref)
+        else:
+            if kind == "xstate.spawnChild":
+                self._create_child(action.params["actorRef"])
+            exec_ = functools.partial(self._deferred.append, functools.partial(self._execute_builtin, action))
+        if self._status == RUNNING:
+            exec_()
+        else:
+            self._deferred.append(exec_)
 
     def _create_child(self, ref: ActorRef) -> None:
         if ref.actor is not None or ref.stopped:
@@ -337,12 +350,6 @@ class Actor:
             ref = params["actorRef"]
             if ref.actor is not None and not ref.stopped and ref.actor._status == NOT_STARTED:
                 ref.actor.start()
-        elif kind == "xstate.stopChild":
-            ref = params["actorRef"]
-            if ref is not None:
-                if ref.actor is not None:
-                    self._unregister_recursively(ref.actor)
-                    ref.actor._stop()
         elif kind == "xstate.sendTo":
             if params["delay"] is not None:
                 return
@@ -357,14 +364,20 @@ class Actor:
             if event["type"] == "xstate.error":
                 event = error_actor_event(self.id, event.get("data"))
             target._send(event)
-        elif kind == "xstate.log":
-            label, value = params["label"], params["value"]
-            if label is not None:
-                self.logger(label, value)
-            else:
-                self.logger(value)
         elif kind == "xstate.emit":
             self._emit(params["event"])
+
+    def _stop_child(self, ref: ActorRef | None) -> None:
+        """As xstate's executeStop: the child's system ids are free at once (a new child may take them in the same
+        step); a child that never started stops now, a running one after the events already sent to it."""
+        child = ref.actor if ref is not None else None
+        if child is None:
+            return
+        self._unregister_recursively(child)
+        if child._status == RUNNING:
+            self._deferred.append(child._stop)
+        else:
+            child._stop()
 
     def _unregister_recursively(self, actor: Actor) -> None:
         snapshot = actor._snapshot
@@ -393,6 +406,12 @@ class Actor:
             self._create_child(ref)
             if ref.actor._status == NOT_STARTED and ref.actor._snapshot.status == "active":
                 ref.actor.start()
+
+    def _log(self, params: dict[str, Any]) -> None:
+        if params["label"]:
+            self.logger(params["label"], params["value"])
+        else:
+            self.logger(params["value"])
 
     def _emit(self, event: Any) -> None:
         event = to_event(event)

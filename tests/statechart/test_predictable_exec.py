@@ -10,11 +10,13 @@ from engine.statechart import (
     assign,
     create_actor,
     create_machine,
+    emit,
     from_callback,
     from_promise,
     raise_,
     send_parent,
     send_to,
+    spawn_child,
 )
 
 
@@ -440,3 +442,52 @@ def test_pure_send_to_from_entry_names_the_invoked_child_itself():
     (send,) = [a for a in actions if a.type == "xstate.sendTo"]
     assert send.params["to"] is snapshot.children["kid"]
 
+
+# While an actor starts, every action waits for `start()`; then the custom ones run in order, and each built-in's
+# effect (emit, send, starting a child) is queued behind them, as xstate's deferred queue does it.
+
+
+def test_emit_of_the_initial_entry_comes_after_its_custom_actions():
+    order = []
+    machine = create_machine(
+        {"entry": [lambda: order.append("c1"), emit({"type": "EV"}), lambda: order.append("c2")]}
+    )
+    actor = create_actor(machine)
+    actor.on("*", lambda event: order.append(event["type"]))
+    actor.start()
+
+    assert order == ["c1", "c2", "EV"]
+
+
+def test_send_and_spawn_of_the_initial_entry_come_after_its_custom_actions():
+    order = []
+
+    def kid(name):
+        return create_machine({"entry": lambda: order.append(f"{name} starts"),
+                               "on": {"PING": {"actions": lambda: order.append(f"{name} PING")}}})
+
+    machine = create_machine(
+        {
+            "entry": [lambda: order.append("c1"), send_to("invoked", {"type": "PING"}),
+                      spawn_child(kid("spawned"), id="spawned"), lambda: order.append("c2")],
+            "invoke": {"id": "invoked", "src": kid("invoked")},
+        }
+    )
+    create_actor(machine).start()
+
+    # the children of the initial snapshot start first (xstate's logic.start), then the entry's custom actions,
+    # then the send
+    assert order == ["spawned starts", "invoked starts", "c1", "c2", "invoked PING"]
+
+
+def test_a_running_actor_still_runs_custom_actions_at_once_and_builtins_after_the_step():
+    order = []
+    machine = create_machine(
+        {"on": {"E": {"actions": [lambda: order.append("c1"), emit({"type": "EV"}), lambda: order.append("c2")]}}}
+    )
+    actor = create_actor(machine)
+    actor.on("*", lambda event: order.append(event["type"]))
+    actor.start()
+    actor.send({"type": "E"})
+
+    assert order == ["c1", "c2", "EV"]
