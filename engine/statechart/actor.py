@@ -403,7 +403,8 @@ class Actor:
         return to
 
     def _start_children(self) -> None:
-        """A restored machine's children come back to life (running ones only)."""
+        """The snapshot's active children start before the start's deferred actions run (xstate's `logic.start`):
+        those of the initial snapshot, or those of a restored one, which come back to life first."""
         for ref in list(self._snapshot.children.values()):
             if ref.stopped:
                 continue
