@@ -1,8 +1,9 @@
 """The running interpreter: a thin shell that feeds events to the pure core and performs what it returns.
 
-Custom actions run as the macrostep resolves them; built-in effects (start/stop a child, send, log, emit) run
-after the new snapshot is stored; timers are reconciled from the snapshot's `timers` through the injected clock;
-then observers are told. An exception anywhere puts the actor in status "error".
+As xstate's actor does: each action the macrostep resolves runs at once while the actor runs (custom actions and
+`log` act then; other built-ins queue their effect: start/stop a child, send, schedule or cancel a delayed event,
+emit), or waits in the deferred queue while the actor starts. The queued effects run, in order, after the new
+snapshot is stored; then observers are told. An exception anywhere puts the actor in status "error".
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from .errors import StatechartError
 from .events import STOP, Event, done_actor_event, error_actor_event, init_event, to_event
 from .logic import ActorSnapshot
 from .refs import ActorRef
+from .scheduler import Scheduler
 from .snapshot import Snapshot, Timer
 
 __all__ = ["Actor", "ActorSystem", "Subscription", "create_actor"]
@@ -120,7 +122,8 @@ class Actor:
         self._observers: list[_Observer] = []
         self._listeners: dict[str, list[Callable[[Event], None]]] = {}
         self._deferred: list[Callable[[], None]] = []
-        self._timer_handles: dict[str, tuple[Timer, Any]] = {}
+        self._scheduler = Scheduler(self.clock, self.system.lock, self._fire)
+        self._restored = snapshot is not None
         self._callback_state: dict[str, Any] = {}
         self._task: Any = None
         self._sync_snapshot = sync_snapshot
@@ -183,6 +186,9 @@ class Actor:
         try:
             try:
                 if self._is_machine:
+                    if self._restored:
+                        for timer in list(self._snapshot.timers.values()):
+                            self._scheduler.schedule(timer)
                     self._start_children()
                 else:
                     self.logic.start(self._snapshot, self)
@@ -291,8 +297,6 @@ class Actor:
                 self._deferred.clear()
                 self._snapshot = self._with_error(snapshot, err)
         status = self._snapshot.status
-        if self._is_machine and status == "active":
-            self._sync_timers()
         if status == "active":
             for observer in list(self._observers):
                 if observer.next:
@@ -311,18 +315,29 @@ class Actor:
     # -- executing what the core returns -------------------------------------------------------------------
 
     def _execute_action(self, action: ExecutableAction) -> None:
-        """The sink of a running actor's macrosteps."""
+        """The sink of a running actor's macrosteps (xstate's actionExecutor): the action's exec runs at once while
+        the actor runs, or waits in the deferred queue while it starts. A custom action or a log acts in its exec;
+        other built-ins only queue their effect there, so it comes after the step, or after the custom actions
+        of the start."""
+        kind = action.type
+        exec_: Callable[[], Any]
         if action.exec is not None:
-            if self._status == RUNNING:
-                action.run()
-            else:
-                self._deferred.append(action.run)
-            return
-        if action.type == "xstate.spawnChild":
-            self._create_child(action.params["actorRef"])
-        elif action.type == "xstate.stopChild" and action.params["actorRef"] is not None:
-            action.params["actorRef"].stopped = True
-        self._deferred.append(lambda: self._execute_builtin(action))
+            exec_ = action.run
+        elif kind == "xstate.log":
+            exec_ = functools.partial(self._log, action.params)
+        elif kind == "xstate.stopChild":
+            ref = action.params["actorRef"]
+            if ref is not None:
+                ref.stopped = True  # so a start queued earlier in this step does not happen
+            exec_ = functools.partial(self._stop_child, ref)
+        else:
+            if kind == "xstate.spawnChild":
+                self._create_child(action.params["actorRef"])
+            exec_ = functools.partial(self._deferred.append, functools.partial(self._execute_builtin, action))
+        if self._status == RUNNING:
+            exec_()
+        else:
+            self._deferred.append(exec_)
 
     def _create_child(self, ref: ActorRef) -> None:
         if ref.actor is not None or ref.stopped:
@@ -337,16 +352,15 @@ class Actor:
             ref = params["actorRef"]
             if ref.actor is not None and not ref.stopped and ref.actor._status == NOT_STARTED:
                 ref.actor.start()
-        elif kind == "xstate.stopChild":
-            ref = params["actorRef"]
-            if ref is not None:
-                if ref.actor is not None:
-                    self._unregister_recursively(ref.actor)
-                    ref.actor._stop()
+        elif params is not None and params.get("timer") is not None:
+            self._scheduler.schedule(params["timer"])
+        elif kind == "xstate.cancel":
+            self._scheduler.cancel(params["sendId"])
         elif kind == "xstate.sendTo":
-            if params["delay"] is not None:
-                return
-            target = self._resolve_target(params["to"])
+            to = params["to"]
+            if isinstance(to, ActorRef) and to.actor is None:
+                return  # a child that never came to life: the event reaches nobody, as in xstate
+            target = self._resolve_target(to)
             if target is None:
                 raise StatechartError(f"cannot send event '{params['event']['type']}' from actor '{self.id}': "
                                       f"no actor {params.get('targetId') or params['to']!r}")
@@ -354,14 +368,20 @@ class Actor:
             if event["type"] == "xstate.error":
                 event = error_actor_event(self.id, event.get("data"))
             target._send(event)
-        elif kind == "xstate.log":
-            label, value = params["label"], params["value"]
-            if label is not None:
-                self.logger(label, value)
-            else:
-                self.logger(value)
         elif kind == "xstate.emit":
             self._emit(params["event"])
+
+    def _stop_child(self, ref: ActorRef | None) -> None:
+        """As xstate's executeStop: the child's system ids are free at once (a new child may take them in the same
+        step); a child that never started stops now, a running one after the events already sent to it."""
+        child = ref.actor if ref is not None else None
+        if child is None:
+            return
+        self._unregister_recursively(child)
+        if child._status == RUNNING:
+            self._deferred.append(child._stop)
+        else:
+            child._stop()
 
     def _unregister_recursively(self, actor: Actor) -> None:
         snapshot = actor._snapshot
@@ -383,13 +403,20 @@ class Actor:
         return to
 
     def _start_children(self) -> None:
-        """A restored machine's children come back to life (running ones only)."""
+        """The snapshot's active children start before the start's deferred actions run (xstate's `logic.start`):
+        those of the initial snapshot, or those of a restored one, which come back to life first."""
         for ref in list(self._snapshot.children.values()):
             if ref.stopped:
                 continue
             self._create_child(ref)
             if ref.actor._status == NOT_STARTED and ref.actor._snapshot.status == "active":
                 ref.actor.start()
+
+    def _log(self, params: dict[str, Any]) -> None:
+        if params["label"]:
+            self.logger(params["label"], params["value"])
+        else:
+            self.logger(params["value"])
 
     def _emit(self, event: Any) -> None:
         event = to_event(event)
@@ -398,39 +425,14 @@ class Actor:
 
     # -- timers --------------------------------------------------------------------------------------------
 
-    def _sync_timers(self) -> None:
-        timers = self._snapshot.timers
-        handles = self._timer_handles
-        if not timers and not handles:
-            return
-        for key in [k for k, (timer, _) in handles.items() if timers.get(k) is not timer]:
-            self.clock.clear_timeout(handles.pop(key)[1])
-        for key, timer in timers.items():
-            if key in handles:
-                continue
-            if isinstance(timer.target, str) and not timer.target.startswith("#_"):
-                # a delayed send belongs to the child that exists now, not to a later one with the same id
-                timer.target = self._snapshot.children.get(timer.target, timer.target)
-            now = self.clock.now()
-            if timer.started_at is None:
-                timer.started_at = now
-                remaining = timer.delay
-            else:
-                remaining = min(timer.delay, max(0, timer.delay - (now - timer.started_at)))
-            handle = self.clock.set_timeout(functools.partial(self._fire, key, timer), remaining)
-            handles[key] = (timer, handle)
-
-    def _fire(self, key: str, timer: Timer) -> None:
-        with self.system.lock:
-            entry = self._timer_handles.get(key)
-            if entry is None or entry[0] is not timer:
-                return
-            del self._timer_handles[key]
-            if isinstance(self._snapshot, Snapshot) and self._snapshot.timers.get(key) is timer:
-                self._snapshot = self._snapshot.without_timer(key)
-            target = self._resolve_target(timer.target)
-            if target is not None:
-                target._send(timer.event)
+    def _fire(self, timer: Timer) -> None:
+        """A delayed event is due: it leaves the snapshot's listing (unless a later one of its id took its place)
+        and goes to its target."""
+        if isinstance(self._snapshot, Snapshot) and self._snapshot.timers.get(timer.id) is timer:
+            self._snapshot = self._snapshot.without_timer(timer.id)
+        target = self._resolve_target(timer.target)
+        if target is not None:
+            target._send(timer.event)
 
     # -- promises ------------------------------------------------------------------------------------------
 
@@ -484,9 +486,7 @@ class Actor:
     def _stop_procedure(self) -> None:
         if self._status != RUNNING:
             return
-        for _, handle in self._timer_handles.values():
-            self.clock.clear_timeout(handle)
-        self._timer_handles.clear()
+        self._scheduler.cancel_all()
         self._queue.clear()
         self._status = STOPPED
         self.system._unregister(self)

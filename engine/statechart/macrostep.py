@@ -56,7 +56,7 @@ class Spawner:
 class Scope:
     """Everything one macrostep needs besides the snapshot: the machine, who `self` is, where actions go."""
 
-    __slots__ = ("machine", "self_ref", "system", "sink", "internal_queue", "deferred_actor_ids")
+    __slots__ = ("machine", "self_ref", "system", "sink", "internal_queue", "deferred_actor_ids", "retries")
 
     def __init__(self, machine: Machine, self_ref: Any, system: Any, sink: Callable[[ExecutableAction], None]) -> None:
         self.machine = machine
@@ -65,6 +65,7 @@ class Scope:
         self.sink = sink
         self.internal_queue: list[Event] = []
         self.deferred_actor_ids: tuple[str, ...] = ()
+        self.retries: list[dict[str, Any]] = []
 
     def spawner(self, snapshot: Snapshot, event: Event) -> Spawner:
         return Spawner(self, snapshot, event)
@@ -203,6 +204,8 @@ def _enter_states(snapshot: Snapshot, event: Event, scope: Scope, transitions: l
                 snapshot = resolve_actions(snapshot, event, scope, actions, ("entry", node))
             finally:
                 scope.deferred_actor_ids = ()
+            if scope.retries:
+                _retry_send_targets(snapshot, scope)
         if node.type != "final":
             continue
         parent = node.parent
@@ -221,6 +224,18 @@ def _enter_states(snapshot: Snapshot, event: Event, scope: Scope, transitions: l
             continue
         snapshot = snapshot.replace(status="done", output=_machine_output(snapshot, event, scope, completion))
     return snapshot
+
+
+def _retry_send_targets(snapshot: Snapshot, scope: Scope) -> None:
+    """A `send_to` in an entry that named a child this state invokes now names that very child (xstate's
+    `retryResolve`): the event reaches it, or nobody once it has stopped, never a later child with the same id."""
+    for params in scope.retries:
+        ref = snapshot.children.get(params["to"])
+        params["to"] = ref
+        timer = params.get("timer")
+        if timer is not None:
+            timer.target = ref
+    scope.retries.clear()
 
 
 def _invoke_spawn(inv: Any) -> BuiltinAction:
@@ -320,7 +335,8 @@ def macrostep(snapshot: Snapshot, event: Event, scope: Scope,
         if on_microstep:
             on_microstep(snapshot)
     if snapshot.status != "active":
-        snapshot = _stop_children(snapshot, next_event, scope)
+        # the children are stopped, yet a done (or failed) snapshot still lists them, as xstate's does
+        _stop_children(snapshot, next_event, scope)
     return snapshot
 
 

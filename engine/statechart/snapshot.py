@@ -124,7 +124,9 @@ class Snapshot:
             if cached is not None:
                 self._adjacency = cached
                 return cached
-            if self.machine.has_history and not _is_complete(nodes):
+            if not _is_complete(nodes):
+                # as xstate's getStateValue: history leaves a configuration incomplete, and so does the
+                # pre-initial snapshot (only the root), whose value a guard checked during the initial entry reads
                 nodes = tuple(all_state_nodes(nodes))
             adjacency: dict[StateNode, list[StateNode]] = {}
             for node in nodes:
@@ -179,11 +181,15 @@ class Snapshot:
     def next_id(self, prefix: str) -> tuple[Snapshot, str]:
         return self.replace(seq=self.seq + 1), f"{prefix}:{self.seq}"
 
-    def with_timer(self, send_id: str | None, event: Event, delay: float, target: Any = None) -> Snapshot:
+    def with_timer(self, send_id: str | None, event: Event, delay: float,
+                   target: Any = None) -> tuple[Snapshot, Timer]:
+        """This snapshot with one more scheduled event (replacing the listing of a pending one with the same id),
+        and that event's Timer."""
         snapshot = self
         if send_id is None:
             snapshot, send_id = snapshot.next_id("xstate.timer")
-        return snapshot.replace(timers={**snapshot.timers, send_id: Timer(send_id, event, delay, target)})
+        timer = Timer(send_id, event, delay, target)
+        return snapshot.replace(timers={**snapshot.timers, send_id: timer}), timer
 
     def without_timer(self, send_id: str) -> Snapshot:
         if send_id not in self.timers:

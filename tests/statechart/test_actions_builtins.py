@@ -252,6 +252,23 @@ class TestLog:
         assert calls == [({"context": {"k": 1}, "event": {"type": "L", "x": 2}},)]
 
 
+    def test_log_runs_in_action_order_among_custom_actions(self):
+        # xstate runs log at once, as it runs a custom action: not after the macrostep as it does sends
+        seen = []
+        machine = create_machine(
+            {"on": {"E": {"actions": [log("L1"), lambda: seen.append("custom"), log("L2")]}}}
+        )
+        actor = started(machine, logger=lambda value: seen.append(value))
+        actor.send({"type": "E"})
+        assert seen == ["L1", "custom", "L2"]
+
+    def test_log_keeps_action_order_while_the_actor_starts(self):
+        seen = []
+        machine = create_machine({"entry": [log("L1"), lambda: seen.append("custom"), log("L2")]})
+        started(machine, logger=lambda value: seen.append(value))
+        assert seen == ["L1", "custom", "L2"]
+
+
 # --------------------------------------------------------------------------
 # enqueueActions
 # --------------------------------------------------------------------------
@@ -1041,6 +1058,20 @@ class TestOtherBuiltins:
 
         assert actor.snapshot.children == {}
         assert kid.get_snapshot().status == "stopped"
+
+    def test_a_stopped_childs_system_id_is_free_for_a_child_spawned_in_the_same_step(self):
+        kid = create_machine({})
+        machine = create_machine(
+            {
+                "entry": spawn_child(kid, id="a", system_id="worker"),
+                "on": {"SWAP": {"actions": [stop_child("a"), spawn_child(kid, id="b", system_id="worker")]}},
+            }
+        )
+        actor = started(machine)
+        actor.send({"type": "SWAP"})
+        assert actor.snapshot.status == "active"
+        assert list(actor.snapshot.children) == ["b"]
+        assert actor.system.get("worker") is actor.snapshot.children["b"].actor
 
     def test_stop_child_by_ref_from_context(self):
         child = create_machine({})

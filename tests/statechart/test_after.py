@@ -5,7 +5,7 @@ Time is driven by `SimulatedClock`, so nothing sleeps.
 
 import json
 
-from engine.statechart import SimulatedClock, create_actor, create_machine
+from engine.statechart import SimulatedClock, cancel, create_actor, create_machine, raise_, send_parent, spawn_child
 
 
 def _started(machine, **options):
@@ -267,3 +267,69 @@ class TestDelayExpressions:
         actor.send({"type": "GO"})
         clock.increment(100)
         assert actor.snapshot.value == "working"
+
+
+# A delayed event scheduled again under an id that is still pending, as xstate's scheduler does it: the first
+# timer is not cleared, so both fire; `cancel` stops only the latest, and only while the id is still booked (the
+# first timer to fire un-books it).
+
+
+def _rescheduling_machine(fired, clock):
+    return create_machine(
+        {
+            "on": {
+                "SCHEDULE": {"actions": raise_(lambda event: {"type": "TICK", "n": event["n"]}, delay=100, id="t")},
+                "CANCEL": {"actions": cancel("t")},
+                "TICK": {"actions": lambda event: fired.append((event["n"], clock.now()))},
+            }
+        }
+    )
+
+
+def _reschedule_then_cancel_at(cancel_at):
+    fired = []
+    clock = SimulatedClock()
+    actor = _started(_rescheduling_machine(fired, clock), clock=clock)
+    actor.send({"type": "SCHEDULE", "n": 1})
+    clock.increment(50)
+    actor.send({"type": "SCHEDULE", "n": 2})
+    for now in range(50, 300, 10):
+        if now == cancel_at:
+            actor.send({"type": "CANCEL"})
+        clock.increment(10)
+    return fired
+
+
+class TestRescheduledDelayedEvent:
+    def test_both_timers_of_a_rescheduled_id_fire(self):
+        assert _reschedule_then_cancel_at(None) == [(1, 100), (2, 150)]
+
+    def test_cancel_stops_only_the_latest_timer_of_the_id(self):
+        assert _reschedule_then_cancel_at(60) == [(1, 100)]
+
+    def test_cancel_after_the_earlier_timer_fired_stops_nothing(self):
+        assert _reschedule_then_cancel_at(120) == [(1, 100), (2, 150)]
+
+
+def test_timers_due_at_the_same_moment_fire_in_the_order_their_actions_ran():
+    # the parent's delayed raise runs before the spawn that starts the child and its `after`: it fires first
+    got = []
+    child = create_machine({"initial": "c", "states": {"c": {"after": {100: {"actions": send_parent({"type": "CHILD"})}}}}})
+    machine = create_machine(
+        {
+            "initial": "idle",
+            "states": {
+                "idle": {"on": {"GO": "a"}},
+                "a": {
+                    "entry": [raise_({"type": "OWN"}, delay=100), spawn_child(child, id="kid")],
+                    "on": {"OWN": {"actions": lambda: got.append("OWN")},
+                           "CHILD": {"actions": lambda: got.append("CHILD")}},
+                },
+            },
+        }
+    )
+    clock = SimulatedClock()
+    actor = _started(machine, clock=clock)
+    actor.send({"type": "GO"})
+    clock.increment(100)
+    assert got == ["OWN", "CHILD"]

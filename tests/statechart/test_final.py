@@ -3,7 +3,7 @@
 Behaviour ported from xstate's packages/core/test/final.test.ts (xstate 5.32.5).
 """
 
-from engine.statechart import assign, create_actor, create_machine, send_parent
+from engine.statechart import assign, create_actor, create_machine, send_parent, spawn_child
 
 from .tracking import track_entries
 
@@ -710,3 +710,46 @@ def test_machine_can_complete_with_a_null_output_taken_from_the_final_state():
     assert actor.get_snapshot().status == "done"
     assert seen == [None]
     assert actor.get_snapshot().output is None
+
+
+# A machine that finishes stops its children but, as in xstate, its done snapshot still lists them (a machine that
+# is stopped from outside drops them).
+
+
+def _finishing_with_children():
+    kid = create_machine({})
+    return create_machine(
+        {
+            "entry": spawn_child(kid, id="spawned"),
+            "initial": "a",
+            "states": {"a": {"invoke": {"id": "invoked", "src": kid}, "on": {"FINISH": "done"}},
+                       "done": {"type": "final"}},
+        }
+    )
+
+
+def test_a_done_machine_keeps_its_stopped_children_listed():
+    actor = create_actor(_finishing_with_children()).start()
+    actor.send({"type": "FINISH"})
+
+    snapshot = actor.get_snapshot()
+    assert snapshot.status == "done"
+    assert list(snapshot.children) == ["spawned"]
+    assert snapshot.children["spawned"].get_snapshot().status == "stopped"
+
+
+def test_a_done_pure_transition_keeps_the_children_and_asks_to_stop_them():
+    machine = _finishing_with_children()
+    snapshot, _ = machine.initial_transition()
+
+    done, actions = machine.transition(snapshot, {"type": "FINISH"})
+
+    assert done.status == "done"
+    assert list(done.children) == ["spawned"]
+    assert [a.params["actorRef"].id for a in actions if a.type == "xstate.stopChild"] == ["invoked", "spawned"]
+
+
+def test_a_machine_stopped_from_outside_drops_its_children():
+    actor = create_actor(_finishing_with_children()).start()
+    actor.stop()
+    assert actor.get_snapshot().children == {}

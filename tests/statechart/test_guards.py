@@ -12,6 +12,7 @@ from engine.statechart import (
     and_,
     create_actor,
     create_machine,
+    enqueue_actions,
     not_,
     or_,
     state_in,
@@ -288,6 +289,28 @@ class TestGuardConditionsParallel:
         actor = _started(machine)
         actor.send({"type": "A"})
         assert actor.snapshot.value == {"A": "A5", "B": "B4"}
+
+
+# --- state_in during the initial entry (checked against xstate 5.32.5) ------------------------------------
+
+
+def test_state_in_checked_during_the_initial_entry_sees_the_initial_configuration():
+    # xstate's pre-initial snapshot lists only the root, and its value is the completed (initial) configuration;
+    # a `#id` asks the listed nodes, so it is not yet true
+    seen = []
+
+    def ask(check):
+        seen.append((check(state_in("a.a1")), check(state_in({"a": "a1"})), check(state_in("a")),
+                     check(state_in("a.a2")), check(state_in("#first"))))
+
+    machine = create_machine(
+        {"initial": "a",
+         "states": {"a": {"initial": "a1", "states": {"a1": {"id": "first", "entry": enqueue_actions(ask)},
+                                                      "a2": {}}}}}
+    )
+    _started(machine)
+    machine.initial_transition()
+    assert seen and set(seen) == {(True, True, True, False, False)}
 
 
 # --- describe('custom guards') -------------------------------------------------------------------------------

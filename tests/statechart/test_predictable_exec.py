@@ -10,11 +10,13 @@ from engine.statechart import (
     assign,
     create_actor,
     create_machine,
+    emit,
     from_callback,
     from_promise,
     raise_,
     send_parent,
     send_to,
+    spawn_child,
 )
 
 
@@ -364,3 +366,128 @@ def test_event_sent_by_exit_reaches_child_invoked_in_exited_state():
     actor.send({"type": "TOGGLE"})
 
     assert received == ["MY_EVENT"]
+
+
+# The target of a `send_to` in the entry of the state that invokes it is fixed right after that state's entry
+# actions (xstate's retryResolve): the event goes to that very child, or to nobody once it has stopped.
+
+
+def _pinged_child(received):
+    def note_start(self):
+        received.append(f"start {self.session_id}")
+
+    def note_ping(self):
+        received.append(f"PING {self.session_id}")
+
+    return create_machine({"entry": note_start, "on": {"PING": {"actions": note_ping}}})
+
+
+def test_event_sent_by_entry_to_a_child_stopped_in_the_same_step_reaches_nobody():
+    received = []
+    machine = create_machine(
+        {
+            "initial": "idle",
+            "states": {
+                "idle": {"on": {"GO": "a"}},
+                "a": {
+                    "entry": send_to("kid", {"type": "PING"}),
+                    "invoke": {"id": "kid", "src": _pinged_child(received)},
+                    "always": "b",
+                },
+                "b": {},
+            },
+        }
+    )
+
+    actor = create_actor(machine).start()
+    actor.send({"type": "GO"})
+
+    assert actor.snapshot.status == "active"
+    assert actor.snapshot.value == "b"
+    assert received == []
+
+
+def test_event_sent_by_entry_reaches_the_child_of_that_entry_not_a_later_one():
+    received = []
+    machine = create_machine(
+        {
+            "context": {"rounds": 0},
+            "initial": "a",
+            "states": {
+                "a": {
+                    "entry": send_to("kid", {"type": "PING"}),
+                    "invoke": {"id": "kid", "src": _pinged_child(received)},
+                    "always": {"target": "b", "guard": lambda context: context["rounds"] < 1},
+                },
+                "b": {"entry": assign({"rounds": lambda context: context["rounds"] + 1}), "always": "a"},
+            },
+        }
+    )
+
+    actor = create_actor(machine).start()
+
+    # the first child stopped before it started, so its PING went nowhere; the second got exactly one
+    assert actor.snapshot.status == "active"
+    (started,) = [r for r in received if r.startswith("start")]
+    assert received == [started, started.replace("start", "PING")]
+
+
+def test_pure_send_to_from_entry_names_the_invoked_child_itself():
+    child = create_machine({})
+    machine = create_machine({"initial": "a", "states": {"a": {"entry": send_to("kid", {"type": "PING"}),
+                                                                "invoke": {"id": "kid", "src": child}}}})
+
+    snapshot, actions = machine.initial_transition()
+
+    (send,) = [a for a in actions if a.type == "xstate.sendTo"]
+    assert send.params["to"] is snapshot.children["kid"]
+
+
+# While an actor starts, every action waits for `start()`; then the custom ones run in order, and each built-in's
+# effect (emit, send, starting a child) is queued behind them, as xstate's deferred queue does it.
+
+
+def test_emit_of_the_initial_entry_comes_after_its_custom_actions():
+    order = []
+    machine = create_machine(
+        {"entry": [lambda: order.append("c1"), emit({"type": "EV"}), lambda: order.append("c2")]}
+    )
+    actor = create_actor(machine)
+    actor.on("*", lambda event: order.append(event["type"]))
+    actor.start()
+
+    assert order == ["c1", "c2", "EV"]
+
+
+def test_send_and_spawn_of_the_initial_entry_come_after_its_custom_actions():
+    order = []
+
+    def kid(name):
+        return create_machine({"entry": lambda: order.append(f"{name} starts"),
+                               "on": {"PING": {"actions": lambda: order.append(f"{name} PING")}}})
+
+    machine = create_machine(
+        {
+            "entry": [lambda: order.append("c1"), send_to("invoked", {"type": "PING"}),
+                      spawn_child(kid("spawned"), id="spawned"), lambda: order.append("c2")],
+            "invoke": {"id": "invoked", "src": kid("invoked")},
+        }
+    )
+    create_actor(machine).start()
+
+    # the children of the initial snapshot start first (xstate's logic.start), then the entry's custom actions,
+    # then the send
+    assert order == ["spawned starts", "invoked starts", "c1", "c2", "invoked PING"]
+
+
+def test_a_running_actor_still_runs_custom_actions_at_once_and_builtins_after_the_step():
+    order = []
+    machine = create_machine(
+        {"on": {"E": {"actions": [lambda: order.append("c1"), emit({"type": "EV"}), lambda: order.append("c2")]}}}
+    )
+    actor = create_actor(machine)
+    actor.on("*", lambda event: order.append(event["type"]))
+    actor.start()
+    actor.send({"type": "E"})
+
+    assert order == ["c1", "c2", "EV"]

@@ -41,11 +41,12 @@ class Raise(BuiltinAction):
         event = to_event(resolve_value(self.event, args, params))
         delay = resolve_delay(scope, self.delay, args, params)
         send_id = resolve_value(self.id, args, params)
+        params = {"event": event, "id": send_id, "delay": delay}
         if delay is None:
             scope.internal_queue.append(event)
         else:
-            snapshot = snapshot.with_timer(send_id, event, delay)
-        return snapshot, {"event": event, "id": send_id, "delay": delay}, None
+            snapshot, params["timer"] = snapshot.with_timer(send_id, event, delay)
+        return snapshot, params, None
 
     def __repr__(self) -> str:
         return f"raise_({self.event!r}, delay={self.delay!r}, id={self.id!r})"

@@ -33,24 +33,29 @@ class SendTo(BuiltinAction):
         send_id = resolve_value(self.id, args, params)
         target = resolve_value(self.to, args, params)
         target_id = target if isinstance(target, str) else None
+        deferred = False
         if isinstance(target, str):
             if target == PARENT or target == INTERNAL:
                 to: Any = target
+            elif target.startswith("#_"):
+                to = snapshot.children.get(target[2:])
             else:
-                key = target[2:] if target.startswith("#_") else target
-                to = snapshot.children.get(key)
-                if to is None and key in scope.deferred_actor_ids:
-                    to = key
-                if to is None:
-                    raise ConfigError(
-                        f"cannot send event '{event.type}' to actor '{target}' from machine '{scope.machine.id}': "
-                        f"no such child (children: {sorted(snapshot.children)})"
-                    )
+                # a child this very entry invokes is not spawned yet: named by id until the entry is resolved
+                deferred = target in scope.deferred_actor_ids
+                to = target if deferred else snapshot.children.get(target)
+            if to is None:
+                raise ConfigError(
+                    f"cannot send event '{event.type}' to actor '{target}' from machine '{scope.machine.id}': "
+                    f"no such child (children: {sorted(snapshot.children)})"
+                )
         else:
             to = target if target is not None else INTERNAL
+        params = {"to": to, "targetId": target_id, "event": event, "id": send_id, "delay": delay}
         if delay is not None:
-            snapshot = snapshot.with_timer(send_id, event, delay, target=to)
-        return snapshot, {"to": to, "targetId": target_id, "event": event, "id": send_id, "delay": delay}, None
+            snapshot, params["timer"] = snapshot.with_timer(send_id, event, delay, target=to)
+        if deferred:
+            scope.retries.append(params)
+        return snapshot, params, None
 
     def __repr__(self) -> str:
         return f"send_to({self.to!r}, {self.event!r})"
