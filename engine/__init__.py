@@ -4,6 +4,8 @@ Workflows import everything from here: `define_event`, `jr2_setup`, `agent`, `fa
 `assign`, `answer`, `sent_by`, `raise_`, `send_to`; the `gate` actor is always registered. `Session` is the
 deterministic core of one run.
 """
+from importlib.metadata import PackageNotFoundError, version
+
 from engine.statechart import (
     and_, assign, cancel, emit, enqueue_actions, forward_to, log, not_, or_, raise_, send_parent, send_to,
     state_in,
@@ -16,6 +18,11 @@ from .scripts import scripted
 from .session import Gate, Session, SessionError, Turn
 from .slots import agent, effect, fail, from_pick
 from .workflow import Machine, Setup, jr2_setup
+
+try:
+    __version__ = version("jr2")
+except PackageNotFoundError:  # running from a checkout that was never installed
+    __version__ = "0.0.0+unknown"
 
 __all__ = [
     "EventDef", "EventDefError", "Gate", "Machine", "MachineError", "Session", "SessionError", "Setup", "Turn",

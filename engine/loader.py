@@ -117,6 +117,13 @@ class Workflows:
     def ok(self) -> bool:
         return not self.failures
 
+    def find(self, name: str) -> Loaded | None:
+        """The Workflow called `name` (loaded or failed), or None."""
+        return next((f for f in self.workflows if f.name == name), None)
+
+    def names(self) -> list[str]:
+        return [f.name for f in self.workflows]
+
     def __getitem__(self, name: str) -> Loaded:
         for f in self.files:
             if f.path.stem == name:

@@ -144,8 +144,11 @@ class PickResult:
 
 @dataclass(frozen=True)
 class Delivery:
-    """What a Gate event or an Effect result got back at once: delivered, unmoved or refused."""
+    """What a Gate event or an Effect result got back at once: delivered, unmoved or refused. A refusal's `code`
+    says why, for a host to map: "ended" (the run ended), "no-gate" (no such open Gate), "not-accepted" (the Gate
+    does not take that event), "invalid" (the input failed), "no-effect" (no such running Effect)."""
 
     outcome: str
     error: str | None = None
     accepts: tuple[str, ...] = field(default_factory=tuple)
+    code: str = ""

@@ -506,7 +506,7 @@ class Session:
     def send_gate(self, gate: str, event: str, params: Mapping[str, Any] | None = None) -> Delivery:
         """An event from a Gate's caller (a human in the Console, a webhook, the CLI)."""
         if self.status != "active":
-            return Delivery("refused", error=f"the run has ended ({self.status})")
+            return Delivery("refused", error=f"the run has ended ({self.status})", code="ended")
         target, local, prefix = self._route(gate)
         if prefix is not None:
             self._catch_up()
@@ -517,18 +517,19 @@ class Session:
             return result
         open_gate = self._gates.get(gate)
         if open_gate is None:
-            return Delivery("refused", error=f'no open Gate "{gate}" (open Gates: {sorted(g.id for g in self.gates)})')
+            return Delivery("refused", error=f'no open Gate "{gate}" (open Gates: {sorted(g.id for g in self.gates)})',
+                            code="no-gate")
         if event not in open_gate.accepts:
-            return Delivery("refused", accepts=open_gate.accepts,
+            return Delivery("refused", accepts=open_gate.accepts, code="not-accepted",
                             error=f'Gate "{gate}" does not accept "{event}" (it accepts {list(open_gate.accepts)})')
         validated, error = self._validate(event, params)
         if error is not None:
-            return Delivery("refused", accepts=open_gate.accepts, error=error)
+            return Delivery("refused", accepts=open_gate.accepts, error=error, code="invalid")
         delivered = PartyEvent({**validated, "type": event, "sender": {"party": "gate", "id": gate}})
         try:
             taken = bool(select_transitions(self._snapshot, delivered))
         except Exception as err:  # noqa: BLE001 - a guard of the workflow raised on this input
-            return Delivery("refused", accepts=open_gate.accepts,
+            return Delivery("refused", accepts=open_gate.accepts, code="invalid",
                             error=f'a guard on "{event}" raised {_describe(err)} with this input; nothing moved')
         if not taken:
             return Delivery("unmoved", accepts=open_gate.accepts,
@@ -560,7 +561,8 @@ class Session:
             return result
         pending = self._effects.get(effect_id)
         if pending is None or self.status != "active":
-            return Delivery("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})')
+            return Delivery("refused", error=f'no running Effect "{effect_id}" (running: {sorted(self._effects)})',
+                            code="no-effect")
         self._record({"kind": kind, "effect": effect_id, field_name: _plain(value)})
         self._finish_effect(pending)
         if kind == "effect_done":

@@ -1,8 +1,19 @@
-"""URL routes: the Console at the root, Django's admin under /admin/."""
+"""URL routes: the JSON API under /api/, Django's admin under /admin/, the Console at the root."""
 from django.contrib import admin
-from django.urls import include, path
+from django.http import HttpRequest, JsonResponse
+from django.urls import include, path, re_path
+
+from engine.api import api
+
+
+def api_not_found(request: HttpRequest) -> JsonResponse:
+    """Under /api/ even a wrong address answers in JSON."""
+    return JsonResponse({"detail": f"no API endpoint {request.method} {request.path}; see /api/docs"}, status=404)
+
 
 urlpatterns = [
+    path("api/", api.urls),
+    re_path(r"^api/", api_not_found),
     path("admin/", admin.site.urls),
     path("", include("console.urls")),
 ]

@@ -58,8 +58,8 @@ class Host:
     def __init__(self, workflows: Mapping[str, Machine] | None = None, *, owner: str | None = None,
                  lease_seconds: float | None = None, snapshot_every: int | None = None) -> None:
         if workflows is None:
-            from engine.loader import load_workflows
-            workflows = load_workflows().machines
+            from engine.registry import workflows as registered
+            workflows = registered().machines
         self.workflows = dict(workflows)
         self.owner = owner or _default_owner()
         self.lease_seconds = lease_seconds or float(getattr(settings, "JR2_LEASE_SECONDS", 15))
@@ -68,6 +68,7 @@ class Host:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jr2-db")
         self._renewer: asyncio.Task[None] | None = None
         self._crash_after = os.environ.get("JR2_CRASH_AFTER_COMMIT", "")
+        self.ready = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -77,6 +78,7 @@ class Host:
         _current = self
         for run_id, workflow in await self.db(store.live_run_ids):
             await self._take_up(run_id, workflow)
+        self.ready.set()
         self._renewer = asyncio.get_running_loop().create_task(self._renew(), name="jr2 lease renewal")
 
     async def stop(self) -> None:

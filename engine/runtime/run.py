@@ -465,7 +465,7 @@ def _ended(session: Session, kind: str) -> Any:
     if kind == "pick":
         return PickResult("refused", error=error)
     from engine.outputs import Delivery
-    return Delivery("refused", error=error)
+    return Delivery("refused", error=error, code="ended")
 
 
 def _json(value: Any) -> Any:

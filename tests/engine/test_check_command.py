@@ -175,7 +175,7 @@ def test_check_tracebacks_show_the_whole_traceback(mixed_folder: Path, tmp_path:
 def test_unimplemented_subcommands_say_so_and_exit_2(real_folder: Path, tmp_path: Path) -> None:
     proc = _jr2("runs", folder=real_folder, via="script", cwd=tmp_path)
     assert proc.returncode == 2
-    assert "jr2 runs is not implemented yet (implemented: check, up)" in proc.stderr
+    assert "jr2 runs is not implemented yet (implemented: check, up, token)" in proc.stderr
     assert proc.stdout == ""
 
 

@@ -21,7 +21,9 @@ from typing import Any, Callable
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from engine import __version__
 from engine.loader import Loaded, Workflows, load_workflows
+from engine.registry import reload_workflows
 
 
 def _check_arguments(parser: ArgumentParser) -> None:
@@ -33,7 +35,8 @@ def _check_arguments(parser: ArgumentParser) -> None:
 
 
 def _up_arguments(parser: ArgumentParser) -> None:
-    parser.add_argument("addrport", nargs="?", help="address and port of the Console (default 127.0.0.1:8000)")
+    parser.add_argument("addrport", nargs="?", help="address and port to serve on (default 127.0.0.1:8000)")
+    parser.add_argument("--port", type=int, help="the port to serve on (default 8000)")
 
 
 def _run_arguments(parser: ArgumentParser) -> None:
@@ -56,6 +59,20 @@ def _no_arguments(parser: ArgumentParser) -> None:
     pass
 
 
+def _token_arguments(parser: ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="<action>", required=True)
+    create = actions.add_parser("create", help="create a token for a user and print it once")
+    create.add_argument("username")
+    create.add_argument("--name", default="", help="a label to tell this token apart")
+    create.add_argument("--create-user", action="store_true",
+                        help="create the user if it does not exist, with the permissions to start runs, answer Gates "
+                             "and cancel runs")
+    listing = actions.add_parser("list", help="list a user's tokens (never the keys)")
+    listing.add_argument("username", nargs="?")
+    revoke = actions.add_parser("revoke", help="revoke a token by its prefix (see `jr2 token list`)")
+    revoke.add_argument("prefix")
+
+
 @dataclass(frozen=True)
 class Subcommand:
     name: str
@@ -66,7 +83,9 @@ class Subcommand:
 SUBCOMMANDS = [
     Subcommand("check", "load every workflow, apply the refusals, print seats and warnings; exit 1 on any refusal",
                _check_arguments),
-    Subcommand("up", "check, print the seats, migrate and start the Console", _up_arguments),
+    Subcommand("up", "check, print the seats, migrate, then serve the Console and the API and drive the runs",
+               _up_arguments),
+    Subcommand("token", "create, list and revoke API tokens", _token_arguments),
     Subcommand("run", "start a run of a Workflow with its input", _run_arguments),
     Subcommand("runs", "list the runs", _no_arguments),
     Subcommand("status", "show one run: its state, open Gates, output or failure", _run_id),
@@ -82,6 +101,10 @@ class Command(BaseCommand):
     requires_migrations_checks = False
 
     _prog: str | None = None
+
+    def get_version(self) -> str:
+        """`jr2 --version` is jr2's version (Django's own command would print Django's)."""
+        return f"jr2 {__version__}"
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> Any:
         # The console script (jr2/cli.py) passes argv[0] "jr2": its usage reads `jr2 check`, not `jr2 jr2 check`.
@@ -106,9 +129,9 @@ class Command(BaseCommand):
     # -- jr2 check ---------------------------------------------------------------------------------------------
 
     def handle_check(self, workflows: str | None = None, tracebacks: bool = False, verbosity: int = 1,
-                     **options: Any) -> None:
+                     raise_on_failure: bool = True, **options: Any) -> None:
         try:
-            found = load_workflows(workflows)
+            found = load_workflows(workflows) if workflows else reload_workflows()
         except (FileNotFoundError, NotADirectoryError) as err:
             raise CommandError(f"jr2 check: {err}") from err
         count = len(found.workflows)
@@ -126,7 +149,7 @@ class Command(BaseCommand):
         self.stdout.write("")
         self.stdout.write(self._summary(found))
         self.stdout.flush()
-        if found.failures:
+        if found.failures and raise_on_failure:
             lines = "\n".join(f"  {f.message()}" for f in found.failures)
             failed = [f for f in found.failures if not f.helper]
             helpers = len(found.failures) - len(failed)
@@ -137,12 +160,75 @@ class Command(BaseCommand):
 
     # -- jr2 up -------------------------------------------------------------------------------------------------
 
-    def handle_up(self, addrport: str | None = None, verbosity: int = 1, **options: Any) -> None:
-        """What `check` does (seats of every workflow included), then migrate, then serve the Console."""
-        self.handle_check(verbosity=verbosity)
-        call_command("migrate", interactive=False, verbosity=verbosity)
-        self.stdout.write(f"jr2 up: the Console is at http://{addrport or '127.0.0.1:8000'}/")
-        call_command("runserver", addrport or "127.0.0.1:8000", use_reloader=False)
+    def handle_up(self, addrport: str | None = None, port: int | None = None, verbosity: int = 1,
+                  **options: Any) -> None:
+        """What `check` does (seats of every workflow included), then migrate, then serve the Console and the API
+        with daphne while this process's host drives the runs (live ones are taken up again)."""
+        from engine.registry import workflows
+        from engine.runtime.players import offline_notice
+        from engine.runtime.serve import serve
+
+        address, default_port = "127.0.0.1", 8000
+        if addrport:
+            host_part, _, port_part = addrport.rpartition(":")
+            address = host_part or address
+            try:
+                default_port = int(port_part)
+            except ValueError:
+                raise CommandError(f"jr2 up: {addrport!r} is not ADDRESS:PORT (e.g. 127.0.0.1:8000)") from None
+        self.handle_check(verbosity=verbosity, workflows=None, raise_on_failure=False)
+        call_command("migrate", interactive=False, verbosity=max(0, verbosity - 1))
+        models = {f"{name}.{slot}": agent.model for name, machine in workflows().machines.items()
+                  for slot, agent in machine.agents.items()}
+        for line in offline_notice(models):
+            self.stdout.write(self.style.WARNING(line))
+        self.stdout.flush()
+        serve(address, port or default_port, say=self._say)
+
+    def _say(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
+    # -- jr2 token ------------------------------------------------------------------------------------------------
+
+    def handle_token(self, action: str, username: str | None = None, name: str = "", create_user: bool = False,
+                     prefix: str = "", **options: Any) -> None:
+        from django.contrib.auth import get_user_model
+        from django.contrib.auth.models import Permission
+        from django.utils import timezone
+
+        from engine.models import ApiToken
+
+        users = get_user_model()
+        if action == "create":
+            user = users.objects.filter(username=username).first()
+            if user is None and not create_user:
+                raise CommandError(f'jr2 token: no user "{username}"; create one with `python manage.py '
+                                   f"createsuperuser`, or pass --create-user")
+            if user is None:
+                user = users.objects.create_user(username=username)
+                user.user_permissions.add(*Permission.objects.filter(
+                    content_type__app_label="engine", codename__in=("start_run", "answer_gate", "cancel_run")))
+                self.stderr.write(f'jr2 token: created user "{username}" with the permissions to start runs, answer '
+                                  "Gates and cancel runs")
+            _, key = ApiToken.issue(user, name)
+            self.stderr.write(f'jr2 token: a new token for "{username}" (shown once; keep it secret):')
+            self.stdout.write(key)
+        elif action == "list":
+            tokens = ApiToken.objects.select_related("user").order_by("-created_at")
+            if username:
+                tokens = tokens.filter(user__username=username)
+            for token in tokens:
+                state = f"revoked {token.revoked_at:%Y-%m-%d}" if token.revoked_at else "active"
+                used = f"last used {token.last_used_at:%Y-%m-%d %H:%M}" if token.last_used_at else "never used"
+                self.stdout.write(f"{token.prefix}…  {token.user.username:<16} {state:<18} {used}  {token.name}")
+        else:
+            found = ApiToken.objects.filter(prefix__startswith=prefix, revoked_at__isnull=True)
+            if found.count() != 1:
+                raise CommandError(f"jr2 token revoke: {found.count()} active tokens start with {prefix!r}; give a "
+                                   "longer prefix (see `jr2 token list`)")
+            found.update(revoked_at=timezone.now())
+            self.stdout.write(f"jr2 token: revoked {prefix}…")
 
     def _write_ok(self, loaded: Loaded) -> None:
         machine = loaded.machine
