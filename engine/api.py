@@ -150,6 +150,7 @@ class RunPage(Schema):
 class RunFilters(Schema):
     workflow: str | None = None
     status: str | None = None
+    prefix: str | None = None
     page: int = 1
     page_size: int = 50
 
@@ -224,11 +225,17 @@ def _invalid_input(request: HttpRequest, exc: _Invalid) -> HttpResponse:
 
 # -- runs -----------------------------------------------------------------------------------------------------
 
-@api.get("/runs", auth=READ, response=RunPage, summary="Runs, newest first; ?workflow=, ?status=, ?page=")
+@api.get("/runs", auth=READ, response=RunPage,
+         summary="Runs, newest first; ?workflow=, ?status= (comma-separated), ?prefix= (4+ characters of an id), "
+                 "?page=, ?page_size=")
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> dict[str, Any]:
     runs = Run.objects.all()
     if filters.workflow:
         runs = runs.filter(workflow=filters.workflow)
+    if filters.prefix is not None:
+        if len(filters.prefix) < 4:
+            raise HttpError(400, f"a run id prefix needs at least 4 characters; got {filters.prefix!r}")
+        runs = runs.filter(id__startswith=filters.prefix)
     if filters.status:
         statuses = filters.status.split(",")
         unknown = sorted(set(statuses) - set(Run.Status.values))
