@@ -40,6 +40,10 @@ log = logging.getLogger("engine.runtime")
 
 SESSION_STATUS = {"done": "done", "failed": "failed", "cancelled": "cancelled"}
 
+#: The tool result of a call whose Turn ended before the call was answered, read when the conversation continues.
+UNANSWERED = ("No answer: the Turn that made this call ended first. Anything kept for you from it comes as a "
+              "notice with the next prompt.")
+
 
 def wall_ms() -> float:
     """Real time as the Session counts it: milliseconds since the epoch, whole."""
@@ -353,6 +357,15 @@ class RunDriver:
         plan.ops.append(store.TurnOpened(started.turn, started.agent, started.state, player.model, declared,
                                          player.scripted, _json(started.dials), conversation.id, started.prompt,
                                          started.system))
+        unanswered = conversation.unanswered_calls()
+        if unanswered:
+            # Calls an earlier Turn left without a result (it ended on another call of the same reply, or a
+            # route ended it while its pick was outstanding): they get one here, so the new Turn's loop does not
+            # take them for its own picks, and the APIs accept the conversation.
+            ended = next(m["turn"] for m in reversed(conversation.messages) if m["role"] == "assistant")
+            plan.ops.append(conversation.add(ended, "user", "tool_result", [
+                {"type": "tool_result", "tool_use_id": call.get("id", ""), "content": UNANSWERED, "is_error": True}
+                for call in unanswered]))
         plan.ops.append(conversation.add(started.turn, "user", "prompt", [{"type": "text", "text": started.message}]))
         loop = TurnLoop(self, started.turn, started.agent, player, conversation, started.prompt, started.system,
                         tuple(started.notices))
