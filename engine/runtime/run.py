@@ -135,12 +135,15 @@ class RunDriver:
         self._model_calls += 1
         return self._model_calls
 
-    def new_conversation(self, base: str) -> Conversation:
+    def new_conversation(self, base: str, agent: str | None = None) -> Conversation:
+        """A fresh conversation; with `agent`, the one that Agent's next Turn that continues reads (a reroll)."""
         name, n = base, 1
         while name in self.conversations:
             n += 1
             name = f"{base}{n}"
         conversation = self.conversations[name] = Conversation(name)
+        if agent is not None:
+            self._latest[agent] = name
         return conversation
 
     # -- the task --------------------------------------------------------------------------------------------

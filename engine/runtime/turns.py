@@ -229,7 +229,7 @@ class TurnLoop:
 
     async def _reroll(self, reason: str) -> None:
         """A runaway Turn starts again on a fresh conversation with the same prompt."""
-        fresh = self.driver.new_conversation(f"{self.conversation.id}~reroll")
+        fresh = self.driver.new_conversation(f"{self.conversation.id}~reroll", self.agent)
         self.conversation = fresh
         message = user_message(self.prompt, self._allowed(), self.notices)
         await self.driver.write([store.TurnChanged(self.turn, conversation=fresh.id),
