@@ -11,11 +11,14 @@ from engine.statechart import (
     state_in,
 )
 
+from engine.statechart.clock import SimulatedClock
+
 from .errors import EventDefError, MachineError
 from .events import EventDef, define_event
 from .routes import answer, sent_by
 from .scripts import scripted
-from .session import Gate, Session, SessionError, Turn
+from .outputs import Delivery, EffectRequested, PickResult
+from .session import Gate, PendingEffect, Session, SessionError, Turn
 from .slots import agent, effect, fail, from_pick
 from .workflow import Machine, Setup, jr2_setup
 
@@ -25,7 +28,8 @@ except PackageNotFoundError:  # running from a checkout that was never installed
     __version__ = "0.0.0+unknown"
 
 __all__ = [
-    "EventDef", "EventDefError", "Gate", "Machine", "MachineError", "Session", "SessionError", "Setup", "Turn",
+    "Delivery", "EffectRequested", "EventDef", "EventDefError", "Gate", "Machine", "MachineError", "PendingEffect",
+    "PickResult", "Session", "SessionError", "Setup", "SimulatedClock", "Turn", "__version__",
     "agent", "and_", "answer", "assign", "cancel", "define_event", "effect", "emit", "enqueue_actions", "fail",
     "forward_to", "from_pick", "jr2_setup", "log", "not_", "or_", "raise_", "scripted", "send_parent", "send_to",
     "sent_by", "state_in",
