@@ -321,7 +321,7 @@ class RunDriver:
                                  plan)
         elif isinstance(output, AllowedChanged):
             loop = self.loops.get(output.turn)
-            if loop is not None:
+            if loop is not None and not loop.reads_allowed_later():
                 plan.ops.append(loop.conversation.add(output.turn, "user", "allowed_changed",
                                                       [{"type": "text", "text": output.message}]))
         elif isinstance(output, EffectRequested):

@@ -90,6 +90,7 @@ class TurnLoop:
                                    if block.get("type") == "tool_result"]
         self._answers: asyncio.Queue[str | None] = asyncio.Queue()
         self._in_model = False
+        self._asking = False
         self.task: asyncio.Task[None] | None = None
 
     # -- the driver's side -------------------------------------------------------------------------------------
@@ -108,6 +109,13 @@ class TurnLoop:
         """The outstanding pick's answer came (or it was told it did not finish)."""
         self.answers.append(text)
         self._answers.put_nowait(text)
+
+    def reads_allowed_later(self) -> bool:
+        """True while a change of the Allowed picks is not written into the conversation: the model was sent the
+        conversation and has not replied, or calls of its reply are not answered yet. What it reads next (a tool
+        result, a refusal, a re-prompt) ends with the Allowed picks read when that is written; a message written
+        now would stand before a reply that never saw it, or after answers that are newer than it."""
+        return self._asking or not self.conversation.waits_for_model() or bool(self.conversation.unanswered_calls())
 
     # -- the loop ----------------------------------------------------------------------------------------------
 
@@ -143,6 +151,7 @@ class TurnLoop:
         """Send the conversation to the model, recording the request before and the reply after."""
         _, model_id = split_model(self.player.model)
         tools = self.driver.session.menu_json(self.agent)
+        self._asking = True
         request = ModelRequest(model=model_id, system=self.system, tools_json=tools,
                                messages=self.conversation.sent(), dials=self.driver.dials(self.turn),
                                view=self._view())
@@ -159,7 +168,7 @@ class TurnLoop:
         try:
             reply = await provider_for(self.player.model).complete(request)
         except ProviderError as err:
-            self._in_model = False
+            self._in_model = self._asking = False
             await self.driver.write([store.CallFinished(seq, self.turn, "failed", error=str(err),
                                                         latency_ms=_ms(started))])
             await self._fault(str(err))
@@ -178,8 +187,9 @@ class TurnLoop:
         message = reply.message()
         if not message["content"]:
             message["content"] = [{"type": "text", "text": ""}]
-        await self.driver.write([finished, self.conversation.add(self.turn, "assistant", "reply",
-                                                                 message["content"])])
+        recorded = self.conversation.add(self.turn, "assistant", "reply", message["content"])
+        self._asking = False
+        await self.driver.write([finished, recorded])
         if self.closed:
             raise _Ended()
         return reply
