@@ -321,6 +321,10 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
     if not run.live:
         raise HttpError(409, f"run {run_id} has ended ({run.status}); its Gates are closed")
     if gate not in open_gates:
+        if await sync_to_async(_answered)(run, gate):
+            raise HttpError(409, f'Gate "{gate}" of run {run_id} was already answered (by a concurrent answer, or '
+                                 f'earlier) and is closed; nothing was delivered (open Gates: '
+                                 f'{", ".join(open_gates) or "none"})')
         raise HttpError(404, f'run {run_id} has no open Gate "{gate}" (open Gates: {", ".join(open_gates) or "none"})')
     body = _json_body(request)
     if not isinstance(body, dict) or not isinstance(body.get("type"), str):
@@ -368,6 +372,11 @@ def _run(run_id: str) -> Run:
     if run is None:
         raise HttpError(404, f"no run {run_id!r}")
     return run
+
+
+def _answered(run: Run, gate: str) -> bool:
+    """Whether the journal holds an answer to this Gate: then its being closed is a conflict, not a wrong id."""
+    return JournalEntry.objects.filter(run=run, kind="gate", entry__gate=gate).exists()
 
 
 def _json_body(request: HttpRequest) -> Any:

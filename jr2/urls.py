@@ -2,10 +2,12 @@
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
 from engine.api import api
 
 
+@csrf_exempt
 def api_not_found(request: HttpRequest) -> JsonResponse:
     """Under /api/ even a wrong address answers in JSON."""
     return JsonResponse({"detail": f"no API endpoint {request.method} {request.path}; see /api/docs"}, status=404)
