@@ -105,20 +105,28 @@ class LiveServer:
                 time.sleep(0.05)
 
 
-def make_server(tmp: Path, extra_env: dict[str, str] | None = None) -> LiveServer:
+def make_server(tmp: Path, extra_env: dict[str, str] | None = None,
+                files: dict[str, str] | None = None) -> LiveServer:
+    """A started server on a copy of the workflows folder, plus `files` (name -> source) written into it."""
     folder = tmp
     workflows = folder / "workflows"
     shutil.copytree(ROOT / "workflows", workflows, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    env = {**os.environ, "JR2_WORKFLOWS": str(workflows), "JR2_SQLITE_PATH": str(folder / "db.sqlite3"),
+    for name, source in (files or {}).items():
+        (workflows / name).write_text(source)
+    base = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "DATABASE_URL", "JR2_URL",
+                                                             "JR2_TOKEN", "JR2_SCRIPTED")}
+    env = {**base, "JR2_WORKFLOWS": str(workflows), "JR2_SQLITE_PATH": str(folder / "db.sqlite3"),
            "PYTHONUNBUFFERED": "1", "JR2_LEASE_SECONDS": "3", **(extra_env or {})}
-    env.pop("ANTHROPIC_API_KEY", None)
-    env.pop("DATABASE_URL", None)
     server = LiveServer(folder, workflows, env)
-    migrate = server.jr2("check")
-    assert migrate.returncode == 0, migrate.stdout + migrate.stderr
+    checked = server.jr2("check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
     server.start()
-    made = server.jr2("token", "create", "e2e", "--create-user")
-    assert made.returncode == 0, made.stderr
+    try:
+        made = server.jr2("token", "create", "e2e", "--create-user")
+        assert made.returncode == 0, made.stderr
+    except BaseException:
+        server.stop()
+        raise
     server.token = made.stdout.strip()
     server.env["JR2_URL"] = server.url
     server.env["JR2_TOKEN"] = server.token
