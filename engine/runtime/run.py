@@ -123,10 +123,6 @@ class RunDriver:
         """Records that change nothing in the Session (model calls, replies, refusals), in order with the steps."""
         await self.host.db(store.write, self.run_id, ops)
 
-    def pending_call(self, turn: str) -> str:
-        meta = self.turns.get(turn)
-        return meta.pending_call if meta is not None else ""
-
     def dials(self, turn: str) -> dict[str, Any]:
         meta = self.turns.get(turn)
         return dict(meta.dials) if meta is not None else {}
@@ -345,7 +341,7 @@ class RunDriver:
                                               [{"type": "tool_result", "tool_use_id": call, "content": text,
                                                 "is_error": False}]))
         plan.ops.append(store.TurnChanged(turn, pending_call=""))
-        plan.after.append(lambda: loop.answered(text))
+        plan.after.append(loop.wake)
 
     def _open_turn(self, started: TurnStarted, plan: _Plan) -> None:
         slot = self.session.slot_of(started.agent)
@@ -431,7 +427,7 @@ class RunDriver:
             self.turns[turn.id] = TurnMeta(turn.agent, player, dict(turn.dials), record.pending_call)
             conversation = self.conversations.setdefault(record.conversation, Conversation(record.conversation))
             loop = TurnLoop(self, turn.id, turn.agent, player, conversation, turn.prompt, record.system,
-                            tuple(turn.notices))
+                            tuple(turn.notices), pending_call=record.pending_call)
             self.loops[turn.id] = loop
             loop.start()
         for pending in self.session.effects:

@@ -74,7 +74,8 @@ class TurnLoop:
     """Drives one Turn of `agent` until its state is left or it faults."""
 
     def __init__(self, driver: RunDriver, turn: str, agent: str, player: Player, conversation: Conversation,
-                 prompt: str, system: str, notices: tuple[Any, ...], policy: TurnPolicy | None = None) -> None:
+                 prompt: str, system: str, notices: tuple[Any, ...], policy: TurnPolicy | None = None,
+                 pending_call: str = "") -> None:
         self.driver = driver
         self.turn = turn
         self.agent = agent
@@ -85,10 +86,9 @@ class TurnLoop:
         self.notices = notices
         self.policy = policy or TurnPolicy()
         self.closed = False
-        self.answers: list[str] = [str(block.get("content", "")) for m in conversation.messages
-                                   if m.get("turn") == turn for block in m["content"]
-                                   if block.get("type") == "tool_result"]
-        self._answers: asyncio.Queue[str | None] = asyncio.Queue()
+        self.pending_call = pending_call
+        self._earlier: list[str] = []
+        self._wake = asyncio.Event()
         self._in_model = False
         self._asking = False
         self.task: asyncio.Task[None] | None = None
@@ -101,14 +101,20 @@ class TurnLoop:
     def stop(self) -> None:
         """The Turn ended: stop at the next step; a model call in flight is abandoned."""
         self.closed = True
-        self._answers.put_nowait(None)
+        self._wake.set()
         if self._in_model and self.task is not None:
             self.task.cancel()
 
-    def answered(self, text: str) -> None:
-        """The outstanding pick's answer came (or it was told it did not finish)."""
-        self.answers.append(text)
-        self._answers.put_nowait(text)
+    def wake(self) -> None:
+        """The run committed something this loop may be waiting on (its outstanding pick's answer)."""
+        self._wake.set()
+
+    @property
+    def answers(self) -> list[str]:
+        """The answers and refusals so far in this Turn, oldest first: the tool results of its conversation."""
+        return self._earlier + [str(block.get("content", "")) for m in self.conversation.messages
+                                if m.get("turn") == self.turn for block in m["content"]
+                                if block.get("type") == "tool_result"]
 
     def reads_allowed_later(self) -> bool:
         """True while a change of the Allowed picks is not written into the conversation: the model was sent the
@@ -129,8 +135,6 @@ class TurnLoop:
             await self._fault(f"the Turn loop failed: {type(err).__name__}: {err}")
 
     async def _run(self, watch: TurnWatch) -> None:
-        if self.driver.pending_call(self.turn):
-            await self._wait_for_answer()
         while not self.closed:
             calls = self.conversation.unanswered_calls()
             if calls:
@@ -199,6 +203,9 @@ class TurnLoop:
         name, call_id = str(call.get("name", "")), str(call.get("id", ""))
         if self.closed:
             raise _Ended()
+        if call_id and call_id == self.pending_call:
+            await self._wait_for_answer(call_id)
+            return
         menu = self.driver.session.menu_names(self.agent)
         arguments = call.get("input") if "raw" not in call else None
         if name not in menu:
@@ -221,25 +228,31 @@ class TurnLoop:
                                           turn=self.turn)
         watch.result(result)
         if result.outcome == "outstanding":
-            await self._wait_for_answer()
-        else:
-            self.answers.append(result.text())
+            self.pending_call = call_id
+            await self._wait_for_answer(call_id)
         if result.outcome == "ended":
             raise _Ended()
 
-    async def _wait_for_answer(self) -> None:
-        if self.closed or await self._answers.get() is None:
-            raise _Ended()
+    async def _wait_for_answer(self, call_id: str) -> None:
+        """Until the conversation holds the tool result of `call_id` (level-triggered: whatever order the run's
+        task and this loop ran in, the answer is found once it is there)."""
+        while not any(block.get("type") == "tool_result" and block.get("tool_use_id") == call_id
+                      for m in self.conversation.messages for block in m["content"]):
+            if self.closed:
+                raise _Ended()
+            self._wake.clear()
+            await self._wake.wait()
+        self.pending_call = ""
 
     async def _refuse(self, call_id: str, why: str) -> None:
         text = f"{why}\n\n{allowed_line(self._allowed())}"
-        self.answers.append(text)
         await self._write("user", "refusal", [{"type": "tool_result", "tool_use_id": call_id, "content": text,
                                                "is_error": True}])
 
     async def _reroll(self, reason: str) -> None:
         """A runaway Turn starts again on a fresh conversation with the same prompt."""
         fresh = self.driver.new_conversation(f"{self.conversation.id}~reroll", self.agent)
+        self._earlier = self.answers
         self.conversation = fresh
         message = user_message(self.prompt, self._allowed(), self.notices)
         await self.driver.write([store.TurnChanged(self.turn, conversation=fresh.id),
