@@ -134,9 +134,11 @@ class PickResult:
 
     def text(self) -> str:
         """What the Agent reads back: the answer (or why nothing moved), then the Allowed picks."""
-        from .prompts import allowed_line, answer_message
-        if self.outcome in ("answered", "ended"):
+        from .prompts import allowed_line, answer_message, ended_message
+        if self.outcome == "answered":
             return answer_message(self.answer, self.allowed)
+        if self.outcome == "ended":
+            return ended_message(self.answer)
         if self.outcome == "outstanding":
             return f"The pick is working; its answer comes when its work is done.\n\n{allowed_line(())}"
         return f"{self.error}\n\n{allowed_line(self.allowed)}"

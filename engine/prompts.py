@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-__all__ = ["BRIEFING", "system_prompt", "user_message", "allowed_line", "answer_message", "reprompt_message",
-           "allowed_changed_message"]
+__all__ = ["BRIEFING", "system_prompt", "user_message", "allowed_line", "answer_message", "ended_message",
+           "reprompt_message", "allowed_changed_message"]
 
 BRIEFING = (
     "You act only by calling tools. Each tool is an event of the workflow that runs you; a call is a pick, and the "
@@ -45,6 +45,12 @@ def answer_message(answer: Any, allowed: Iterable[str]) -> str:
     """The answer to a pick, then the Allowed picks read after its route."""
     body = "The pick was taken." if answer is None else _text(answer)
     return f"{body}\n\n{allowed_line(allowed)}"
+
+
+def ended_message(answer: Any) -> str:
+    """The answer to a pick that ended the Turn: nothing more is allowed in this Turn."""
+    body = "The pick was taken." if answer is None else _text(answer)
+    return f"{body}\n\nThis pick ended your Turn: the workflow decides the next step. Make no more calls."
 
 
 def reprompt_message(allowed: Iterable[str]) -> str:

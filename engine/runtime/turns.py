@@ -138,8 +138,18 @@ class TurnLoop:
         while not self.closed:
             calls = self.conversation.unanswered_calls()
             if calls:
+                waited = ""
                 for call in calls:
-                    await self._handle_call(call, watch)
+                    if waited and call.get("id") != self.pending_call:
+                        await self._refuse(str(call.get("id", "")),
+                                           f'not delivered: you made this call while "{waited}" was outstanding; '
+                                           "call one tool at a time and wait for its answer")
+                        continue
+                    done = await self._handle_call(call, watch)
+                    if done == "rerolled":
+                        break
+                    if done == "waited":
+                        waited = str(call.get("name", ""))
                 continue
             if not self.conversation.waits_for_model():
                 verdict = watch.reply_without_pick(self._allowed())
@@ -198,24 +208,26 @@ class TurnLoop:
             raise _Ended()
         return reply
 
-    async def _handle_call(self, call: dict[str, Any], watch: TurnWatch) -> None:
-        """One tool call: refused here if it is not a pick at all, else delivered as a pick and answered."""
+    async def _handle_call(self, call: dict[str, Any], watch: TurnWatch) -> str:
+        """One tool call: refused here if it is not a pick at all, else delivered as a pick and answered. Returns
+        "waited" when the pick was outstanding (its answer was awaited), "rerolled" when the Turn started over on a
+        fresh conversation, else ""."""
         name, call_id = str(call.get("name", "")), str(call.get("id", ""))
         if self.closed:
             raise _Ended()
         if call_id and call_id == self.pending_call:
             await self._wait_for_answer(call_id)
-            return
+            return "waited"
         menu = self.driver.session.menu_names(self.agent)
         arguments = call.get("input") if "raw" not in call else None
         if name not in menu:
             await self._refuse(call_id, f'"{name}" is not one of your tools (your tools: {", ".join(menu)}); '
                                         "nothing was delivered.")
-            return
+            return ""
         if not isinstance(arguments, dict):
             await self._refuse(call_id, f'the arguments of "{name}" are not a JSON object ({call.get("raw", "")!r:.200});'
                                         " nothing was delivered. Call it again with a JSON object that fits its schema.")
-            return
+            return ""
         verdict = watch.call(name, arguments)
         if verdict is not None:
             await self._refuse(call_id, f"{verdict.reason}; nothing was delivered.")
@@ -223,15 +235,17 @@ class TurnLoop:
                 await self._fault(verdict.reason)
                 raise _Ended()
             await self._reroll(verdict.reason)
-            return
+            return "rerolled"
         result = await self.driver.submit("pick", agent=self.agent, event=name, params=arguments, call=call_id,
                                           turn=self.turn)
         watch.result(result)
+        if result.outcome == "ended":
+            raise _Ended()
         if result.outcome == "outstanding":
             self.pending_call = call_id
             await self._wait_for_answer(call_id)
-        if result.outcome == "ended":
-            raise _Ended()
+            return "waited"
+        return ""
 
     async def _wait_for_answer(self, call_id: str) -> None:
         """Until the conversation holds the tool result of `call_id` (level-triggered: whatever order the run's

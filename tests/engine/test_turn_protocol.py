@@ -98,3 +98,13 @@ def test_too_many_tool_calls_is_a_runaway_and_calls_that_move_the_machine_are_no
         watch.result(PickResult("answered"))
     verdict = watch.call("spend", {})
     assert verdict is not None and verdict.action == "reroll" and "more than 5 tool calls" in verdict.reason
+
+
+def test_the_answer_to_a_pick_that_ended_the_turn_says_so_instead_of_listing_allowed_picks():
+    session = Session(notes.machine, {"changes": "One fix."})
+    session.pick("writer", "ask", {"question": "Tone?"})
+    session.send_gate("writing.asking", "reply", {"text": "Plain."})
+    result = session.pick("writer", "done", {"notes": "- One fix."})
+    assert result.outcome == "ended"
+    text = result.text()
+    assert "ended your Turn" in text and "Allowed picks now" not in text

@@ -814,3 +814,23 @@ def test_allowed_picks_that_change_while_the_model_is_asked_are_read_after_its_r
         assert said[-1]["texts"] == []
         assert [m.kind for m in found["messages"]] == ["prompt", "reply", "tool_result", "reply", "tool_result"]
     hosted({"unlock": unlock_machine()}, body)
+
+
+def test_a_call_made_while_an_earlier_call_of_the_same_reply_was_outstanding_is_refused(server: ModelServer) -> None:
+    both = Reply(calls=(ToolUse("ask", {"question": "Who reads these?"}), ToolUse("done", {"notes": "early"})))
+    server.queue(both, tool_call("done", {"notes": "late"}))
+
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("notes", DOOR)
+        await until(host, status(run_id, "waiting"))
+        await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Admins."})
+        run = await until(host, status(run_id, "done", "failed"))
+        assert run.status == "done" and run.output == {"notes": "late"}
+        found = await host.db(records, run_id)
+        assert [e["event"] for e in found["journal"] if e["kind"] == "pick"] == ["ask", "done"]
+        [(asked, _), (early, _)] = conversation(server.requests[1])[1]["uses"]
+        results = dict((r[0], (r[1], r[2])) for r in conversation(server.requests[1])[2]["results"])
+        assert results[asked][0].startswith("The editor replied: Admins.") and not results[asked][1]
+        assert results[early][1] and 'while "ask" was outstanding' in results[early][0]
+        assert results[early][0].endswith("Allowed picks now: ask, done.")
+    hosted({"notes": notes.machine}, body)
