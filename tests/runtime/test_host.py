@@ -156,7 +156,7 @@ class Note(BaseModel):
     text: str = Field(description="What to say.")
 
 
-def timed_machine() -> Any:
+def timed_machine(delay: int = 300) -> Any:
     wait = define_event(name="wait", input=Empty, description="Wait a moment.")
     finish = define_event(name="finish", input=Note, description="Finish.")
     tick = define_event(name="tick", input=Empty, description="A tick.")
@@ -167,7 +167,7 @@ def timed_machine() -> Any:
         "states": {"work": {"invoke": {"src": "sleeper", "input": {"prompt": "Wait once, then finish."}},
                             "on": {"finish": "done"}, "initial": "idle",
                             "states": {"idle": {"on": {"wait": "pending"}},
-                                       "pending": {"entry": raise_({"type": "tick"}, delay=300),
+                                       "pending": {"entry": raise_({"type": "tick"}, delay=delay),
                                                    "on": {"tick": {"target": "idle",
                                                                    "actions": answer(lambda: "tick came")}}}}},
                    "done": {"type": "final"}},
@@ -195,3 +195,58 @@ def test_a_timer_fires_in_real_time_through_journaled_advances() -> None:
                                                                                        kind="tool_result")])
         assert "tick came" in json.dumps(messages)
     hosted({"timed": timed_machine()}, body)
+
+
+def test_each_commit_is_told_to_the_run_and_workflow_groups_of_the_channel_layer() -> None:
+    from channels.layers import get_channel_layer
+
+    async def body(host: Host) -> None:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add("workflow-notes", channel)
+        run_id = await host.start_run("notes", DOOR)
+        await layer.group_add(f"run-{run_id}", channel)
+        await until(host, status(run_id, "waiting"))
+        heard = []
+        while True:
+            try:
+                heard.append(await asyncio.wait_for(layer.receive(channel), 0.2))
+            except asyncio.TimeoutError:
+                break
+        assert heard and all(m["type"] == "run.updated" and m["run"] == run_id for m in heard)
+        assert heard[-1]["status"] == "waiting"
+        run = await host.db(lambda: Run.objects.get(id=run_id))
+        assert heard[-1]["seq"] == run.seq
+    hosted({"notes": notes.machine}, body)
+
+
+def test_a_timer_keeps_its_due_time_across_a_restart_of_the_host() -> None:
+    """The run's timer is set for 1.5 s; the host stops after 0.5 s and another starts 0.5 s later: the tick
+    comes at its due time, about 0.5 s after the restart, not 1.5 s after it."""
+    machine = timed_machine(delay=1500)
+    marks: dict[str, float] = {}
+    run_ids: list[str] = []
+
+    async def main() -> None:
+        clock = asyncio.get_running_loop().time
+        host = Host({"timed": machine}, owner="test-host")
+        await host.start()
+        marks["start"] = clock()
+        run_ids.append(await host.start_run("timed", None))
+        await until(host, lambda: Run.objects.filter(id=run_ids[0], view__turns__0__outstanding__event="wait")
+                    .exists())
+        await asyncio.sleep(0.5)
+        await host.stop()
+        await asyncio.sleep(0.5)
+        host = Host({"timed": machine}, owner="test-host")
+        await host.start()
+        marks["restart"] = clock()
+        try:
+            run = await until(host, status(run_ids[0], "done"), timeout=5)
+            marks["done"] = clock()
+            assert run.output == {"ok": True}
+        finally:
+            await host.stop()
+    asyncio.run(main())
+    assert marks["done"] - marks["start"] >= 1.4
+    assert marks["done"] - marks["restart"] < 1.0, "the timer started over instead of keeping its due time"
