@@ -172,11 +172,26 @@ def test_check_tracebacks_show_the_whole_traceback(mixed_folder: Path, tmp_path:
     assert f'File "{mixed_folder / "broken.py"}", line 4, in <module>' in proc.stdout
 
 
-def test_unimplemented_subcommands_say_so_and_exit_2(real_folder: Path, tmp_path: Path) -> None:
-    proc = _jr2("runs", folder=real_folder, via="script", cwd=tmp_path)
-    assert proc.returncode == 2
-    assert "jr2 runs is not implemented yet (implemented: check, up, token)" in proc.stderr
-    assert proc.stdout == ""
+@pytest.mark.parametrize("via", VIAS)
+def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(real_folder: Path, tmp_path: Path,
+                                                                          via: str) -> None:
+    from engine import __version__
+    from engine.management.commands.jr2 import SUBCOMMANDS, Command
+
+    implemented = ["check", "up", "token", "run", "runs", "status", "send", "cancel", "replay"]
+    assert [sub.name for sub in SUBCOMMANDS] == implemented
+    assert all(callable(getattr(Command, "handle_" + name, None)) for name in implemented)
+    helped = _jr2("--help", folder=real_folder, via=via, cwd=tmp_path)
+    assert helped.returncode == 0, helped.stderr
+    listed = helped.stdout.split("subcommands:", 1)[1]
+    # each subcommand's line starts with its name, indented by four spaces (help text wraps deeper)
+    names = [line.split()[0] for line in listed.splitlines()
+             if line.startswith("    ") and not line.startswith("     ")]
+    assert names == implemented
+    assert "not implemented" not in helped.stdout
+    version = _jr2("--version", folder=real_folder, via=via, cwd=tmp_path)
+    assert version.returncode == 0
+    assert version.stdout == f"jr2 {__version__}\n"
 
 
 def test_up_checks_migrates_and_serves_the_console(real_folder: Path, tmp_path: Path) -> None:
@@ -228,12 +243,22 @@ def test_check_refuses_a_missing_folder(tmp_path: Path) -> None:
         call_command("jr2", "check", "--workflows", str(tmp_path / "nowhere"), stdout=StringIO())
 
 
-@pytest.mark.parametrize("subcommand", [["runs"], ["run", "notes"], ["status", "r1"], ["cancel", "r1"],
-                                        ["replay", "r1"], ["send", "r1", "--gate", "g", "--event", "reply"]])
-def test_every_other_subcommand_is_declared_but_not_implemented(subcommand: list[str]) -> None:
-    with pytest.raises(CommandError, match=f"jr2 {subcommand[0]} is not implemented yet") as err:
-        call_command("jr2", *subcommand)
-    assert err.value.returncode == 2
+@pytest.mark.parametrize("subcommand", [["runs"], ["run", "notes"], ["status", "r123"], ["cancel", "r123"],
+                                        ["send", "r123", "--gate", "g", "--event", "reply"]])
+def test_the_server_commands_run_in_process_too_and_name_a_server_that_is_down(subcommand: list[str]) -> None:
+    """Through call_command as well as the console script: an error is one line on stderr and exit code 2
+    (the commands against a server are tested end to end in tests/e2e/test_cli.py)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    err = StringIO()
+    with pytest.raises(SystemExit) as exited:
+        call_command("jr2", *subcommand, "--url", url, stdout=StringIO(), stderr=err)
+    assert exited.value.code == 2
+    assert err.getvalue().startswith(f"jr2 {subcommand[0]}: the server is not reachable at {url} (")
+    assert err.getvalue().count("\n") == 1
 
 
 # -- the loader ------------------------------------------------------------------------------------------------

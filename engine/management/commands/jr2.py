@@ -4,24 +4,68 @@
         Load every workflow (engine.loader), apply the refusals, print each Workflow's seats and warnings and a
         summary. Exit 1 when any Workflow is refused or fails to import; warnings alone do not fail the check.
 
-    jr2 up [ADDR:PORT]
-        What check does, then migrate the database and serve the Console (default 127.0.0.1:8000).
+    jr2 up [ADDR:PORT] [--port N]
+        What check does, then migrate the database and serve the Console and the API (default 127.0.0.1:8000).
 
-`run`, `runs`, `status`, `send`, `cancel` and `replay` are declared with the arguments SPEC.md 7 gives them
-and say they are not implemented yet (exit 2). To add one: fill in its arguments in SUBCOMMANDS and write
-`handle_<name>` (a `-` in the name becomes `_`).
+    jr2 token create <username> [--name N] [--create-user] | list [<username>] | revoke <prefix>
+        API tokens, on this project's database. A new token is printed once, on stdout.
+
+Against a running server (engine/cli/client.py: `--url` or $JR2_URL, default http://127.0.0.1:8000; `--token` or
+$JR2_TOKEN). Wherever a run is named, its id or 4 or more of its first characters will do (resolved with
+`GET /api/runs?prefix=`; none or several matches is an error that lists them):
+
+    jr2 run <workflow> [--input JSON] [--detach]
+        Start a run (the --input JSON is the door input; `@FILE` reads a file, `-` stdin) and follow it: one line
+        per change on stderr (picks with their outcome, Gate answers, Effects starting and finishing, the state as
+        dotted paths, Turns starting and ending, each Gate that opens with the `jr2 send` command that answers it,
+        the status), polling every 0.25 s; at the end the run's status JSON (id, workflow, status, output, reason)
+        on stdout. Exit by status. Ctrl-C stops following (exit 130); the run goes on. --detach prints the created
+        run as JSON and exits 0.
+    jr2 runs [--workflow W] [--status S] [--page N] [--json]
+        A table of runs, newest first (id, workflow, status, open Gates, age); --json prints the API's page.
+    jr2 status <run> [--json]
+        The run's status, state, open Gates with their `jr2 send` commands, Turns with their Allowed picks, running
+        Effects, output or reason; --json prints the API's body. Exit by status.
+    jr2 send <run> --gate G --event E [--input JSON]
+        Deliver an event (its input a JSON object) to an open Gate; prints the API's answer as JSON.
+    jr2 cancel <run>
+        Cancel a live run; prints the API's answer as JSON.
+
+Replaying reads this project's database and workflows folder, like `check` (engine/replay.py does the work):
+
+    jr2 replay <run> [--against-current] [--workflows DIR] [--url URL [--token T]]
+        Re-run the run's journal (picks, Gate answers, Effect results, time) against the workflow's Machine without
+        calling any model or Effect. Prints "same (N steps)" (exit 0), or the first step where it diverges in
+        words (exit 1): "step 7: writer picked done {notes: ...}: now unmoved: not allowed in
+        notes.writing.drafting (allowed now: ask)". A run whose Machine's shape digest differs from the
+        workflow's now is not replayed unless --against-current is given (exit 1, naming both digests). --url
+        reads the run and its journal through a server's API instead of the database ($JR2_URL is not used here).
+
+Exit codes: 0 done (and, for run/status, a live run: running or waiting), 1 failed (replay: diverged or not
+replayed), 2 usage and API errors, 3 cancelled, 4 drifted, 130 interrupted. Every API error is one line on
+stderr, `jr2 <command>: <HTTP status>: <the API's detail>`; a server that does not answer is named with its URL
+and how to start it (`jr2 up`).
+
+To add a subcommand: declare it in SUBCOMMANDS with its arguments and write `handle_<name>` (a `-` in the name
+becomes `_`); a handler raises `CliError` for a one-line error and an exit code.
 """
 from __future__ import annotations
 
 import os
-from argparse import ArgumentParser
+import textwrap
+from argparse import ArgumentParser, RawDescriptionHelpFormatter
 from dataclasses import dataclass
+from json import dumps as json_dumps
 from typing import Any, Callable
+from urllib.parse import quote
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from engine import __version__
+from engine.cli.client import DEFAULT_URL, Client, CliError, one_line, parse_json
+from engine.cli.follow import Follower
+from engine.cli.text import exit_code, final, runs_table, status_lines
 from engine.loader import Loaded, Workflows, load_workflows
 from engine.registry import reload_workflows
 
@@ -39,24 +83,61 @@ def _up_arguments(parser: ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="the port to serve on (default 8000)")
 
 
+def _server_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument("--url", help=f"the jr2 server (default: $JR2_URL, else {DEFAULT_URL})")
+    parser.add_argument("--token", help="an API token from `jr2 token create` (default: $JR2_TOKEN)")
+
+
 def _run_arguments(parser: ArgumentParser) -> None:
     parser.add_argument("workflow", help="the Workflow's name (its file name without .py)")
-    parser.add_argument("--input", metavar="JSON", help="the run's input, validated against the door")
+    parser.add_argument("--input", metavar="JSON",
+                        help="the run's input, validated against the door (@FILE reads a file, - reads stdin)")
+    parser.add_argument("--detach", action="store_true",
+                        help="print the created run as JSON and exit 0 instead of following it")
+    _server_arguments(parser)
+
+
+def _runs_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument("--workflow", help="only this Workflow's runs")
+    parser.add_argument("--status", help="only runs with this status (comma-separated: running,waiting)")
+    parser.add_argument("--page", type=int, default=1, help="the page, 50 runs each, newest first (default 1)")
+    parser.add_argument("--json", action="store_true", help="print the API's page as JSON")
+    _server_arguments(parser)
 
 
 def _run_id(parser: ArgumentParser) -> None:
-    parser.add_argument("run", help="the run's id")
+    parser.add_argument("run", help="the run's id, or 4 or more of its first characters")
+
+
+def _status_arguments(parser: ArgumentParser) -> None:
+    _run_id(parser)
+    parser.add_argument("--json", action="store_true", help="print the API's body for the run as JSON")
+    _server_arguments(parser)
 
 
 def _send_arguments(parser: ArgumentParser) -> None:
     _run_id(parser)
-    parser.add_argument("--gate", required=True, help="the open Gate's id")
+    parser.add_argument("--gate", required=True, help="the open Gate's id (see `jr2 status <run>`)")
     parser.add_argument("--event", required=True, help="an event the Gate accepts")
-    parser.add_argument("--input", metavar="JSON", help="the event's input")
+    parser.add_argument("--input", metavar="JSON",
+                        help="the event's input, a JSON object (@FILE reads a file, - reads stdin; default {})")
+    _server_arguments(parser)
 
 
-def _no_arguments(parser: ArgumentParser) -> None:
-    pass
+def _cancel_arguments(parser: ArgumentParser) -> None:
+    _run_id(parser)
+    _server_arguments(parser)
+
+
+def _replay_arguments(parser: ArgumentParser) -> None:
+    _run_id(parser)
+    parser.add_argument("--against-current", action="store_true",
+                        help="replay even when the workflow's shape changed since the run was written")
+    parser.add_argument("--workflows", metavar="DIR",
+                        help="the workflows folder to read the Machine from (default: settings.JR2_WORKFLOWS)")
+    parser.add_argument("--url", help="read the run and its journal from this server's API instead of the "
+                                      "database ($JR2_URL is not used here)")
+    parser.add_argument("--token", help="with --url: an API token (default: $JR2_TOKEN)")
 
 
 def _token_arguments(parser: ArgumentParser) -> None:
@@ -78,6 +159,11 @@ class Subcommand:
     name: str
     help: str
     arguments: Callable[[ArgumentParser], None]
+    epilog: str | None = None
+
+
+EXIT_BY_STATUS = ("exit codes: 0 done, or still running or waiting; 1 failed; 3 cancelled; 4 drifted; 2 usage or "
+                  "API error")
 
 
 SUBCOMMANDS = [
@@ -86,12 +172,20 @@ SUBCOMMANDS = [
     Subcommand("up", "check, print the seats, migrate, then serve the Console and the API and drive the runs",
                _up_arguments),
     Subcommand("token", "create, list and revoke API tokens", _token_arguments),
-    Subcommand("run", "start a run of a Workflow with its input", _run_arguments),
-    Subcommand("runs", "list the runs", _no_arguments),
-    Subcommand("status", "show one run: its state, open Gates, output or failure", _run_id),
+    Subcommand("run", "start a run of a Workflow with its input and follow it to its end", _run_arguments,
+               "Progress lines go to stderr, one per change (picks, Gate answers, Effects, the state, Turns, Gates "
+               "with the `jr2 send` command that answers them, the status); the run's final status JSON goes to "
+               "stdout. Ctrl-C stops following (exit 130) and the run goes on.\n\n" + EXIT_BY_STATUS),
+    Subcommand("runs", "list the runs: id, workflow, status, open Gates, age", _runs_arguments),
+    Subcommand("status", "show one run: its state, open Gates, Turns, output or failure", _status_arguments,
+               EXIT_BY_STATUS),
     Subcommand("send", "deliver an event to a run's open Gate", _send_arguments),
-    Subcommand("cancel", "cancel a run", _run_id),
-    Subcommand("replay", "step through a run's journal", _run_id),
+    Subcommand("cancel", "cancel a run", _cancel_arguments),
+    Subcommand("replay", "re-run a run's journal against the workflow's Machine: same, or where it diverges",
+               _replay_arguments,
+               "No model or Effect is called: the journal holds what they answered. Prints \"same (N steps)\" "
+               "(exit 0) or the first step where the run diverges (exit 1). A run written under another shape of "
+               "the Machine is replayed only with --against-current (else exit 1). Usage errors exit 2."),
 ]
 
 
@@ -117,14 +211,16 @@ class Command(BaseCommand):
         subparsers = parser.add_subparsers(dest="subcommand", metavar="<subcommand>", required=True,
                                            title="subcommands")
         for sub in SUBCOMMANDS:
-            sub.arguments(subparsers.add_parser(sub.name, help=sub.help, description=sub.help))
+            epilog = "\n\n".join(textwrap.fill(p, 79) for p in sub.epilog.split("\n\n")) if sub.epilog else None
+            sub.arguments(subparsers.add_parser(sub.name, help=sub.help, description=sub.help, epilog=epilog,
+                                                formatter_class=RawDescriptionHelpFormatter))
 
     def handle(self, *args: Any, subcommand: str, **options: Any) -> None:
-        handler = getattr(self, "handle_" + subcommand.replace("-", "_"), None)
-        if handler is None:
-            ready = ", ".join(s.name for s in SUBCOMMANDS if hasattr(self, "handle_" + s.name.replace("-", "_")))
-            raise CommandError(f"jr2 {subcommand} is not implemented yet (implemented: {ready})", returncode=2)
-        handler(**options)
+        try:
+            getattr(self, "handle_" + subcommand.replace("-", "_"))(**options)
+        except CliError as err:
+            self.stderr.write(err.message)
+            raise SystemExit(err.code) from None
 
     # -- jr2 check ---------------------------------------------------------------------------------------------
 
@@ -230,6 +326,181 @@ class Command(BaseCommand):
             found.update(revoked_at=timezone.now())
             self.stdout.write(f"jr2 token: revoked {prefix}…")
 
+    # -- jr2 run, runs, status, send, cancel: against a running server ----------------------------------------
+
+    def handle_run(self, workflow: str, input: str | None = None, detach: bool = False, url: str | None = None,
+                   token: str | None = None, **options: Any) -> None:
+        """Start a run (POST /api/workflows/<name>/runs with the --input JSON as the body), then follow it to its
+        end, or with --detach print the created run and exit 0."""
+        body = parse_json("run", "--input", input, default={})
+        run_id = ""
+        try:
+            with Client.connect("run", url, token) as api:
+                created = api.post(f"/api/workflows/{quote(workflow, safe='')}/runs", body)
+                run_id = str(created["id"])
+                if detach:
+                    self._json(created)
+                    return
+                self._progress(f"jr2 run: started run {run_id} of {workflow}; following it (Ctrl-C stops following, "
+                               "the run goes on)")
+                try:
+                    run = Follower(api, run_id, self._root(api, workflow), self._progress).follow()
+                except CliError as err:
+                    raise CliError(f"{err.message} (run {run_id} goes on: `jr2 status {run_id}`)") from err
+        except KeyboardInterrupt:
+            if run_id:
+                self._progress(f"jr2 run: stopped following run {run_id}; it goes on. Look again with "
+                               f"`jr2 status {run_id}`")
+            else:
+                self._progress("jr2 run: interrupted")
+            raise SystemExit(130) from None
+        self._json(final(run))
+        self._exit_by(str(run.get("status")))
+
+    def handle_runs(self, workflow: str | None = None, status: str | None = None, page: int = 1,
+                    json: bool = False, url: str | None = None, token: str | None = None, **options: Any) -> None:
+        with Client.connect("runs", url, token) as api:
+            found = api.get("/api/runs", workflow=workflow, status=status, page=page)
+        if json:
+            self._json(found)
+            return
+        for line in runs_table(found):
+            self.stdout.write(line)
+
+    def handle_status(self, run: str, json: bool = False, url: str | None = None, token: str | None = None,
+                      **options: Any) -> None:
+        with Client.connect("status", url, token) as api:
+            run_id = api.resolve(run)
+            body = api.get(f"/api/runs/{run_id}")
+            root = "" if json else self._root(api, str(body.get("workflow")))
+        if json:
+            self._json(body)
+        else:
+            for line in status_lines(body, root):
+                self.stdout.write(line)
+        self._exit_by(str(body.get("status")))
+
+    def handle_send(self, run: str, gate: str, event: str, input: str | None = None, url: str | None = None,
+                    token: str | None = None, **options: Any) -> None:
+        params = parse_json("send", "--input", input, default={})
+        if not isinstance(params, dict):
+            raise CliError(f"jr2 send: --input must be a JSON object, like '{{\"text\": \"...\"}}'; got "
+                           f"{type(params).__name__}")
+        if "type" in params:
+            raise CliError('jr2 send: --input cannot hold "type": the event is named by --event')
+        with Client.connect("send", url, token) as api:
+            run_id = api.resolve(run)
+            answer = api.post(f"/api/runs/{run_id}/gates/{quote(gate, safe='/')}/events", {"type": event, **params})
+        self._json(answer)
+
+    def handle_cancel(self, run: str, url: str | None = None, token: str | None = None, **options: Any) -> None:
+        with Client.connect("cancel", url, token) as api:
+            run_id = api.resolve(run)
+            answer = api.post(f"/api/runs/{run_id}/cancel")
+        self._json(answer)
+
+    def _root(self, api: Client, workflow: str) -> str:
+        """The Machine's id, the root of state paths (a Workflow's Machine may be named apart from its file)."""
+        try:
+            return str(api.get(f"/api/workflows/{quote(workflow, safe='')}").get("machine") or workflow)
+        except CliError:
+            return workflow
+
+    def _json(self, value: Any) -> None:
+        self.stdout.write(json_dumps(value, indent=2, ensure_ascii=False))
+        self.stdout.flush()
+
+    def _progress(self, line: str) -> None:
+        self.stderr.write(line, style_func=lambda text: text)
+        self.stderr.flush()
+
+    @staticmethod
+    def _exit_by(status: str) -> None:
+        code = exit_code(status)
+        if code:
+            raise SystemExit(code)
+
+    # -- jr2 replay ---------------------------------------------------------------------------------------------
+
+    def handle_replay(self, run: str, against_current: bool = False, workflows: str | None = None,
+                      url: str | None = None, token: str | None = None, **options: Any) -> None:
+        """Re-run the run's journal against the workflow's current Machine (engine.replay): "same (N steps)",
+        exit 0; the first divergence in words, exit 1; a run whose Machine changed shape is not replayed without
+        --against-current (exit 1)."""
+        from engine.replay import replay
+
+        record = self._replay_source_api(run, url, token) if url else self._replay_source_db(run)
+        try:
+            found = load_workflows(workflows) if workflows else reload_workflows()
+        except (FileNotFoundError, NotADirectoryError) as err:
+            raise CliError(f"jr2 replay: {err}") from err
+        name, run_id = record["workflow"], record["id"]
+        loaded = found.find(name)
+        if loaded is None:
+            raise CliError(f'jr2 replay: run {run_id} is a run of workflow "{name}", which is not in {found.folder} '
+                           f"(workflows: {', '.join(found.names()) or 'none'})")
+        if loaded.machine is None:
+            raise CliError(f"jr2 replay: {loaded.message()}")
+        machine = loaded.machine
+        recorded = str(record.get("digest") or "")
+        changed = recorded != machine.digest
+        journal = record["journal"]
+        shape = (f"its shape changed: the run's {recorded[:12]}, now {machine.digest[:12]}" if changed
+                 else f"the same shape {machine.digest[:12]}")
+        self._progress(f"jr2 replay: run {run_id} ({name}, {record.get('status')}, {len(journal)} journal entries) "
+                       f"against {loaded.path} ({shape})")
+        if changed and not against_current:
+            self.stdout.write(f'run {run_id} was written under workflow "{name}" with shape {recorded[:12]}, but '
+                              f"{loaded.file} now has shape {machine.digest[:12]}: not replayed. Pass "
+                              "--against-current to replay it against the current Machine and see where it diverges")
+            raise SystemExit(1)
+        try:
+            report = replay(machine, journal)
+        except ValueError as err:
+            raise CliError(f"jr2 replay: run {run_id}: {err}") from err
+        self.stdout.write(report.message)
+        if not report.same:
+            raise SystemExit(1)
+
+    def _replay_source_db(self, prefix: str) -> dict[str, Any]:
+        from django.db import DatabaseError
+
+        from engine.models import JournalEntry, Run
+
+        if len(prefix) < 4:
+            raise CliError(f"jr2 replay: a run id or a prefix of at least 4 characters is needed; got {prefix!r}")
+        try:
+            runs = list(Run.objects.filter(id__startswith=prefix).order_by("-created_at")[:20])
+            if len(runs) != 1 and not any(r.id == prefix for r in runs):
+                if not runs:
+                    raise CliError(f"jr2 replay: no run id starts with {prefix!r} in the database "
+                                   f"({_database_name()})")
+                listed = ", ".join(f"{r.id} ({r.workflow}, {r.status})" for r in runs)
+                raise CliError(f"jr2 replay: {len(runs)} runs start with {prefix!r}: {listed}; give more characters")
+            found = next((r for r in runs if r.id == prefix), runs[0])
+            journal = list(JournalEntry.objects.filter(run=found).order_by("seq").values("seq", "kind", "entry",
+                                                                                          "out"))
+        except DatabaseError as err:
+            raise CliError(f"jr2 replay: cannot read the runs in the database ({_database_name()}): "
+                           f"{one_line(str(err))}; `jr2 up` migrates it, or use --url to read a server's") from err
+        return {"id": found.id, "workflow": found.workflow, "status": found.status, "digest": found.digest,
+                "journal": journal}
+
+    def _replay_source_api(self, prefix: str, url: str, token: str | None) -> dict[str, Any]:
+        with Client.connect("replay", url, token) as api:
+            run_id = api.resolve(prefix)
+            body = api.get(f"/api/runs/{run_id}")
+            journal: list[dict[str, Any]] = []
+            while True:
+                page = api.get(f"/api/runs/{run_id}/journal", after=journal[-1]["seq"] if journal else 0,
+                               limit=10000)
+                entries = page.get("entries") or []
+                journal.extend(entries)
+                if not entries or journal[-1]["seq"] >= int(page.get("seq") or 0):
+                    break
+        return {"id": run_id, "workflow": body["workflow"], "status": body.get("status"),
+                "digest": body.get("digest"), "journal": journal}
+
     def _write_ok(self, loaded: Loaded) -> None:
         machine = loaded.machine
         assert machine is not None
@@ -278,3 +549,8 @@ class Command(BaseCommand):
         if others:
             line += "; not workflows: " + ", ".join(others)
         return line
+
+
+def _database_name() -> str:
+    from django.db import connection
+    return str(connection.settings_dict.get("NAME"))
