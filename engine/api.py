@@ -342,8 +342,8 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
                                  "run moved on first); nothing was delivered")
         if delivery.code == "ended":
             raise HttpError(409, f"run {run_id} has ended; nothing was delivered")
-        accepts = ", ".join(delivery.accepts)
-        raise HttpError(400, f"{delivery.error} (Gate \"{gate}\" accepts: {accepts})")
+        accepts = "" if delivery.code == "not-accepted" else f' (Gate "{gate}" accepts: {", ".join(delivery.accepts)})'
+        raise HttpError(400, f"{delivery.error}{accepts}")
     if delivery.outcome == "unmoved":
         raise HttpError(409, f"{delivery.error}: the Machine did not take it now")
     status = await sync_to_async(lambda: Run.objects.values_list("status", flat=True).get(id=run_id))()

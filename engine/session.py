@@ -699,7 +699,7 @@ class Session:
             model = self.machine.events[event].input.model_validate(dict(params))
             validated = model.model_dump(mode="json")
         except ValidationError as err:
-            return {}, f'the input of "{event}" is not valid: {err}'
+            return {}, f'the input of "{event}" is not valid: {validation_text(err)}'
         except Exception as err:  # noqa: BLE001 - a validator of the workflow's own raised: the input is refused
             return {}, f'the input of "{event}" is not valid: its model raised {type(err).__name__}: {err}'
         for reserved in ("sender", "type"):
@@ -1111,6 +1111,11 @@ def _invoke_src(node: StateNode | None, invoke_id: str) -> Any:
     if node is None:
         return None
     return next((inv.src for inv in node.invoke if inv.id == invoke_id), None)
+
+
+def validation_text(err: ValidationError) -> str:
+    """A pydantic error on one line, naming each field: `text: Input should be a valid string`."""
+    return "; ".join(f'{".".join(str(p) for p in e["loc"]) or "(input)"}: {e["msg"]}' for e in err.errors())
 
 
 def _describe(err: BaseException) -> str:

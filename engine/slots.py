@@ -94,7 +94,10 @@ class _Effects:
     def call(fn: Callable[..., Any], idempotent: bool = False) -> EffectSlot:
         if not callable(fn):
             raise ConfigError(f"effect.call takes a Python callable; got {fn!r}")
-        name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+        # The module's own name, not the package the loader imported it under (that one depends on the folder's
+        # path), so a run's recorded outputs do not change when the workflows folder moves.
+        module = str(getattr(fn, "__module__", "?")).rsplit(".", 1)[-1]
+        name = f"{module}.{getattr(fn, '__qualname__', repr(fn))}"
         return EffectSlot("call", {"function": name}, idempotent, fn=fn)
 
 

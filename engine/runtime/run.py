@@ -266,7 +266,8 @@ class RunDriver:
                                                 args.get("duration_ms")))
             return session.effect_failed(args["effect"], args.get("value"), at=now)
         if item.kind == "effect_started":
-            host_entries.append({"kind": "effect_started", "effect": args["effect"], "at": session.now,
+            host_entries.append({"kind": "effect_started", "effect": args["effect"], "slot": args.get("slot", ""),
+                                 "at": session.now,
                                  "attempt": args.get("attempt", 1)})
             plan.ops.append(store.EffectChanged(args["effect"], "started"))
             return None
@@ -379,7 +380,7 @@ class RunDriver:
 
     async def _effect(self, pending: PendingEffect, attempt: int) -> None:
         """Journal that the Effect started, run it, and hand its result to the run."""
-        await self.submit("effect_started", effect=pending.id, attempt=attempt)
+        await self.submit("effect_started", effect=pending.id, slot=pending.slot, attempt=attempt)
         if self.session.status != "active":
             return
         outcome = await run_effect(pending.request(), self.session.effect_slot(pending.id))

@@ -369,3 +369,11 @@ def test_a_helper_module_that_fails_to_import_fails_the_check_as_a_helper(tmp_pa
     assert failed.helper and failed.status == "import-failed" and failed.name == "_broken"
     assert [f.name for f in found.workflows] == ["notes"]
     assert failed.message().startswith("_broken.py: helper module failed to import: ModuleNotFoundError")
+
+
+def test_an_effect_calls_name_does_not_depend_on_the_folder_it_was_loaded_from(tmp_path: Path) -> None:
+    """A run's recorded outputs name the function an Effect calls; moving the workflows folder must not change
+    them (or a resumed run would look drifted)."""
+    one, two = load_workflows(_copy_workflows(tmp_path / "one")), load_workflows(_copy_workflows(tmp_path / "two"))
+    names = {found.machines["triage"].slots["duplicates"].spec["function"] for found in (one, two)}
+    assert names == {"triage.search_issues"}
