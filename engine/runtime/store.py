@@ -25,6 +25,31 @@ __all__ = ["Step", "Op", "TurnOpened", "TurnClosed", "TurnChanged", "Message", "
            "renew_leases", "release_leases", "live_run_ids", "mark_drifted", "expire_in_flight"]
 
 
+# The TurnRecord row id of each open Turn by (run, Turn): every message and model call of a Turn points at that
+# row, and looking it up cost a query per message (two per pick). An id is remembered only once the transaction
+# that wrote or read it has committed (a rolled-back row's id can be given out again) and forgotten when its Turn
+# closes; rows are never deleted while their run is driven, so a remembered id stays right.
+_turn_rows: dict[tuple[str, str], int] = {}
+_TURN_ROWS_MAX = 10_000  # a bound for Turns that never close here (their host stopped): past it, start afresh
+
+
+def _turn_row(run_id: str, turn: str) -> int:
+    key = (run_id, turn)
+    row = _turn_rows.get(key)
+    if row is None:
+        row = TurnRecord.objects.only("id").get(run_id=run_id, turn=turn).id
+        _remember_turn_row(key, row)
+    return row
+
+
+def _remember_turn_row(key: tuple[str, str], row: int) -> None:
+    def remember() -> None:
+        if len(_turn_rows) >= _TURN_ROWS_MAX:
+            _turn_rows.clear()
+        _turn_rows[key] = row
+    transaction.on_commit(remember)
+
+
 class Op:
     """One record a step writes beside its journal entries."""
 
@@ -46,10 +71,11 @@ class TurnOpened(Op):
     system: str
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        TurnRecord.objects.create(run_id=run_id, turn=self.turn, agent=self.agent, state=self.state,
-                                  model=self.model, declared_model=self.declared_model, scripted=self.scripted,
-                                  dials=self.dials, conversation=self.conversation, prompt=self.prompt,
-                                  system=self.system, started_at=now)
+        record = TurnRecord.objects.create(run_id=run_id, turn=self.turn, agent=self.agent, state=self.state,
+                                           model=self.model, declared_model=self.declared_model,
+                                           scripted=self.scripted, dials=self.dials, conversation=self.conversation,
+                                           prompt=self.prompt, system=self.system, started_at=now)
+        _remember_turn_row((run_id, self.turn), record.id)
 
 
 @dataclass
@@ -61,6 +87,7 @@ class TurnClosed(Op):
     def apply(self, run_id: str, now: dt.datetime) -> None:
         TurnRecord.objects.filter(run_id=run_id, turn=self.turn, status=TurnRecord.Status.OPEN).update(
             status=self.status, reason=self.reason, ended_at=now, pending_call="")
+        transaction.on_commit(lambda: _turn_rows.pop((run_id, self.turn), None))
 
 
 @dataclass
@@ -91,9 +118,8 @@ class Message(Op):
     content: list[dict[str, Any]]
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        record = TurnRecord.objects.only("id").get(run_id=run_id, turn=self.turn)
-        TurnMessage.objects.create(run_id=run_id, turn=record, conversation=self.conversation, seq=self.seq,
-                                   role=self.role, kind=self.kind, content=self.content)
+        TurnMessage.objects.create(run_id=run_id, turn_id=_turn_row(run_id, self.turn), conversation=self.conversation,
+                                   seq=self.seq, role=self.role, kind=self.kind, content=self.content)
 
 
 @dataclass
@@ -106,9 +132,8 @@ class CallStarted(Op):
     messages: int
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        record = TurnRecord.objects.only("id").get(run_id=run_id, turn=self.turn)
-        ModelCall.objects.create(run_id=run_id, turn=record, seq=self.seq, model=self.model, scripted=self.scripted,
-                                 request=self.request, messages=self.messages, started_at=now)
+        ModelCall.objects.create(run_id=run_id, turn_id=_turn_row(run_id, self.turn), seq=self.seq, model=self.model,
+                                 scripted=self.scripted, request=self.request, messages=self.messages, started_at=now)
 
 
 @dataclass

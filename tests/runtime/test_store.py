@@ -1,0 +1,56 @@
+"""The store remembers each open Turn's row id only from committed transactions, and forgets it when the Turn
+closes: a message or a model call then costs no lookup, and a rolled-back id is never used."""
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from engine.models import ModelCall, Run, TurnMessage, TurnRecord
+from engine.runtime import store
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def opened(turn: str) -> store.TurnOpened:
+    return store.TurnOpened(turn, "writer", "writing", "script/x", "script/x", True, {}, f"writer@{turn}", "Write.",
+                            "You write.")
+
+
+def message(turn: str, seq: int) -> store.Message:
+    return store.Message(turn, f"writer@{turn}", seq, "user", "prompt", [{"type": "text", "text": "Write."}])
+
+
+@pytest.fixture
+def run_id() -> str:
+    return Run.objects.create(workflow="notes", digest="d").id
+
+
+def test_a_committed_turn_row_is_remembered_and_used_without_a_lookup(run_id: str) -> None:
+    store.write(run_id, [opened("turn-1")])
+    row = TurnRecord.objects.get(run_id=run_id, turn="turn-1").id
+    assert store._turn_rows[(run_id, "turn-1")] == row
+    with CaptureQueriesContext(connection) as queries:
+        store.write(run_id, [message("turn-1", 1)])
+        store.write(run_id, [store.CallStarted(1, "turn-1", "script/x", True, {}, 1)])
+    assert [q["sql"] for q in queries.captured_queries if "engine_turnrecord" in q["sql"].split(" VALUES")[0]] == []
+    assert TurnMessage.objects.get(run_id=run_id).turn_id == row
+    assert ModelCall.objects.get(run_id=run_id).turn_id == row
+
+
+def test_a_rolled_back_turn_row_is_not_remembered(run_id: str) -> None:
+    with pytest.raises(RuntimeError), transaction.atomic():
+        store.TurnOpened.apply(opened("turn-2"), run_id, store.timezone.now())
+        raise RuntimeError("the step failed before its commit")
+    assert (run_id, "turn-2") not in store._turn_rows
+    store.write(run_id, [opened("turn-2"), message("turn-2", 1)])
+    assert TurnMessage.objects.get(run_id=run_id).turn_id == TurnRecord.objects.get(run_id=run_id, turn="turn-2").id
+
+
+def test_a_turn_row_read_back_is_remembered_and_a_closed_turn_is_forgotten(run_id: str) -> None:
+    store.write(run_id, [opened("turn-3")])
+    store._turn_rows.clear()  # as in another process, or after a restart
+    store.write(run_id, [message("turn-3", 1)])
+    assert (run_id, "turn-3") in store._turn_rows
+    store.write(run_id, [store.TurnClosed("turn-3")])
+    assert (run_id, "turn-3") not in store._turn_rows
