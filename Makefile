@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test bench bench-menu install node clean
+.PHONY: up test bench bench-menu bench-runtime install node clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -34,10 +34,16 @@ test: install node
 bench: install node
 	$(BIN)/python -m bench.statechart
 	$(BIN)/python -m bench.menu
+	$(BIN)/python -m bench.runtime
 
 # Allowed picks and scripted Session runs against their targets (docs/benchmarks.md, "Menu and Session").
 bench-menu: install
 	$(BIN)/python -m bench.menu
+
+# The host on a SQLite file: overhead per pick, 1,000 runs at their Gates, resuming a 10,000-entry journal
+# (docs/benchmarks.md, "Runtime").
+bench-runtime: install
+	$(BIN)/python -m bench.runtime
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR) db.sqlite3
