@@ -18,6 +18,7 @@ import anthropic
 from engine.providers import _config
 from engine.providers._clients import ClientCache
 from engine.providers._conversation import turns
+from engine.providers._errors import after_retries, status_error
 from engine.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage, parse_arguments
 
 __all__ = ["AnthropicProvider", "anthropic_tools", "anthropic_system", "anthropic_messages", "DEFAULT_BASE_URL"]
@@ -153,21 +154,12 @@ def _reply(message: Any) -> ModelReply:
 @contextlib.contextmanager
 def _mapped_errors(base_url: str, retries: int) -> Iterator[None]:
     """The SDK's errors as ProviderError, at the boundary (after the SDK's own retries)."""
-    after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    after = after_retries(retries)
     try:
         yield
     except anthropic.APIStatusError as err:
-        status = err.status_code
-        detail = _api_message(err)
-        if status == 429:
-            raise ProviderError(f"provider limit: 429 {detail}", retryable=True, status=status) from err
-        if status in (401, 403):
-            raise ProviderError(f"the Anthropic API refused the key ({status}): {detail.rstrip('.')}. Check ANTHROPIC_API_KEY.",
-                                status=status) from err
-        if status >= 500 or status in (408, 409):
-            raise ProviderError(f"the Anthropic API failed ({status}){after}: {detail}", retryable=True,
-                                status=status) from err
-        raise ProviderError(f"the Anthropic API refused the request ({status}): {detail}", status=status) from err
+        raise status_error(err.status_code, _api_message(err), "the Anthropic API", "Check ANTHROPIC_API_KEY.",
+                           after) from err
     except anthropic.APITimeoutError as err:
         raise ProviderError(f"the Anthropic API at {base_url} did not answer in time{after}; raise "
                             "JR2_PROVIDER_TIMEOUT if long replies are expected", retryable=True) from err

@@ -16,6 +16,7 @@ import openai
 from engine.providers import _config
 from engine.providers._clients import ClientCache
 from engine.providers._conversation import text_of, turns
+from engine.providers._errors import after_retries, status_error
 from engine.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage, parse_arguments
 
 __all__ = ["LocalProvider", "openai_tools", "openai_messages", "DEFAULT_BASE_URL", "DEFAULT_API_KEY"]
@@ -162,22 +163,13 @@ def _reply(completion: Any, base_url: str) -> ModelReply:
 @contextlib.contextmanager
 def _mapped_errors(base_url: str, retries: int) -> Iterator[None]:
     """The SDK's errors as ProviderError, at the boundary (after the SDK's own retries)."""
-    after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    after = after_retries(retries)
     server = f"the local model server at {base_url}"
     try:
         yield
     except openai.APIStatusError as err:
-        status = err.status_code
-        detail = _api_message(err)
-        if status == 429:
-            raise ProviderError(f"provider limit: 429 {detail}", retryable=True, status=status) from err
-        if status in (401, 403):
-            raise ProviderError(f"{server} refused the key ({status}): {detail.rstrip('.')}. Set JR2_LOCAL_API_KEY to the key "
-                                "the server expects.", status=status) from err
-        if status >= 500 or status in (408, 409):
-            raise ProviderError(f"{server} failed ({status}){after}: {detail}", retryable=True,
-                                status=status) from err
-        raise ProviderError(f"{server} refused the request ({status}): {detail}", status=status) from err
+        raise status_error(err.status_code, _api_message(err), server,
+                           "Set JR2_LOCAL_API_KEY to the key the server expects.", after) from err
     except openai.APITimeoutError as err:
         raise ProviderError(f"{server} did not answer in time{after}; raise JR2_PROVIDER_TIMEOUT for a slow "
                             "model", retryable=True) from err
