@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from engine.models import EffectRecord, Run
 from engine.outputs import (
     AllowedChanged, EffectCancelled, EffectRequested, Output, PickAnswered, PickResult, PickStopped, TurnEnded,
     TurnStarted,

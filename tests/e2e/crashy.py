@@ -5,7 +5,6 @@ at a Gate, then finishes with the human's reply as the run's output. Each Effect
 $CRASH_COUNT_DIR and then sleeps $CRASH_SLEEP seconds, so a test can kill the server while one runs and count how
 often each really ran. Whether the build finished or was interrupted, the output is the same: the reply.
 """
-import os
 import sys
 
 from pydantic import BaseModel, Field

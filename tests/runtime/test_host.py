@@ -4,47 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
 
-from engine import agent, answer, define_event, effect, jr2_setup, raise_, scripted
+from engine import agent, answer, define_event, jr2_setup, raise_, scripted
 from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage, TurnRecord
 from engine.runtime.host import Host
 from engine.session import Session
+from tests.runtime.hosting import hosted, status, until
 from workflows import code_review, notes, triage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DOOR = {"changes": "Faster start-up.\nA new export button."}
-
-
-async def until(host: Host, check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    """Poll the database (on the host's thread) until `check` gives something truthy."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await host.db(check)
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {check}")
-        await asyncio.sleep(0.02)
-
-
-def status(run_id: str, *wanted: str) -> Callable[[], Run | None]:
-    return lambda: Run.objects.filter(id=run_id, status__in=wanted).first()
-
-
-def hosted(workflows: dict[str, Any], body: Callable[[Host], Awaitable[None]], **kwargs: Any) -> None:
-    async def main() -> None:
-        host = Host(workflows, owner="test-host", **kwargs)
-        await host.start()
-        try:
-            await body(host)
-        finally:
-            await host.stop()
-    asyncio.run(main())
 
 
 @pytest.fixture(autouse=True)

@@ -18,11 +18,13 @@ from pydantic import BaseModel, Field
 from engine import agent, answer, assign, define_event, fail, jr2_setup
 from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.prompts import BRIEFING, reprompt_message
-from engine.providers import aclose_all, reset_providers
+from engine.providers import reset_providers
 from engine.runtime.host import Host
 from engine.runtime.run import UNANSWERED
 from engine.turn_policy import TurnPolicy
 from engine.workflow import Machine
+from tests.runtime.hosting import status, until
+from tests.runtime.hosting import hosted as hosted_with
 from tests.fakes.model_server import ModelServer, Recorded, Reply, ToolUse, error, text, tool_call
 from workflows import notes
 
@@ -32,6 +34,11 @@ DOOR = {"changes": "Faster start-up.\nA new export button."}
 ALLOWED_LINE = re.compile(r"Allowed picks now: [^\n]*\.\Z")
 CACHE = {"type": "ephemeral"}
 KEY = "sk-ant-test-not-a-real-key"
+
+
+
+def hosted(workflows: dict[str, Machine], body: Callable[[Host], Awaitable[None]]) -> None:
+    hosted_with(workflows, body, owner="turn-loop-test")
 
 
 # -- the fake model, the host and waiting -------------------------------------------------------------------------
@@ -51,34 +58,6 @@ def server(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServ
             yield fake
         finally:
             reset_providers()
-
-
-def hosted(workflows: dict[str, Machine], body: Callable[[Host], Awaitable[None]]) -> None:
-    async def main() -> None:
-        host = Host(workflows, owner="turn-loop-test")
-        await host.start()
-        try:
-            await body(host)
-        finally:
-            await host.stop()
-            await aclose_all()
-    asyncio.run(main())
-
-
-async def until(host: Host, check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    """Poll the database (on the host's thread) until `check` gives something truthy."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await host.db(check)
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {check}")
-        await asyncio.sleep(0.02)
-
-
-def status(run_id: str, *wanted: str) -> Callable[[], Run | None]:
-    return lambda: Run.objects.filter(id=run_id, status__in=wanted).first()
 
 
 async def requests_made(server: ModelServer, count: int, timeout: float = 10.0) -> None:
