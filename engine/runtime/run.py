@@ -105,6 +105,7 @@ class RunDriver:
         self._model_calls = resume.model_calls if resume is not None else 0
         self._timer: asyncio.TimerHandle | None = None
         self._latest: dict[str, str] = {}
+        self._deferred: list[store.Op] = []
         self.status = run_status(session)
 
     # -- what Turn loops and the host call -------------------------------------------------------------------
@@ -119,8 +120,19 @@ class RunDriver:
         return future
 
     async def write(self, ops: list[store.Op]) -> None:
-        """Records that change nothing in the Session (model calls, replies, refusals), in order with the steps."""
-        await self.host.db(store.write, self.run_id, ops)
+        """Records that change nothing in the Session (model calls, replies, refusals), in order with the steps;
+        what was deferred goes first."""
+        ops = self._take_deferred() + list(ops)
+        if ops:
+            await self.host.db(store.write, self.run_id, ops)
+
+    def defer(self, ops: list[store.Op]) -> None:
+        """Records to write with the run's next commit, whichever that is (a step or a write), before its own."""
+        self._deferred.extend(ops)
+
+    def _take_deferred(self) -> list[store.Op]:
+        ops, self._deferred = self._deferred, []
+        return ops
 
     def dials(self, turn: str) -> dict[str, Any]:
         meta = self.turns.get(turn)
@@ -215,7 +227,7 @@ class RunDriver:
         session = self.session
         mark = len(session.journal)
         host_entries: list[dict[str, Any]] = []
-        plan = _Plan()
+        plan = _Plan(self._take_deferred())
         result = self._apply(item, host_entries, plan, wall_ms())
         entries = session.journal[mark:] + host_entries
         if item.kind == "pick" and isinstance(result, PickResult):
@@ -451,6 +463,7 @@ class RunDriver:
             item = self.inbox.get_nowait()
             if item is not None and not item.future.done():
                 item.future.set_result(_ended(self.session, item.kind))
+        await self.write([])
         self.host.forget(self)
 
     def _view(self) -> dict[str, Any]:

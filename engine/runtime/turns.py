@@ -32,6 +32,9 @@ __all__ = ["Conversation", "TurnLoop"]
 
 log = logging.getLogger("engine.runtime")
 
+#: After this long (seconds) a model request that has not been answered is recorded as in flight on its own.
+IN_FLIGHT_AFTER = 0.05
+
 
 @dataclass
 class Conversation:
@@ -129,10 +132,12 @@ class TurnLoop:
         try:
             await self._run(self.policy.watch())
         except (_Ended, asyncio.CancelledError):
-            return
+            pass
         except Exception as err:  # noqa: BLE001 - a bug here must fault the Turn, not leave it hanging
             log.exception("Turn %s of run %s crashed", self.turn, self.driver.run_id)
             await self._fault(f"the Turn loop failed: {type(err).__name__}: {err}")
+        finally:
+            await asyncio.shield(self.driver.write([]))  # what this Turn recorded last is not left unwritten
 
     async def _run(self, watch: TurnWatch) -> None:
         while not self.closed:
@@ -162,7 +167,10 @@ class TurnLoop:
                 return
 
     async def _ask(self) -> ModelReply | None:
-        """Send the conversation to the model, recording the request before and the reply after."""
+        """Send the conversation to the model. The request and the reply are recorded with the run's next commit
+        (the pick their first call makes, usually): one transaction per pick. A request still unanswered after
+        IN_FLIGHT_AFTER seconds is committed at once, so a long model call shows as in flight. A host that stops
+        before the reply is committed asks again from the recorded conversation."""
         _, model_id = split_model(self.player.model)
         tools = self.driver.session.menu_json(self.agent)
         self._asking = True
@@ -173,14 +181,17 @@ class TurnLoop:
         record = {"model": self.player.model, "declared": self.player.declared, "system": self.system,
                   "tools_sha256": hashlib.sha256(tools.encode()).hexdigest(), "dials": dict(request.dials),
                   "conversation": self.conversation.id}
-        await self.driver.write([store.CallStarted(seq, self.turn, self.player.model, self.player.scripted, record,
-                                                   len(request.messages))])
+        self.driver.defer([store.CallStarted(seq, self.turn, self.player.model, self.player.scripted, record,
+                                             len(request.messages))])
         if self.closed:
             raise _Ended()
         started = time.perf_counter()
         self._in_model = True
+        call = asyncio.ensure_future(provider_for(self.player.model).complete(request))
         try:
-            reply = await provider_for(self.player.model).complete(request)
+            if not (await asyncio.wait({call}, timeout=IN_FLIGHT_AFTER))[0]:
+                await self.driver.write([])
+            reply = await call
         except ProviderError as err:
             self._in_model = self._asking = False
             await self.driver.write([store.CallFinished(seq, self.turn, "failed", error=str(err),
@@ -188,6 +199,7 @@ class TurnLoop:
             await self._fault(str(err))
             return None
         except asyncio.CancelledError:
+            call.cancel()
             self._in_model = False
             await asyncio.shield(self.driver.write([store.CallFinished(
                 seq, self.turn, "interrupted", error="the Turn ended while the model was asked",
@@ -203,7 +215,7 @@ class TurnLoop:
             message["content"] = [{"type": "text", "text": ""}]
         recorded = self.conversation.add(self.turn, "assistant", "reply", message["content"])
         self._asking = False
-        await self.driver.write([finished, recorded])
+        self.driver.defer([finished, recorded])
         if self.closed:
             raise _Ended()
         return reply
