@@ -209,6 +209,15 @@ def warnings_for(machine_id: str, nodes: list[StateNode], parties: Mapping[State
                     "mode-never-entered", state_path(machine_id, below), None,
                     f'mode "{state_path(machine_id, below)}" of Agent "{party.id}" is entered by no transition: its '
                     "picks are on the Menu but never in the Allowed picks"))
+    for node in nodes:
+        party = parties.get(node)
+        if party is not None and party.kind == "agent" and \
+                not any(n.candidates("agent.fault") for n in (node, *node.ancestors)):
+            out.append(MachineWarning(
+                "no-fault-route", state_path(machine_id, node), "agent.fault",
+                f'no state at or above "{state_path(machine_id, node)}" takes agent.fault: if a Turn of Agent '
+                f'"{party.id}" cannot go on (a model error, a runaway), the run fails; add an `on` key "agent.fault" '
+                "to route it"))
     for key in keys:
         owner = key.owner
         if owner is None or owner.kind != "gate":

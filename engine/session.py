@@ -177,13 +177,17 @@ def _journaled(method: Callable[..., Any]) -> Callable[..., Any]:
                 self._lag = at
         entries, emitted = len(self.journal), len(self._emitted)
         self._input_at = None
+        self._depth += 1
         try:
             result = method(self, *args, **kwargs)
         finally:
             self._lag = None
+            self._depth -= 1
         if len(self.journal) > entries:
             index = self._input_at if self._input_at is not None else entries
             self.journal[index]["out"] = _digest(self._emitted[emitted:])
+        if not self._depth:
+            del self._emitted[:]
         return result
     return wrapper
 
@@ -209,6 +213,7 @@ class Session:
             self._end("failed", reason=f"the Machine raised while starting in {self._where()}: {_describe(err)}")
         self._settle()
         self.journal[0]["out"] = _digest(self._emitted)
+        del self._emitted[:]
 
     def _setup(self, machine: Machine, clock: SimulatedClock | None, counters: dict[str, int] | None) -> None:
         """The fields every Session has, started or restored. `counters` is shared by a run's nested Sessions, so
@@ -238,6 +243,7 @@ class Session:
         self._last_event: Event | None = None
         self._lag: float | None = None
         self._input_at: int | None = None
+        self._depth = 0
         self._queue: deque[Event] = deque()
         self._delivering = False
         self._invoke_nodes: dict[str, StateNode] = {
@@ -587,7 +593,11 @@ class Session:
             target._fault(local, reason)
             self._pull(prefix)
             return
+        turn = self.turn_of(agent)
         self._deliver(Event(type="agent.fault", agent=agent, reason=reason))
+        if turn is not None and self.status == "active" and self._turns.get(turn.invoke_id) is turn:
+            self._end("failed", reason=f'the Turn of Agent "{agent}" could not go on ({reason}), and the Machine has '
+                                       f"no route for agent.fault that leaves {turn.path}")
 
     @_journaled
     def advance(self, ms: float) -> None:

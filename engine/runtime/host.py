@@ -69,6 +69,7 @@ class Host:
         self._renewer: asyncio.Task[None] | None = None
         self._crash_after = os.environ.get("JR2_CRASH_AFTER_COMMIT", "")
         self.ready = asyncio.Event()
+        self._releasing: set[asyncio.Task[None]] = set()
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -87,7 +88,7 @@ class Host:
         if self._renewer is not None:
             self._renewer.cancel()
         drivers = list(self.drivers.values())
-        await asyncio.gather(*(d.stop() for d in drivers), return_exceptions=True)
+        await asyncio.gather(*(d.stop() for d in drivers), *self._releasing, return_exceptions=True)
         await self.db(store.release_leases, self.owner, [d.run_id for d in drivers])
         self.drivers.clear()
         await self.db(close_old_connections)
@@ -131,7 +132,9 @@ class Host:
         """A run ended: it needs no host any more."""
         if self.drivers.get(driver.run_id) is driver:
             del self.drivers[driver.run_id]
-        asyncio.get_running_loop().create_task(self.db(store.release_leases, self.owner, [driver.run_id]))
+        task = asyncio.get_running_loop().create_task(self.db(store.release_leases, self.owner, [driver.run_id]))
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
 
     async def reload(self, driver: RunDriver) -> None:
         """A step failed before its commit: drop the driver's memory and go on from what the database holds."""

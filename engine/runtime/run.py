@@ -428,8 +428,7 @@ class RunDriver:
         assert resume is not None
         for name, messages in resume.conversations.items():
             self.conversations[name] = Conversation(name, list(messages), resume.message_seqs.get(name, 0))
-        for record in sorted(resume.turns.values(), key=lambda r: (r.started_at, r.id)):
-            self._latest[record.agent] = record.conversation
+        self._latest.update(resume.latest)
         for turn in self.session.turns:
             found = resume.turns.get(turn.id)
             if found is None:

@@ -246,13 +246,15 @@ def write(run_id: str, ops: Iterable[Op]) -> None:
 @dataclass
 class Resume:
     """What a host needs to take a run up again: its row, its latest snapshot, the journal after it, its open
-    Turns with their conversations, its Effects, and its counters."""
+    Turns, each Agent's latest conversation (a Turn that continues reads it), those conversations, its Effects,
+    and its counters."""
 
     run: Run
     snapshot: dict[str, Any]
     snapshot_seq: int
     tail: list[dict[str, Any]]
     turns: dict[str, TurnRecord]
+    latest: dict[str, str]
     conversations: dict[str, list[dict[str, Any]]]
     message_seqs: dict[str, int]
     effects: dict[str, EffectRecord]
@@ -261,12 +263,14 @@ class Resume:
 
 def load_resume(run_id: str) -> Resume:
     run = Run.objects.get(id=run_id)
-    latest = RunSnapshot.objects.filter(run_id=run_id).order_by("-seq").first()
-    if latest is None:
+    snapshot = RunSnapshot.objects.filter(run_id=run_id).order_by("-seq").first()
+    if snapshot is None:
         raise LookupError(f"run {run_id} has no snapshot to resume from")
-    tail = [e.entry for e in JournalEntry.objects.filter(run_id=run_id, seq__gt=latest.seq).order_by("seq")]
-    turns = {t.turn: t for t in TurnRecord.objects.filter(run_id=run_id)}
-    wanted = {t.conversation for t in turns.values() if t.status == TurnRecord.Status.OPEN} | _agents(turns)
+    tail = [e.entry for e in JournalEntry.objects.filter(run_id=run_id, seq__gt=snapshot.seq).order_by("seq")]
+    turns = {t.turn: t for t in TurnRecord.objects.filter(run_id=run_id, status=TurnRecord.Status.OPEN)}
+    latest = {agent: conversation for agent, conversation in TurnRecord.objects.filter(run_id=run_id).order_by(
+        "started_at", "id").values_list("agent", "conversation")}
+    wanted = {t.conversation for t in turns.values()} | set(latest.values())
     conversations: dict[str, list[dict[str, Any]]] = {}
     seqs: dict[str, int] = {}
     for message in TurnMessage.objects.filter(run_id=run_id, conversation__in=wanted).select_related(
@@ -276,16 +280,7 @@ def load_resume(run_id: str) -> Resume:
             {"role": message.role, "content": message.content, "kind": message.kind, "turn": message.turn.turn})
     effects = {e.effect: e for e in EffectRecord.objects.filter(run_id=run_id)}
     calls = ModelCall.objects.filter(run_id=run_id).order_by("-seq").values_list("seq", flat=True).first() or 0
-    return Resume(run, latest.data, latest.seq, tail, turns, conversations, seqs, effects, calls)
-
-
-def _agents(turns: dict[str, TurnRecord]) -> set[str]:
-    """The latest conversation of each Agent: a Turn that continues reads it."""
-    latest: dict[str, TurnRecord] = {}
-    for record in turns.values():
-        if record.agent not in latest or record.started_at >= latest[record.agent].started_at:
-            latest[record.agent] = record
-    return {record.conversation for record in latest.values()}
+    return Resume(run, snapshot.data, snapshot.seq, tail, turns, latest, conversations, seqs, effects, calls)
 
 
 def expire_in_flight(run_id: str) -> None:

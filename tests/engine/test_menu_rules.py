@@ -471,6 +471,20 @@ def test_an_answer_on_a_route_below_an_agents_state_is_accepted():
 
 # -- warnings -------------------------------------------------------------------------------------------------
 
+def codes(machine, code):
+    return [w for w in machine.warnings() if w.code == code]
+
+
+def test_an_agent_state_with_no_agent_fault_route_above_it_is_warned_about():
+    bare = build([event("go")], {"id": "bare", "initial": "work",
+                                 "states": {"work": {"invoke": {"src": "writer"}, "on": {"go": "work"}}}})
+    [warning] = codes(bare, "no-fault-route")
+    assert (warning.state, warning.event) == ("bare.work", "agent.fault") and '"writer"' in warning.message
+    routed = build([event("go")], {"id": "routed", "initial": "work", "on": {"agent.fault": ".stopped"},
+                                   "states": {"work": {"invoke": {"src": "writer"}, "on": {"go": "work"}},
+                                              "stopped": {"type": "final"}}})
+    assert codes(routed, "no-fault-route") == []
+
 def test_a_mode_that_no_transition_enters_is_warned_about_as_data():
     machine = build([event("write"), event("polish")], {
         "id": "lost_mode",
@@ -480,7 +494,7 @@ def test_a_mode_that_no_transition_enters_is_warned_about_as_data():
             "polishing": {"on": {"polish": "drafting"}},
         }}},
     })
-    warnings = machine.warnings()
+    warnings = codes(machine, "mode-never-entered")
     assert [(w.state, w.event) for w in warnings] == [("lost_mode.work.polishing", None)]
     assert "lost_mode.work.polishing" in warnings[0].message
     assert warnings[0].to_json()["state"] == "lost_mode.work.polishing"
@@ -496,7 +510,7 @@ def test_a_mode_that_a_transition_enters_is_not_warned_about():
             "polishing": {"on": {"polish": "drafting"}},
         }}},
     })
-    assert machine.warnings() == []
+    assert codes(machine, "mode-never-entered") == []
 
 
 def test_a_gate_below_an_agents_state_whose_event_has_no_target_is_warned_about_as_data():
@@ -509,7 +523,7 @@ def test_a_gate_below_an_agents_state_whose_event_has_no_target_is_warned_about_
                        "on": {"comment": {"actions": assign(comments=1)}, "reply": "drafting"}},
         }}},
     })
-    warnings = machine.warnings()
+    warnings = codes(machine, "gate-event-without-target")
     assert [(w.state, w.event) for w in warnings] == [("sticky_gate.work.asking", "comment")]
     assert "comment" in warnings[0].message
 
@@ -523,7 +537,7 @@ def test_a_gate_not_below_an_agents_state_may_take_an_event_without_target_witho
             "desk": {"invoke": {"src": "gate"}, "on": {"comment": {}, "approve": "work"}},
         },
     })
-    assert machine.warnings() == []
+    assert codes(machine, "gate-event-without-target") == []
 
 
 def test_the_notes_workflow_has_no_warnings():

@@ -659,3 +659,15 @@ def test_a_child_machines_default_id_is_its_states_dotted_path():
     assert [t.agent for t in session.turns] == ["lead", "work.scouting/scout"]
     assert session.pick("work.scouting/scout", "found", {}).outcome == "ended"
     assert session.value == {"work": "idle"}
+
+
+def test_a_fault_the_machine_does_not_route_out_of_the_agents_state_fails_the_run():
+    machine = jr2_setup(events=[event("go")], actors={"writer": slot("writer")}).create_machine({
+        "id": "unrouted", "initial": "work",
+        "states": {"work": {"invoke": {"src": "writer"}, "on": {"go": "work"}}},
+    })
+    session = started(machine)
+    session.fault("writer", "provider limit: 429 slow down")
+    assert session.status == "failed"
+    assert "provider limit: 429 slow down" in session.reason and "unrouted.work" in session.reason
+    assert session.turns == []
