@@ -224,3 +224,51 @@ def test_a_timer_keeps_its_due_time_across_a_restart_of_the_host() -> None:
     asyncio.run(main())
     assert marks["done"] - marks["start"] >= 1.4
     assert marks["done"] - marks["restart"] < 1.0, "the timer started over instead of keeping its due time"
+
+
+def test_cancel_kills_a_running_commands_process_and_ends_its_effect(tmp_path: Any) -> None:
+    import os
+    import sys
+
+    from engine import effect
+    pid_file = tmp_path / "pid"
+    work = define_event(name="work", input=Empty, description="Start the long command.")
+    machine = jr2_setup(events=[work], actors={
+        "worker": agent(model="script/long.worker", instructions="Start the work."),
+        "long": effect.command([sys.executable, "-c", "import os, time; open(os.environ['PID_FILE'], 'w')"
+                                ".write(str(os.getpid())); time.sleep(60)"], env={"PID_FILE": str(pid_file)}),
+    }).create_machine({
+        "id": "long", "initial": "working",
+        "states": {"working": {"invoke": {"src": "worker"}, "initial": "idle",
+                               "states": {"idle": {"on": {"work": "running"}},
+                                          "running": {"invoke": {"src": "long", "onDone": "idle"}}}}},
+    })
+    scripted("long.worker")(lambda turn: ("work", {}) if not turn.answers else None)
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().split()[2] != "Z"
+        except FileNotFoundError:
+            return False
+
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("long", None)
+        deadline = asyncio.get_running_loop().time() + 10
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert asyncio.get_running_loop().time() < deadline, "the command never started"
+            await asyncio.sleep(0.02)
+        pid = int(pid_file.read_text())
+        assert alive(pid)
+        await host.cancel(run_id)
+        run = await until(host, status(run_id, "cancelled"))
+        assert run.view["effects"] == []
+        for _ in range(100):
+            if not alive(pid):
+                break
+            await asyncio.sleep(0.02)
+        assert not alive(pid), "the command's process outlived the cancel"
+        effects = await host.db(lambda: list(EffectRecord.objects.filter(run_id=run_id).values_list("status",
+                                                                                                    flat=True)))
+        assert effects == ["cancelled"]
+    hosted({"long": machine}, body)
