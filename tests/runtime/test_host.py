@@ -227,7 +227,6 @@ def test_a_timer_keeps_its_due_time_across_a_restart_of_the_host() -> None:
 
 
 def test_cancel_kills_a_running_commands_process_and_ends_its_effect(tmp_path: Any) -> None:
-    import os
     import sys
 
     from engine import effect
