@@ -1,3 +1,4 @@
+"""The Console's addresses: users bookmark and share them, so they are part of the product."""
 from django.urls import path
 
 from console import views
@@ -5,4 +6,12 @@ from console import views
 app_name = "console"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("workflows/<str:name>/", views.workflow, name="workflow"),
+    path("workflows/<str:name>/graph.svg", views.workflow_graph, name="workflow-graph"),
+    path("workflows/<str:name>/runs/", views.start_run, name="start"),
+    path("runs/", views.runs, name="runs"),
+    path("runs/<str:run_id>/", views.run, name="run"),
+    path("runs/<str:run_id>/gates/<path:gate>/", views.answer_gate, name="answer"),
+    path("runs/<str:run_id>/cancel/", views.cancel_run, name="cancel"),
+    path("runs/<str:run_id>/replay/", views.replay, name="replay"),
 ]

@@ -1,30 +1,309 @@
-"""Console views: thin pages over what the engine computes (seats, Menus, warnings); no rules live here."""
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+"""Console pages: thin views over what the engine computes and the runtime committed; no rule lives here.
 
-import engine.statechart
-from engine.loader import load_workflows
+Reading needs a logged-in user (or `JR2_CONSOLE_OPEN_READS`); starting runs, answering Gates and cancelling need the
+runtime's permissions (console/access.py). Inputs go to the host that drives the run; the engine decides, and a
+refusal comes back to the form in the engine's words.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+import engine
+from engine.models import Run
+from engine.registry import workflows
+from engine.runtime.host import current_host
+
+from . import graph
+from .access import can, needs, readers_only
+from .forms import EVENT_FIELD, check, schema_form
+from .live import run_regions
+from .runview import event_def, gate_key, machine_of, run_page
+
+PAGE_SIZE = 25
 
 
+# -- workflows -----------------------------------------------------------------------------------------------
+
+@readers_only
 def home(request: HttpRequest) -> HttpResponse:
-    """Every Workflow of this instance: its seats ("who may send what"), each Agent's Menu, its warnings, and the
-    files that were refused or failed to import."""
-    found = load_workflows()
-    workflows = [
-        {
-            "name": loaded.name,
-            "file": loaded.file,
-            "machine": loaded.machine,
-            "seats": loaded.machine.seats(),
-            "menus": loaded.machine.menus(),
-            "warnings": loaded.machine.warnings(),
-        }
-        for loaded in found.workflows
-        if loaded.machine is not None
-    ]
-    return render(request, "console/home.html", {
-        "engine_version": engine.statechart.__version__,
-        "folder": found.folder,
-        "workflows": workflows,
-        "failures": found.failures,
+    """Every Workflow with its live runs, open Gates and warnings; files that failed to load, with their error."""
+    found = workflows()
+    live: dict[str, dict[str, int]] = {}
+    for run in Run.objects.filter(status__in=Run.LIVE).only("workflow", "view"):
+        counts = live.setdefault(run.workflow, {"runs": 0, "gates": 0})
+        counts["runs"] += 1
+        counts["gates"] += len((run.view or {}).get("gates", []))
+    rows = []
+    for loaded in found.workflows:
+        machine = loaded.machine
+        rows.append({"name": loaded.name, "file": loaded.file, "loaded": machine is not None,
+                     "error": loaded.error, "where": loaded.where, "status": loaded.status,
+                     "machine": machine, "warnings": machine.warnings() if machine else [],
+                     "live": live.get(loaded.name, {}).get("runs", 0),
+                     "gates": live.get(loaded.name, {}).get("gates", 0)})
+    helpers = [f for f in found.files if f.helper and f.failed]
+    return render(request, "console/home.html", {"engine_version": engine.__version__, "folder": found.folder,
+                                                 "workflows": rows, "broken_helpers": helpers})
+
+
+def _workflow(name: str) -> Any:
+    loaded = workflows().find(name)
+    if loaded is None:
+        raise Http404(f'no workflow "{name}"')
+    return loaded
+
+
+@readers_only
+def workflow(request: HttpRequest, name: str) -> HttpResponse:
+    loaded = _workflow(name)
+    return render(request, "console/workflow.html", _workflow_context(request, loaded))
+
+
+def _workflow_context(request: HttpRequest, loaded: Any, form: Any = None, error: str = "") -> dict[str, Any]:
+    machine = loaded.machine
+    context: dict[str, Any] = {"loaded": loaded, "name": loaded.name, "machine": machine, "error": error}
+    if machine is None:
+        return context
+    live = Run.objects.filter(workflow=loaded.name, status__in=Run.LIVE)
+    context.update(
+        live_runs=live.count(), open_gates=sum(len((v or {}).get("gates", [])) for v in live.values_list("view", flat=True)),
+        svg=graph.machine_svg(machine),
+        seats_text=machine.seats_text(loaded.name),
+        states=_state_details(machine),
+        menus=[(agent, machine.agents[agent].model if agent in machine.agents else "", machine.menu(agent))
+               for agent in machine.menus()],
+        warnings=machine.warnings(),
+        form=form if form is not None else schema_form(machine.door),
+        can_start=can(request.user, "start"),
+        runs=Run.objects.filter(workflow=loaded.name).order_by("-created_at")[:10],
+    )
+    return context
+
+
+def _state_details(machine: Any) -> list[dict[str, Any]]:
+    """Per state: its seats, its transitions and what it invokes (shown when the state is clicked)."""
+    seats = {seat.state: seat for seat in machine.seats()}
+    out = []
+    for node in machine.nodes:
+        if not node.path:
+            continue
+        transitions = []
+        for t in node.all_transitions():
+            target = ", ".join(".".join(x.path) or machine.id for x in t.target) if t.target else "(no target)"
+            guard = getattr(t.guard, "__name__", None) or (type(t.guard).__name__ if t.guard else None)
+            transitions.append({"event": t.event_type or "(always)", "target": target, "guard": guard})
+        seat = seats.get(node.id)
+        out.append({"path": ".".join(node.path), "type": node.type,
+                    "invokes": [f"{inv.src if isinstance(inv.src, str) else '(inline)'} ({inv.id})"
+                                for inv in node.invoke],
+                    "seat": seat.line() if seat else "", "transitions": transitions})
+    return out
+
+
+@readers_only
+def workflow_graph(request: HttpRequest, name: str) -> HttpResponse:
+    machine = _workflow(name).machine
+    if machine is None:
+        raise Http404(f'workflow "{name}" did not load')
+    return HttpResponse(graph.machine_svg(machine), content_type="image/svg+xml; charset=utf-8")
+
+
+@require_POST
+async def start_run(request: HttpRequest, name: str) -> HttpResponse:
+    """The start form: the door validated by the workflow's own model (errors at their fields), then the host
+    starts the run."""
+    user = await request.auser()
+    await sync_to_async(needs)(user, "start")
+    loaded = await sync_to_async(_workflow)(name)
+    machine = loaded.machine
+    if machine is None:
+        return HttpResponseBadRequest(f'workflow "{name}" did not load')
+    form = schema_form(machine.door, request.POST)
+    values = check(form, machine.door)
+    host = current_host()
+    error = "" if host is not None else "no host drives runs in this server process (start it with `jr2 up`)"
+    if values is not None and host is not None:
+        await host.ready.wait()
+        run_id = await host.start_run(name, values, user_id=user.pk)
+        return redirect("console:run", run_id=run_id)
+    context = await sync_to_async(_workflow_context)(request, loaded, form, error)
+    return await sync_to_async(render)(request, "console/workflow.html", context, status=400)
+
+
+# -- runs ------------------------------------------------------------------------------------------------------
+
+@readers_only
+def runs(request: HttpRequest) -> HttpResponse:
+    rows = Run.objects.all()
+    workflow_name, status = request.GET.get("workflow", ""), request.GET.get("status", "")
+    if workflow_name:
+        rows = rows.filter(workflow=workflow_name)
+    if status:
+        rows = rows.filter(status__in=status.split(","))
+    count = rows.count()
+    pages = max(1, math.ceil(count / PAGE_SIZE))
+    try:
+        page = min(max(int(request.GET.get("page", "1")), 1), pages)
+    except ValueError:
+        page = 1
+    shown = rows.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+    statuses = dict(Run.objects.values_list("status").annotate(n=Count("id")))
+    return render(request, "console/runs.html", {
+        "runs": shown, "count": count, "page": page, "pages": pages, "workflow": workflow_name, "status": status,
+        "workflows": workflows().names(), "statuses": [(s, statuses.get(s, 0)) for s in Run.Status.values],
+        "query": _query(request, page=None),
     })
+
+
+def _query(request: HttpRequest, **changes: Any) -> str:
+    params = request.GET.copy()
+    for key, value in changes.items():
+        params.pop(key, None)
+        if value is not None:
+            params[key] = value
+    return params.urlencode()
+
+
+@readers_only
+def run(request: HttpRequest, run_id: str) -> HttpResponse:
+    page = run_page(run_id, request.user)
+    if page is None:
+        raise Http404(f"no run {run_id}")
+    return render(request, "console/run.html", _run_context(page))
+
+
+def _run_context(page: Any) -> dict[str, Any]:
+    machine = page.machine
+    svg = graph.lit_svg(graph.machine_svg(machine), page.active, page.visited) if machine is not None else ""
+    return {"page": page, "run": page.run, "svg": svg}
+
+
+@require_POST
+async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpResponse:
+    """A Gate's form: the input is checked by the event's own model (errors at their fields), then delivered
+    through the host; the engine's refusal, if any, is shown on the form."""
+    user = await request.auser()
+    await sync_to_async(needs)(user, "answer")
+    run_row = await Run.objects.filter(id=run_id).afirst()
+    if run_row is None:
+        raise Http404(f"no run {run_id}")
+    event = request.POST.get(EVENT_FIELD, "")
+    machine = await sync_to_async(machine_of)(run_row.workflow)
+    definition = event_def(machine, gate, event)
+    form = schema_form(definition.input if definition else None, request.POST)
+    values = await sync_to_async(check)(form, definition.input if definition else None)
+    if definition is None:
+        form.add_error(None, f'Gate "{gate}" does not take "{event}"')
+    elif values is not None:
+        host = current_host()
+        if host is None:
+            form.add_error(None, "no host drives runs in this server process (start it with `jr2 up`)")
+        else:
+            await host.ready.wait()
+            try:
+                delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=values)
+            except Exception as err:  # noqa: BLE001 - the run ended or moved to another host: say so on the form
+                form.add_error(None, str(err))
+            else:
+                if delivery.outcome == "delivered":
+                    if request.htmx:
+                        regions = await sync_to_async(run_regions)(run_id, user)
+                        return HttpResponse(regions or "")
+                    return redirect(reverse("console:run", args=[run_id]) + "#run-gates")
+                form.add_error(None, delivery.error or delivery.outcome)
+    page = await sync_to_async(run_page)(run_id, user, {gate_key(gate, event): form})
+    if request.htmx:
+        gates = await sync_to_async(render_to_string)(
+            "console/run/_gates.html", {"page": page, "run": page.run, "oob": True}, request)
+        return HttpResponse(gates)
+    return await sync_to_async(render)(request, "console/run.html", _run_context(page), status=400)
+
+
+@require_POST
+async def cancel_run(request: HttpRequest, run_id: str) -> HttpResponse:
+    user = await request.auser()
+    await sync_to_async(needs)(user, "cancel")
+    host = current_host()
+    if host is None:
+        return HttpResponseBadRequest("no host drives runs in this server process (start it with `jr2 up`)")
+    await host.ready.wait()
+    try:
+        await host.cancel(run_id)
+    except Exception as err:  # noqa: BLE001 - the run ended meanwhile: the page shows how it ended
+        return HttpResponseBadRequest(f"run {run_id} could not be cancelled: {err}")
+    return redirect("console:run", run_id=run_id)
+
+
+# -- replay ----------------------------------------------------------------------------------------------------
+
+@readers_only
+def replay(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Step through a run's journal: the graph, context, seats, Allowed picks and Turns as they were after a step,
+    and the whole run replayed against the current Machine (no model, no Effect)."""
+    from engine.models import JournalEntry, TurnMessage
+    from engine.replay import replay as replay_run
+    from engine.session import SessionError
+
+    from .replaying import session_at, steps_of
+    from .runview import _lines
+
+    run_row = Run.objects.filter(id=run_id).first()
+    if run_row is None:
+        raise Http404(f"no run {run_id}")
+    machine = machine_of(run_row.workflow)
+    steps = steps_of(run_row, machine)
+    if not steps:
+        raise Http404(f"run {run_id} has no journal")
+    try:
+        step = min(max(int(request.GET.get("step", len(steps))), 1), len(steps))
+    except ValueError:
+        step = len(steps)
+    context: dict[str, Any] = {"run": run_row, "steps": steps, "step": step, "current": steps[step - 1],
+                               "machine": machine, "speeds": (0.5, 1, 2, 4)}
+    if machine is None:
+        context["error"] = f'workflow "{run_row.workflow}" does not load now, so its states cannot be shown'
+    else:
+        try:
+            session = session_at(run_row, machine, step)
+        except SessionError as err:
+            context["error"] = f"this step cannot be shown on the current Machine: {err}"
+        else:
+            active = session.active_paths
+            seat_paths = {f"{machine.id}.{p}" for p in active}
+            context.update(
+                svg=graph.lit_svg(graph.machine_svg(machine), active, ()),
+                active=active, context_json=json.dumps(session.context, indent=2, ensure_ascii=False,
+                                                       sort_keys=True, default=str),
+                seats=[seat.line() for seat in machine.seats() if seat.path in seat_paths],
+                turns=[{"agent": t.agent, "path": t.path, "outstanding": t.outstanding,
+                        "allowed": session.allowed_picks(t.agent)} for t in session.turns],
+                gates=session.gates, status=session.status)
+        until = steps[step].at if step < len(steps) else None
+        messages = TurnMessage.objects.filter(run=run_row).select_related("turn").order_by("conversation", "seq")
+        if until is not None:
+            messages = messages.filter(created_at__lt=until)
+        by_turn: dict[str, list[Any]] = {}
+        for message in messages:
+            by_turn.setdefault(message.turn.turn, []).append(message)
+        context["conversation"] = [(turn, _lines(items, [])) for turn, items in by_turn.items()]
+    if request.GET.get("rerun"):
+        if machine is None:
+            context["rerun"] = "the workflow does not load now"
+        else:
+            journal = [{"seq": e.seq, "kind": e.kind, "entry": e.entry, "out": e.out}
+                       for e in JournalEntry.objects.filter(run=run_row).order_by("seq")]
+            report = replay_run(machine, journal)
+            context["rerun"] = report.message
+            context["rerun_same"] = report.same
+            context["rerun_step"] = getattr(report, "step", None)
+    return render(request, "console/replay.html", context)

@@ -62,6 +62,7 @@ class Run(models.Model):
             ("start_run", "Can start runs"),
             ("answer_gate", "Can answer Gates"),
             ("cancel_run", "Can cancel runs"),
+            ("play_seat", "Can play an Agent's seat in a run"),
         ]
 
     def __str__(self) -> str:

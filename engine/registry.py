@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from .loader import Workflows, load_workflows
+from .loader import Workflows, load_workflows, workflows_folder
 
 __all__ = ["workflows", "reload_workflows"]
 
@@ -13,10 +13,11 @@ _lock = threading.Lock()
 
 
 def workflows() -> Workflows:
-    """The workflows folder as first loaded by this process."""
+    """The workflows folder as first loaded by this process (loaded again only if the configured folder is another
+    one, as in tests that point JR2_WORKFLOWS elsewhere)."""
     global _loaded
     with _lock:
-        if _loaded is None:
+        if _loaded is None or _loaded.folder != workflows_folder():
             _loaded = load_workflows()
         return _loaded
 

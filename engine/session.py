@@ -337,6 +337,11 @@ class Session:
         return self._snapshot.value
 
     @property
+    def active_paths(self) -> list[str]:
+        """The active states as dotted paths below the root (`writing.asking`), in document order."""
+        return [".".join(n.path) for n in sorted(self._snapshot.nodes, key=lambda n: n.order) if n.path]
+
+    @property
     def context(self) -> Any:
         return self._snapshot.context
 

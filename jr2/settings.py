@@ -2,6 +2,7 @@
 hosting its runs. Every setting of jr2's own reads an environment variable of the same name."""
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -19,6 +20,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django_htmx",
     "engine",
     "console",
 ]
@@ -32,6 +34,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
 ]
 
 ROOT_URLCONF = "jr2.urls"
@@ -68,6 +71,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
     }
+    # Tests use a file too: an in-memory shared-cache database locks whole tables between threads (the host's
+    # database thread and a page's) instead of waiting, which a real server never sees.
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"jr2-test-{os.getpid()}.sqlite3")}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -88,8 +94,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The instance's workflows: each module in this folder that defines `machine` is one Workflow.
 JR2_WORKFLOWS = os.environ.get("JR2_WORKFLOWS", str(BASE_DIR / "workflows"))
 
-# Live pages and the API hear about each committed step through the channel layer (groups run-<id>, workflow-<name>).
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# Live pages and the API hear about each committed step through the channel layer (groups run-<id>, workflow-<name>):
+# in memory in the embedded default, Redis when REDIS_URL is set.
+if os.environ.get("REDIS_URL"):
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                  "CONFIG": {"hosts": [os.environ["REDIS_URL"]]}}}
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+# The Console: "1" lets anyone read it without logging in (observers); acting always needs a permission.
+JR2_CONSOLE_OPEN_READS = os.environ.get("JR2_CONSOLE_OPEN_READS", "") == "1"
 
 
 def _env_json(name: str, default: object) -> object:

@@ -17,5 +17,6 @@ urlpatterns = [
     path("api/", api.urls),
     re_path(r"^api/", api_not_found),
     path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("", include("console.urls")),
 ]

@@ -106,6 +106,7 @@ class RunDriver:
         self._timer: asyncio.TimerHandle | None = None
         self._latest: dict[str, str] = {}
         self._deferred: list[store.Op] = []
+        self.visited: set[str] = set(resume.run.view.get("visited", [])) if resume is not None else set()
         self.status = run_status(session)
 
     # -- what Turn loops and the host call -------------------------------------------------------------------
@@ -468,8 +469,12 @@ class RunDriver:
     def _view(self) -> dict[str, Any]:
         """The run as readers see it: the API and the Console read this, never the Session."""
         session = self.session
+        active = session.active_paths
+        self.visited.update(active)
         return {
             "value": session.value,
+            "active": active,
+            "visited": sorted(self.visited),
             "context": _json(session.context),
             "gates": [gate.to_json() for gate in session.gates],
             "turns": [{"id": t.id, "agent": t.agent, "state": t.path, "prompt": t.prompt,

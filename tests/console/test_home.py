@@ -1,11 +1,19 @@
 """The Console's first page lists each Workflow with what the engine derives for it, escaped."""
 import pytest
 
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def workflows_dir(tmp_path, settings):
     settings.JR2_WORKFLOWS = str(tmp_path)
     return tmp_path
+
+
+@pytest.fixture
+def client(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("reader"))
+    return client
 
 
 def test_home_shows_the_seats_menus_of_the_shipped_workflows(client):

@@ -1,0 +1,118 @@
+"""Live pages: Channels consumers that keep an open run page (or workflow page) whole.
+
+On connect a consumer sends every region the page shows (level-triggered: nothing is assumed about what the client
+had, so a client that reconnects is whole again at once). The runtime sends `run.updated` to the groups `run-<id>`
+and `workflow-<name>` after each journal commit; the consumer then reads the committed run and sends the regions
+again, as HTML elements htmx's websocket extension swaps out of band. Group messages carry no state (they may be
+dropped): the database is always what is shown.
+
+The regions of one run at one journal step are the same for every viewer with the same permissions, so they are
+rendered once per (run, step, permissions) and shared by every consumer (500 open pages cost one render a step).
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+
+from engine.models import Run
+from engine.runtime.notify import run_group, workflow_group
+
+from .access import can, can_read
+from .runview import run_page
+
+__all__ = ["RunConsumer", "WorkflowConsumer", "run_regions"]
+
+REGIONS = ("_status", "_lit", "_context", "_gates", "_now", "_output", "_turns")
+_cache: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+_lock = threading.Lock()
+CACHE_SIZE = 256
+
+
+def run_regions(run_id: str, user: Any, seq: int | None = None) -> str | None:
+    """Every region of the run page as out-of-band HTML, for this user's permissions; None for no such run."""
+    flags = (can(user, "answer"), can(user, "cancel"))
+    if seq is None:
+        seq = Run.objects.filter(id=run_id).values_list("seq", flat=True).first()
+        if seq is None:
+            return None
+    key = (run_id, seq, *flags)
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    page = run_page(run_id, user)
+    if page is None:
+        return None
+    html = "".join(render_to_string(f"console/run/{name}.html", {"page": page, "run": page.run, "oob": True})
+                   for name in REGIONS)
+    with _lock:
+        _cache[(run_id, page.run.seq, *flags)] = html
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return html
+
+
+class RunConsumer(AsyncWebsocketConsumer):
+    """`/ws/runs/<id>/`: the run page's live regions."""
+
+    async def connect(self) -> None:
+        self.run_id = self.scope["url_route"]["kwargs"]["run_id"]
+        self.user = self.scope.get("user")
+        if not can_read(self.user):
+            await self.close(code=4403)
+            return
+        self.group = run_group(self.run_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self._send_view(None)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def run_updated(self, message: dict[str, Any]) -> None:
+        await self._send_view(message.get("seq"))
+
+    async def _send_view(self, seq: int | None) -> None:
+        html = await sync_to_async(run_regions)(self.run_id, self.user, seq)
+        if html is None:
+            await self.close(code=4404)
+            return
+        await self.send(text_data=html)
+
+
+class WorkflowConsumer(AsyncWebsocketConsumer):
+    """`/ws/workflows/<name>/`: the workflow page's live counts (runs start and end while it is open)."""
+
+    async def connect(self) -> None:
+        self.workflow = self.scope["url_route"]["kwargs"]["name"]
+        if not can_read(self.scope.get("user")):
+            await self.close(code=4403)
+            return
+        self.group = workflow_group(self.workflow)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self._send_stats()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def run_updated(self, message: dict[str, Any]) -> None:
+        await self._send_stats()
+
+    async def _send_stats(self) -> None:
+        html = await sync_to_async(_workflow_stats)(self.workflow)
+        await self.send(text_data=html)
+
+
+def _workflow_stats(workflow: str) -> str:
+    live = Run.objects.filter(workflow=workflow, status__in=Run.LIVE)
+    gates = sum(len((view or {}).get("gates", [])) for view in live.values_list("view", flat=True))
+    return render_to_string("console/_workflow_stats.html", {
+        "live_runs": live.count(), "open_gates": gates, "name": workflow, "oob": True})

@@ -1,0 +1,171 @@
+"""A run as its page shows it, read from what the runtime committed: the Run row's `view`, its Turn records and
+messages, its model calls. Nothing here decides anything; the engine and the runtime did.
+
+`run_page(run_id, user)` is used by the page view and by the live consumer, so a page and its live fragments always
+agree.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.models import ModelCall, Run, TurnMessage, TurnRecord
+from engine.registry import workflows
+from engine.workflow import Machine
+
+from .access import can
+from .forms import EVENT_FIELD, SchemaForm, schema_form
+
+__all__ = ["RunPage", "GateView", "AgentTurns", "TurnView", "Line", "run_page", "machine_of", "event_def"]
+
+
+@dataclass
+class Line:
+    """One line of a conversation, as a person reads it."""
+
+    kind: str                     # prompt, reply, pick, answer, refusal, note
+    text: str = ""
+    name: str = ""
+    input: str = ""
+    call: dict[str, Any] | None = None
+
+
+@dataclass
+class TurnView:
+    record: TurnRecord
+    lines: list[Line]
+    calls: int
+    latency_ms: float
+
+
+@dataclass
+class AgentTurns:
+    agent: str
+    turns: list[TurnView]
+
+
+@dataclass
+class GateView:
+    id: str
+    state: str
+    meta: dict[str, Any]
+    forms: list[tuple[str, str, SchemaForm]]
+
+
+@dataclass
+class RunPage:
+    run: Run
+    machine: Machine | None
+    active: list[str]
+    visited: list[str]
+    gates: list[GateView]
+    agents: list[AgentTurns]
+    seats: list[str]
+    turns_now: list[dict[str, Any]]
+    can_answer: bool
+    can_cancel: bool
+    context_json: str
+    output_json: str
+    messages_seen: int = 0
+    errors: dict[str, Any] = field(default_factory=dict)
+
+
+def machine_of(workflow: str) -> Machine | None:
+    loaded = workflows().find(workflow)
+    return loaded.machine if loaded is not None else None
+
+
+def event_def(machine: Machine | None, gate: str, name: str) -> Any:
+    """The event a Gate accepts, from the Machine, or from the child Machine the Gate lives in (`<invoke>/<id>`)."""
+    while machine is not None and "/" in gate:
+        prefix, gate = gate.split("/", 1)
+        src = next((inv.src for n in machine.nodes for inv in n.invoke if inv.id == prefix), None)
+        machine = machine.slots.get(src) if isinstance(src, str) else None
+    return machine.events.get(name) if machine is not None else None
+
+
+def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None) -> RunPage | None:
+    """Everything the run page shows; `bound` holds Gate forms filled by the user (with their errors)."""
+    run = Run.objects.filter(id=run_id).first()
+    if run is None:
+        return None
+    view = run.view or {}
+    machine = machine_of(run.workflow)
+    answering = can(user, "answer") and run.live
+    gates = []
+    for gate in view.get("gates", []):
+        forms = []
+        for name in gate.get("accepts", []):
+            event = event_def(machine, gate["id"], name)
+            key = f"{gate['id']}:{name}"
+            form = (bound or {}).get(key) or schema_form(event.input if event else None, prefix=None)
+            forms.append((name, (event.description or "") if event else "", form))
+        gates.append(GateView(gate["id"], gate.get("path") or gate.get("state", ""), gate.get("meta") or {},
+                              forms if answering else []))
+    active = list(view.get("active", []))
+    seat_paths = {f"{machine.id}.{p}" for p in active} if machine is not None else set()
+    seats = [seat.line() for seat in machine.seats() if seat.path in seat_paths] if machine is not None else []
+    return RunPage(run=run, machine=machine, active=active, visited=list(view.get("visited", [])),
+                   gates=gates, agents=agent_turns(run), seats=seats, turns_now=list(view.get("turns", [])),
+                   can_answer=answering, can_cancel=can(user, "cancel") and run.live,
+                   context_json=_pretty(view.get("context")), output_json=_pretty(run.output))
+
+
+def agent_turns(run: Run) -> list[AgentTurns]:
+    """The run's Turns, grouped by Agent, each with its conversation lines and the model calls that made them."""
+    records = list(TurnRecord.objects.filter(run=run).order_by("started_at", "id"))
+    messages: dict[int, list[TurnMessage]] = {}
+    for message in TurnMessage.objects.filter(run=run).order_by("conversation", "seq"):
+        messages.setdefault(message.turn_id, []).append(message)
+    calls: dict[int, list[ModelCall]] = {}
+    for call in ModelCall.objects.filter(run=run).order_by("seq"):
+        calls.setdefault(call.turn_id, []).append(call)
+    by_agent: dict[str, AgentTurns] = {}
+    for record in records:
+        own_calls = [c for c in calls.get(record.pk, []) if c.status == ModelCall.Status.DONE]
+        lines = _lines(messages.get(record.pk, []), own_calls)
+        latency = sum(c.latency_ms or 0 for c in calls.get(record.pk, []))
+        by_agent.setdefault(record.agent, AgentTurns(record.agent, [])).turns.append(
+            TurnView(record, lines, len(calls.get(record.pk, [])), round(latency, 1)))
+    return list(by_agent.values())
+
+
+def _lines(messages: list[TurnMessage], calls: list[ModelCall]) -> list[Line]:
+    lines: list[Line] = []
+    replies = iter(calls)
+    for message in messages:
+        if message.kind == "reply":
+            call = next(replies, None)
+            info = None if call is None else {
+                "model": call.model, "scripted": call.scripted, "latency_ms": call.latency_ms,
+                "input": call.input_tokens, "output": call.output_tokens, "cache_read": call.cache_read_tokens,
+                "stop": call.stop_reason}
+            for block in message.content:
+                if block.get("type") == "text" and block.get("text"):
+                    lines.append(Line("reply", text=block["text"], call=info))
+                elif block.get("type") == "tool_use":
+                    lines.append(Line("pick", name=str(block.get("name", "")), call=info,
+                                      input=block.get("raw") or json.dumps(block.get("input"), indent=1,
+                                                                           ensure_ascii=False)))
+                info = None
+            continue
+        for block in message.content:
+            if block.get("type") == "tool_result":
+                kind = "refusal" if block.get("is_error") else "answer"
+                lines.append(Line(kind, text=str(block.get("content", ""))))
+            elif block.get("type") == "text":
+                kind = {"prompt": "prompt", "allowed_changed": "note", "reprompt": "note"}.get(message.kind, "note")
+                lines.append(Line(kind, text=block["text"]))
+    return lines
+
+
+def _pretty(value: Any) -> str:
+    return "" if value is None else json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def gate_key(gate: str, event: str) -> str:
+    return f"{gate}:{event}"
+
+
+__all__ += ["gate_key", "EVENT_FIELD"]

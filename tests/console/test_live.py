@@ -1,0 +1,114 @@
+"""The live pages' websockets: the whole view on connect, fragments after each commit, permissions checked."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from console.routing import websocket_urlpatterns
+from engine.models import Run
+from engine.runtime.host import Host
+from tests.console.conftest import NOTES_DOOR, WORKFLOWS
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+APP = URLRouter(websocket_urlpatterns)
+
+
+def communicator(path: str, user: Any) -> WebsocketCommunicator:
+    socket = WebsocketCommunicator(APP, path)
+    socket.scope["user"] = user
+    return socket
+
+
+async def receive_until(socket: WebsocketCommunicator, text: str, timeout: float = 10) -> str:
+    """Messages until one holds `text` (the page gets every region after each commit)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        left = deadline - asyncio.get_running_loop().time()
+        assert left > 0, f"no message with {text!r}"
+        message = await socket.receive_from(timeout=left)
+        if text in message:
+            return message
+
+
+def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(answerer: Any,
+                                                                                settings: Any) -> None:
+    settings.JR2_SCRIPTED = True
+
+    async def main() -> None:
+        host = Host(WORKFLOWS, owner="live-tests")
+        await host.start()
+        try:
+            run_id = await host.start_run("notes", NOTES_DOOR)
+            socket = communicator(f"/ws/runs/{run_id}/", answerer)
+            connected, _ = await socket.connect()
+            assert connected
+            first = await receive_until(socket, 'id="run-gates"')
+            for region in ("run-status", "run-lit", "run-gates", "run-now", "run-output", "run-turns", "run-context"):
+                assert f'id="{region}"' in first
+            assert first.count('hx-swap-oob="true"') == 7
+            await receive_until(socket, 'id="run-status-badge">waiting<')
+            await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Ops"})
+            done = await receive_until(socket, 'id="run-status-badge">done<')
+            assert 'data-active="published"' in done and "Ops" in done
+            await socket.disconnect()
+
+            again = communicator(f"/ws/runs/{run_id}/", answerer)
+            assert (await again.connect())[0]
+            whole = await again.receive_from(timeout=5)
+            assert 'id="run-status-badge">done<' in whole and 'id="run-turns"' in whole, \
+                "a reconnected page is whole at once"
+            await again.disconnect()
+        finally:
+            await host.stop()
+    asyncio.run(main())
+
+
+def test_a_run_socket_refuses_an_anonymous_visitor_unless_reads_are_open(settings: Any, runs: dict[str, str]) -> None:
+    async def main() -> tuple[Any, Any]:
+        closed = communicator(f"/ws/runs/{runs['done']}/", AnonymousUser())
+        refused = await closed.connect()
+        settings.JR2_CONSOLE_OPEN_READS = True
+        opened = communicator(f"/ws/runs/{runs['done']}/", AnonymousUser())
+        accepted = await opened.connect()
+        await opened.disconnect()
+        return refused, accepted
+    refused, accepted = asyncio.run(main())
+    assert refused[0] is False and accepted[0] is True
+
+
+def test_the_gate_form_in_a_fragment_is_only_for_those_who_may_answer(observer: Any, answerer: Any,
+                                                                     runs: dict[str, str]) -> None:
+    async def whole(user: Any) -> str:
+        socket = communicator(f"/ws/runs/{runs['waiting']}/", user)
+        await socket.connect()
+        message = await socket.receive_from(timeout=5)
+        await socket.disconnect()
+        return message
+    assert 'name="text"' in asyncio.run(whole(answerer))
+    observed = asyncio.run(whole(observer))
+    assert 'name="text"' not in observed and "may read this Gate but not answer it" in observed
+
+
+def test_a_workflow_page_socket_counts_live_runs(observer: Any, settings: Any) -> None:
+    settings.JR2_SCRIPTED = True
+
+    async def main() -> None:
+        host = Host(WORKFLOWS, owner="live-tests")
+        await host.start()
+        try:
+            socket = communicator("/ws/workflows/notes/", observer)
+            assert (await socket.connect())[0]
+            assert "0 live runs" in await socket.receive_from(timeout=5)
+            await host.start_run("notes", NOTES_DOOR)
+            assert "1 live run," in await receive_until(socket, "1 live run,")
+            await socket.disconnect()
+        finally:
+            await host.stop()
+    asyncio.run(main())
+    assert Run.objects.count() == 1
