@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test bench bench-menu bench-runtime install node clean
+.PHONY: up test bench bench-menu bench-runtime install node clean system-up system-test
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -24,10 +24,29 @@ $(NODE_DIR)/node_modules/xstate/package.json: tests/differential/package.json
 
 node: $(NODE_DIR)/node_modules/xstate/package.json
 
-up: install
+# Debian packages: graphviz draws the Console's graphs; the tests also drive Debian's chromium (never a downloaded
+# browser) and start their own redis-server for the Redis channel layer. Installed with apt-get when missing (as
+# root), else named.
+define debian
+	@missing=""; for pair in $(1); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: apt-get install$$missing"; apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "make: install these Debian packages first:$$missing" >&2; exit 1; fi; fi
+endef
+
+system-up:
+	$(call debian,dot:graphviz)
+
+system-test:
+	$(call debian,dot:graphviz chromium:chromium redis-server:redis-server)
+
+up: install system-up
 	$(BIN)/jr2 up 127.0.0.1:8000
 
-test: install node
+test: install node system-test
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 

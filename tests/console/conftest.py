@@ -91,3 +91,50 @@ def answerer(transactional_db: Any) -> User:
 @pytest.fixture
 def operator(transactional_db: Any) -> User:
     return user_in("oscar", "operators")
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server (Debian's package) on a free port, for the Redis channel layer."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    server = shutil.which("redis-server")
+    assert server, "redis-server is not installed (make test installs Debian's redis-server package)"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                "--dir", str(tmp_path_factory.mktemp("redis"))],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def channel_layer(request: pytest.FixtureRequest, settings: Any) -> Iterator[str]:
+    """The live tests run over the in-memory channel layer (the embedded default) and over Redis."""
+    from channels.layers import channel_layers
+
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                               "CONFIG": {"hosts": [url]}}}
+    else:
+        settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends.clear()
+    try:
+        yield request.param
+    finally:
+        channel_layers.backends.clear()

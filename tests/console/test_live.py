@@ -36,8 +36,8 @@ async def receive_until(socket: WebsocketCommunicator, text: str, timeout: float
             return message
 
 
-def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(answerer: Any,
-                                                                                settings: Any) -> None:
+def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(answerer: Any, settings: Any,
+                                                                                channel_layer: str) -> None:
     settings.JR2_SCRIPTED = True
 
     async def main() -> None:
@@ -95,7 +95,7 @@ def test_the_gate_form_in_a_fragment_is_only_for_those_who_may_answer(observer: 
     assert 'name="text"' not in observed and "may read this Gate but not answer it" in observed
 
 
-def test_a_workflow_page_socket_counts_live_runs(observer: Any, settings: Any) -> None:
+def test_a_workflow_page_socket_counts_live_runs(observer: Any, settings: Any, channel_layer: str) -> None:
     settings.JR2_SCRIPTED = True
 
     async def main() -> None:
