@@ -85,8 +85,10 @@ def _field(prop: Mapping[str, Any], required: bool) -> forms.Field:
     return forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), strip=False, **common)
 
 
-def schema_form(model: type[BaseModel] | None, data: Any = None, prefix: str | None = None) -> SchemaForm:
-    return SchemaForm(model.model_json_schema() if model is not None else {}, data, prefix=prefix)
+def schema_form(model: type[BaseModel] | None, data: Any = None, prefix: str | None = None,
+                auto_id: str = "id_%s") -> SchemaForm:
+    """`auto_id` keeps element ids apart when a page holds several forms; the inputs stay named after the fields."""
+    return SchemaForm(model.model_json_schema() if model is not None else {}, data, prefix=prefix, auto_id=auto_id)
 
 
 def check(form: SchemaForm, model: type[BaseModel] | None) -> dict[str, Any] | None:

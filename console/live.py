@@ -6,8 +6,9 @@ and `workflow-<name>` after each journal commit; the consumer then reads the com
 again, as HTML elements htmx's websocket extension swaps out of band. Group messages carry no state (they may be
 dropped): the database is always what is shown.
 
-The regions of one run at one journal step are the same for every viewer with the same permissions, so they are
-rendered once per (run, step, permissions) and shared by every consumer (500 open pages cost one render a step).
+The regions of one run after one commit are the same for every viewer with the same permissions (and the same
+seats held), so they are rendered once per (run, commit, permissions, seats held) and shared by every consumer
+(500 open pages cost one render a commit).
 """
 from __future__ import annotations
 
@@ -27,34 +28,40 @@ from .runview import run_page
 
 __all__ = ["RunConsumer", "WorkflowConsumer", "run_regions"]
 
-REGIONS = ("_status", "_lit", "_context", "_gates", "_now", "_output", "_turns")
+REGIONS = ("_status", "_lit", "_context", "_gates", "_seats", "_now", "_output", "_turns")
 _cache: OrderedDict[tuple[Any, ...], str] = OrderedDict()
 _lock = threading.Lock()
 CACHE_SIZE = 256
 
 
-def run_regions(run_id: str, user: Any, seq: int | None = None) -> str | None:
-    """Every region of the run page as out-of-band HTML, for this user's permissions; None for no such run."""
-    flags = (can(user, "answer"), can(user, "cancel"))
-    if seq is None:
-        seq = Run.objects.filter(id=run_id).values_list("seq", flat=True).first()
-        if seq is None:
-            return None
-    key = (run_id, seq, *flags)
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
+def run_regions(run_id: str, user: Any, updated: str | None = None) -> str | None:
+    return run_regions_and_seats(run_id, user, updated, ())[0]
+
+
+def run_regions_and_seats(run_id: str, user: Any, updated: str | None,
+                          held: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
+    """Every region of the run page as out-of-band HTML, for this user's permissions; None for no such run.
+    `updated` is the commit time a `run.updated` message names: the regions of that commit are shared by every
+    viewer with the same permissions. What is rendered is stored under the time the Run row itself says, so a view
+    is never filed under a commit it does not show."""
+    flags = (can(user, "answer"), can(user, "cancel"), can(user, "play"))
+    if updated:
+        with _lock:
+            key = (run_id, updated, *flags, held)
+            if key in _cache:
+                _cache.move_to_end(key)
+                return _cache[key], held
     page = run_page(run_id, user)
     if page is None:
-        return None
+        return None, ()
+    held = page.held
     html = "".join(render_to_string(f"console/run/{name}.html", {"page": page, "run": page.run, "oob": True})
                    for name in REGIONS)
     with _lock:
-        _cache[(run_id, page.run.seq, *flags)] = html
+        _cache[(run_id, page.run.updated_at.isoformat(), *flags, held)] = html
         while len(_cache) > CACHE_SIZE:
             _cache.popitem(last=False)
-    return html
+    return html, held
 
 
 class RunConsumer(AsyncWebsocketConsumer):
@@ -76,10 +83,11 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def run_updated(self, message: dict[str, Any]) -> None:
-        await self._send_view(message.get("seq"))
+        await self._send_view(message.get("updated") or None)
 
-    async def _send_view(self, seq: int | None) -> None:
-        html = await sync_to_async(run_regions)(self.run_id, self.user, seq)
+    async def _send_view(self, updated: str | None) -> None:
+        html, self.held = await sync_to_async(run_regions_and_seats)(self.run_id, self.user, updated,
+                                                                     getattr(self, "held", ()))
         if html is None:
             await self.close(code=4404)
             return

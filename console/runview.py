@@ -54,6 +54,20 @@ class GateView:
 
 
 @dataclass
+class SeatView:
+    """An Agent's seat: who plays it, whether this user may take it, and, when this user holds it and its Turn is
+    open, the Menu as forms (the Allowed picks enabled, the others greyed with the reason)."""
+
+    agent: str
+    model: str
+    holder: str | None
+    mine: bool
+    can_take: bool
+    turn: dict[str, Any] | None
+    picks: list[tuple[str, str, SchemaForm, bool, str]]
+
+
+@dataclass
 class RunPage:
     run: Run
     machine: Machine | None
@@ -67,8 +81,8 @@ class RunPage:
     can_cancel: bool
     context_json: str
     output_json: str
-    messages_seen: int = 0
-    errors: dict[str, Any] = field(default_factory=dict)
+    seat_views: list[SeatView] = field(default_factory=list)
+    held: tuple[str, ...] = ()
 
 
 def machine_of(workflow: str) -> Machine | None:
@@ -98,18 +112,49 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
         forms = []
         for name in gate.get("accepts", []):
             event = event_def(machine, gate["id"], name)
-            key = f"{gate['id']}:{name}"
-            form = (bound or {}).get(key) or schema_form(event.input if event else None, prefix=None)
+            key = gate_key(gate["id"], name)
+            form = (bound or {}).get(key) or schema_form(event.input if event else None,
+                                                         auto_id=f"id_gate_{gate['id']}_{name}_%s")
             forms.append((name, (event.description or "") if event else "", form))
         gates.append(GateView(gate["id"], gate.get("path") or gate.get("state", ""), gate.get("meta") or {},
                               forms if answering else []))
     active = list(view.get("active", []))
     seat_paths = {f"{machine.id}.{p}" for p in active} if machine is not None else set()
     seats = [seat.line() for seat in machine.seats() if seat.path in seat_paths] if machine is not None else []
+    seat_views = _seats(run, machine, user, view, bound or {})
     return RunPage(run=run, machine=machine, active=active, visited=list(view.get("visited", [])),
                    gates=gates, agents=agent_turns(run), seats=seats, turns_now=list(view.get("turns", [])),
                    can_answer=answering, can_cancel=can(user, "cancel") and run.live,
-                   context_json=_pretty(view.get("context")), output_json=_pretty(run.output))
+                   context_json=_pretty(view.get("context")), output_json=_pretty(run.output),
+                   seat_views=seat_views, held=tuple(s.agent for s in seat_views if s.mine))
+
+
+def _seats(run: Run, machine: Machine | None, user: Any, view: dict[str, Any],
+           bound: dict[str, SchemaForm]) -> list[SeatView]:
+    if machine is None or not run.live:
+        return []
+    holders = view.get("seats", {})
+    me = user.get_username() if getattr(user, "is_authenticated", False) else None
+    playing = can(user, "play")
+    out = []
+    for agent, slot in machine.agents.items():
+        holder = holders.get(agent)
+        turn = next((t for t in view.get("turns", []) if t.get("agent") == agent), None)
+        mine = holder is not None and holder == me
+        picks = []
+        if mine and turn is not None:
+            allowed = set(turn.get("allowed", []))
+            for tool in machine.menu(agent):
+                name = tool["name"]
+                event = machine.events[name]
+                why = "" if name in allowed else (
+                    f'waiting on the pick "{turn["outstanding"]["event"]}"' if turn.get("outstanding")
+                    else f"not allowed now in {turn.get('state', '')}")
+                form = bound.get(seat_key(agent, name)) or schema_form(event.input,
+                                                                       auto_id=f"id_seat_{agent}_{name}_%s")
+                picks.append((name, tool.get("description", ""), form, name in allowed, why))
+        out.append(SeatView(agent, slot.model, holder, mine, playing and holder is None, turn, picks))
+    return out
 
 
 def agent_turns(run: Run) -> list[AgentTurns]:
@@ -165,7 +210,11 @@ def _pretty(value: Any) -> str:
 
 
 def gate_key(gate: str, event: str) -> str:
-    return f"{gate}:{event}"
+    return f"gate:{gate}:{event}"
 
 
-__all__ += ["gate_key", "EVENT_FIELD"]
+def seat_key(agent: str, event: str) -> str:
+    return f"seat:{agent}:{event}"
+
+
+__all__ += ["gate_key", "seat_key", "SeatView", "EVENT_FIELD"]

@@ -13,5 +13,8 @@ urlpatterns = [
     path("runs/<str:run_id>/", views.run, name="run"),
     path("runs/<str:run_id>/gates/<path:gate>/", views.answer_gate, name="answer"),
     path("runs/<str:run_id>/cancel/", views.cancel_run, name="cancel"),
+    path("runs/<str:run_id>/seats/<path:agent>/take/", views.take_seat, name="seat-take"),
+    path("runs/<str:run_id>/seats/<path:agent>/give/", views.give_seat, name="seat-give"),
+    path("runs/<str:run_id>/seats/<path:agent>/pick/", views.seat_pick, name="seat-pick"),
     path("runs/<str:run_id>/replay/", views.replay, name="replay"),
 ]

@@ -85,6 +85,8 @@ def _workflow_context(request: HttpRequest, loaded: Any, form: Any = None, error
         warnings=machine.warnings(),
         form=form if form is not None else schema_form(machine.door),
         can_start=can(request.user, "start"),
+        can_play=can(request.user, "play"),
+        agents=sorted(machine.agents),
         runs=Run.objects.filter(workflow=loaded.name).order_by("-created_at")[:10],
     )
     return context
@@ -132,9 +134,13 @@ async def start_run(request: HttpRequest, name: str) -> HttpResponse:
     values = check(form, machine.door)
     host = current_host()
     error = "" if host is not None else "no host drives runs in this server process (start it with `jr2 up`)"
+    playing = request.POST.getlist("_play")
+    if playing:
+        await sync_to_async(needs)(user, "play")
     if values is not None and host is not None:
         await host.ready.wait()
-        run_id = await host.start_run(name, values, user_id=user.pk)
+        seats = {agent: (user.pk, user.get_username()) for agent in playing}
+        run_id = await host.start_run(name, values, user_id=user.pk, seats=seats)
         return redirect("console:run", run_id=run_id)
     context = await sync_to_async(_workflow_context)(request, loaded, form, error)
     return await sync_to_async(render)(request, "console/workflow.html", context, status=400)
@@ -307,3 +313,74 @@ def replay(request: HttpRequest, run_id: str) -> HttpResponse:
             context["rerun_same"] = report.same
             context["rerun_step"] = getattr(report, "step", None)
     return render(request, "console/replay.html", context)
+
+
+# -- playing a seat ------------------------------------------------------------------------------------------------
+
+async def _seat_change(request: HttpRequest, run_id: str, agent: str, take: bool) -> HttpResponse:
+    user = await request.auser()
+    await sync_to_async(needs)(user, "play")
+    run_row = await Run.objects.filter(id=run_id).afirst()
+    if run_row is None:
+        raise Http404(f"no run {run_id}")
+    holder = (run_row.view or {}).get("seats", {}).get(agent)
+    if not take and holder != user.get_username():
+        return HttpResponseBadRequest(f"you do not hold the seat of {agent}")
+    host = current_host()
+    if host is None:
+        return HttpResponseBadRequest("no host drives runs in this server process (start it with `jr2 up`)")
+    await host.ready.wait()
+    try:
+        await host.take_seat(run_id, agent, (user.pk, user.get_username()) if take else None)
+    except Exception as err:  # noqa: BLE001 - someone else holds it, or the run ended: say so
+        return HttpResponseBadRequest(f"the seat of {agent} could not change hands: {err}")
+    if request.htmx:
+        return HttpResponse(await sync_to_async(run_regions)(run_id, user) or "")
+    return redirect(reverse("console:run", args=[run_id]) + f"#seat-{agent}")
+
+
+@require_POST
+async def take_seat(request: HttpRequest, run_id: str, agent: str) -> HttpResponse:
+    """Take an Agent's seat: its Turns come to this user's page, from its next request on."""
+    return await _seat_change(request, run_id, agent, take=True)
+
+
+@require_POST
+async def give_seat(request: HttpRequest, run_id: str, agent: str) -> HttpResponse:
+    """Give the seat back: the model plays the Agent again (a request waiting for this user goes to it)."""
+    return await _seat_change(request, run_id, agent, take=False)
+
+
+@require_POST
+async def seat_pick(request: HttpRequest, run_id: str, agent: str) -> HttpResponse:
+    """A pick made in the seat: checked by the event's model, then handed to the Turn loop, which treats it as a
+    model's tool call (refused, answered, outstanding or ending the Turn)."""
+    from engine.providers import human
+
+    from .runview import seat_key
+
+    user = await request.auser()
+    await sync_to_async(needs)(user, "play")
+    run_row = await Run.objects.filter(id=run_id).afirst()
+    if run_row is None:
+        raise Http404(f"no run {run_id}")
+    if (run_row.view or {}).get("seats", {}).get(agent) != user.get_username():
+        return HttpResponseBadRequest(f"you do not hold the seat of {agent}; take it first")
+    machine = await sync_to_async(machine_of)(run_row.workflow)
+    event = request.POST.get(EVENT_FIELD, "")
+    definition = machine.events.get(event) if machine is not None else None
+    if definition is None or event not in machine.menu_names(agent):
+        return HttpResponseBadRequest(f'"{event}" is not on the Menu of {agent}')
+    form = schema_form(definition.input, request.POST)
+    values = await sync_to_async(check)(form, definition.input)
+    if values is not None:
+        human.offer(run_id, agent, event, values)
+        if request.htmx:
+            return HttpResponse(status=204)
+        return redirect(reverse("console:run", args=[run_id]) + f"#seat-{agent}")
+    page = await sync_to_async(run_page)(run_id, user, {seat_key(agent, event): form})
+    if request.htmx:
+        seats = await sync_to_async(render_to_string)(
+            "console/run/_seats.html", {"page": page, "run": page.run, "oob": True}, request)
+        return HttpResponse(seats)
+    return await sync_to_async(render)(request, "console/run.html", _run_context(page), status=400)

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 
 __all__ = ["Run", "JournalEntry", "RunSnapshot", "TurnRecord", "TurnMessage", "ModelCall", "EffectRecord",
-           "ApiToken", "new_run_id"]
+           "ApiToken", "Seat", "new_run_id"]
 
 ID_ALPHABET = "abcdefghijkmnopqrstuvwxyz23456789"
 
@@ -258,3 +258,22 @@ class ApiToken(models.Model):
         key = cls.PREFIX + secrets.token_urlsafe(32)
         token = cls.objects.create(user=user, name=name, prefix=key[:10], key_hash=cls.digest(key))
         return token, key
+
+
+class Seat(models.Model):
+    """A person playing an Agent's seat in a run, from the Console: while held, that Agent's Turns come to them
+    instead of its model."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="seats")
+    agent = models.CharField(max_length=120)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="seats")
+    taken_at = models.DateTimeField(auto_now_add=True)
+    given_back_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "taken_at"]
+        constraints = [models.UniqueConstraint(fields=["run", "agent"], condition=models.Q(given_back_at=None),
+                                               name="one_holder_per_seat")]
+
+    def __str__(self) -> str:
+        return f"{self.user} plays {self.agent} in {self.run_id}"

@@ -119,6 +119,7 @@ JR2_PROVIDERS = _env_json("JR2_PROVIDERS", {
     "anthropic": "engine.providers.anthropic.AnthropicProvider",
     "local": "engine.providers.local.LocalProvider",
     "script": "engine.providers.script.ScriptProvider",
+    "human": "engine.providers.human.HumanProvider",
 })
 JR2_ANTHROPIC_BASE_URL = os.environ.get("JR2_ANTHROPIC_BASE_URL") or None
 JR2_LOCAL_BASE_URL = os.environ.get("JR2_LOCAL_BASE_URL", "http://127.0.0.1:8080/v1")

@@ -22,6 +22,7 @@ DEFAULT_PROVIDERS: dict[str, str] = {
     "anthropic": "engine.providers.anthropic.AnthropicProvider",
     "local": "engine.providers.local.LocalProvider",
     "script": "engine.providers.script.ScriptProvider",
+    "human": "engine.providers.human.HumanProvider",
 }
 
 _instances: dict[str, Provider] = {}

@@ -36,6 +36,7 @@ class TurnView:
     answers: tuple[str, ...] = ()
     notices: tuple[Any, ...] = ()
     workflow: str = ""
+    run: str = ""
 
 
 @dataclass(frozen=True)

@@ -102,8 +102,10 @@ class Host:
 
     # -- runs ------------------------------------------------------------------------------------------------
 
-    async def start_run(self, workflow: str, input: Any = None, user_id: int | None = None) -> str:
-        """Start a run; the door is validated first (pydantic's ValidationError names the field)."""
+    async def start_run(self, workflow: str, input: Any = None, user_id: int | None = None,
+                        seats: dict[str, tuple[int, str]] | None = None) -> str:
+        """Start a run; the door is validated first (pydantic's ValidationError names the field). `seats` gives
+        Agents' seats to people from the start: agent -> (user id, username)."""
         machine = self.workflows.get(workflow)
         if machine is None:
             raise HostError(f'no workflow "{workflow}" (workflows: {", ".join(sorted(self.workflows)) or "none"})')
@@ -111,7 +113,11 @@ class Host:
         plain = door.model_dump(mode="json") if hasattr(door, "model_dump") else input
         session = Session(machine, plain, clock=SimulatedClock(wall_ms()))
         run_id = Run._meta.get_field("id").get_default()
-        driver = RunDriver(self, run_id, workflow, machine, session, seq=0, snapshot_seq=0)
+        unknown = sorted(set(seats or {}) - set(machine.agents))
+        if unknown:
+            raise HostError(f'workflow "{workflow}" has no Agent {", ".join(unknown)} (Agents: '
+                            f'{", ".join(sorted(machine.agents))})')
+        driver = RunDriver(self, run_id, workflow, machine, session, seq=0, snapshot_seq=0, seats=seats)
         if session.status == "active":
             self.drivers[run_id] = driver
         await driver.begin({"workflow": workflow, "digest": machine.digest, "input": plain,
@@ -127,6 +133,13 @@ class Host:
 
     async def cancel(self, run_id: str) -> None:
         await self.deliver(run_id, "cancel")
+
+    async def take_seat(self, run_id: str, agent: str, user: tuple[int, str] | None) -> str:
+        """A person takes an Agent's seat in a run (`user`: user id and name), or gives it back (None)."""
+        result = await self.deliver(run_id, "seat", agent=agent, user=user)
+        if isinstance(result, Exception):
+            raise HostError(str(result))
+        return str(result)
 
     def forget(self, driver: RunDriver) -> None:
         """A run ended: it needs no host any more."""
@@ -193,8 +206,8 @@ class Host:
 
     # -- telling the world -----------------------------------------------------------------------------------
 
-    def notify(self, run_id: str, workflow: str, status: str, seq: int) -> None:
-        notify(run_id, workflow, status, seq)
+    def notify(self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None) -> None:
+        notify(run_id, workflow, status, seq, updated.isoformat() if updated is not None else "")
 
     def crash_point(self, entries: list[dict[str, Any]]) -> None:
         """For the crash tests: `JR2_CRASH_AFTER_COMMIT=<kind>` kills the process right after committing an entry

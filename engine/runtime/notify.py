@@ -22,13 +22,14 @@ def workflow_group(workflow: str) -> str:
     return f"workflow-{workflow}"
 
 
-def notify(run_id: str, workflow: str, status: str, seq: int) -> None:
-    """Send `run.updated` to both groups without waiting (a slow layer never holds a run up)."""
+def notify(run_id: str, workflow: str, status: str, seq: int, updated: str = "") -> None:
+    """Send `run.updated` to both groups without waiting (a slow layer never holds a run up). `updated` is the
+    commit's time (the Run row's `updated_at`), by which a listener knows whether its view is current."""
     layer = get_channel_layer()
     if layer is None:
         return
     message: dict[str, Any] = {"type": "run.updated", "run": run_id, "workflow": workflow, "status": status,
-                               "seq": seq}
+                               "seq": seq, "updated": updated}
     loop = asyncio.get_running_loop()
     for group in (run_group(run_id), workflow_group(workflow)):
         task = loop.create_task(layer.group_send(group, dict(message)))

@@ -1,4 +1,4 @@
-"""Who plays an Agent's Turn: its declared model, or, offline, its scripted stand-in.
+"""Who plays an Agent's Turn: a person holding its seat, its declared model, or, offline, its scripted stand-in.
 
 A workflow declares `agent(model="anthropic/claude-haiku-5-5", ...)`. When that provider cannot be reached because
 its key is not set (or `JR2_SCRIPTED` is on), and a script is registered as `<workflow>.<agent>`
@@ -29,8 +29,15 @@ class Player:
     scripted: bool
 
     @property
+    def human(self) -> str | None:
+        """The username of the person playing, or None for a model."""
+        return self.model.split("/", 1)[1] if self.model.startswith("human/") else None
+
+    @property
     def label(self) -> str:
         """How a run shows who played the Turn."""
+        if self.human:
+            return f"{self.human} (a person, in the seat of {self.declared})"
         if self.scripted and self.model != self.declared:
             return f"{self.model} (scripted stand-in for {self.declared})"
         return f"{self.model} (scripted)" if self.scripted else self.model
@@ -41,7 +48,10 @@ def _missing_key(prefix: str) -> str | None:
     return key if key is not None and not os.environ.get(key) else None
 
 
-def player_for(workflow: str, agent: str, declared: str) -> Player:
+def player_for(workflow: str, agent: str, declared: str, human: str | None = None) -> Player:
+    """`human` is the username of a person holding the Agent's seat in the run: they play it."""
+    if human:
+        return Player(f"human/{human}", declared, False)
     prefix = declared.split("/", 1)[0]
     if prefix == "script":
         return Player(declared, declared, True)

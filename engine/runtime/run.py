@@ -25,6 +25,8 @@ from engine.outputs import (
 from engine.session import PendingEffect, Session
 from engine.workflow import Machine
 
+from engine.providers import human
+
 from . import store
 from .effects import run_effect
 from .players import Player, player_for
@@ -33,7 +35,7 @@ from .turns import Conversation, TurnLoop
 if TYPE_CHECKING:
     from .host import Host
 
-__all__ = ["RunDriver", "Item", "wall_ms", "run_status"]
+__all__ = ["RunDriver", "Item", "SeatError", "wall_ms", "run_status"]
 
 log = logging.getLogger("engine.runtime")
 
@@ -83,11 +85,16 @@ class _Plan:
     after: list[Callable[[], object]] = field(default_factory=list)
 
 
+class SeatError(Exception):
+    """A seat cannot change hands as asked (no such Agent, or someone else holds it)."""
+
+
 class RunDriver:
     """Owns one run's Session; its task applies the inbox in order (see the module docstring)."""
 
     def __init__(self, host: Host, run_id: str, workflow: str, machine: Machine, session: Session, *, seq: int,
-                 snapshot_seq: int, resume: store.Resume | None = None) -> None:
+                 snapshot_seq: int, resume: store.Resume | None = None,
+                 seats: dict[str, tuple[int, str]] | None = None) -> None:
         self.host = host
         self.run_id = run_id
         self.workflow = workflow
@@ -107,6 +114,8 @@ class RunDriver:
         self._latest: dict[str, str] = {}
         self._deferred: list[store.Op] = []
         self.visited: set[str] = set(resume.run.view.get("visited", [])) if resume is not None else set()
+        #: The people playing Agents' seats: agent -> (user id, username).
+        self.seats: dict[str, tuple[int, str]] = dict(resume.seats if resume is not None else seats or {})
         self.status = run_status(session)
 
     # -- what Turn loops and the host call -------------------------------------------------------------------
@@ -125,7 +134,8 @@ class RunDriver:
         what was deferred goes first."""
         ops = self._take_deferred() + list(ops)
         if ops:
-            await self.host.db(store.write, self.run_id, ops)
+            updated = await self.host.db(store.write, self.run_id, ops)
+            self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated)
 
     def defer(self, ops: list[store.Op]) -> None:
         """Records to write with the run's next commit, whichever that is (a step or a write), before its own."""
@@ -165,13 +175,13 @@ class RunDriver:
         session = self.session
         entries = list(session.journal)
         del session.journal[:]
-        plan = _Plan()
+        plan = _Plan([store.SeatChanged(agent, user_id) for agent, (user_id, _) in self.seats.items()])
         for output in session.drain():
             self._plan_output(output, plan)
         self.status = run_status(session)
         scripted = any(meta.player.scripted for meta in self.turns.values()) or any(
             slot.model.startswith("script/") for slot in self.machine.agents.values())
-        await self.host.db(store.commit, store.Step(
+        updated = await self.host.db(store.commit, store.Step(
             self.run_id, 1, entries, self._run_fields(self.status), session.to_json(), plan.ops,
             create={**create, "scripted": scripted}, lease=lease))
         self.seq = self.snapshot_seq = len(entries)
@@ -179,7 +189,7 @@ class RunDriver:
             self.start()
             for after in plan.after:
                 after()
-        self.host.notify(self.run_id, self.workflow, self.status, self.seq)
+        self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated)
 
     def _run_fields(self, status: str) -> dict[str, Any]:
         session = self.session
@@ -243,8 +253,10 @@ class RunDriver:
         every = max(1, self.host.snapshot_every)
         if entries and (session.status != "active" or last // every > self.snapshot_seq // every):
             snapshot = session.to_json()
+        updated = None
         if entries or plan.ops:
-            await self.host.db(store.commit, store.Step(self.run_id, first, entries, run_fields, snapshot, plan.ops))
+            updated = await self.host.db(store.commit, store.Step(self.run_id, first, entries, run_fields, snapshot,
+                                                                  plan.ops))
             self.host.crash_point(entries)
         del session.journal[:]
         self.seq = last
@@ -256,8 +268,8 @@ class RunDriver:
             after()
         self.status = status
         self._schedule_timer()
-        if entries:
-            self.host.notify(self.run_id, self.workflow, status, last)
+        if updated is not None:
+            self.host.notify(self.run_id, self.workflow, status, last, updated)
 
     def _apply(self, item: Item, host_entries: list[dict[str, Any]], plan: _Plan, now: float) -> Any:
         """Apply one input at the real time `now` (the Session journals the time that passed)."""
@@ -265,7 +277,9 @@ class RunDriver:
         if item.kind == "pick":
             result = session.pick(args["agent"], args["event"], args.get("params"), at=now)
             if result.outcome != "refused" and session.journal:
-                session.journal[-1].update(call=args.get("call", ""), turn=args.get("turn", ""))
+                meta = self.turns.get(args.get("turn", ""))
+                session.journal[-1].update(call=args.get("call", ""), turn=args.get("turn", ""),
+                                           player=meta.player.model if meta is not None else "")
             return result
         if item.kind == "gate":
             return session.send_gate(args["gate"], args["event"], args.get("params"), at=now)
@@ -293,6 +307,11 @@ class RunDriver:
         if item.kind == "cancel":
             session.cancel(at=now)
             return None
+        if item.kind == "seat":
+            try:
+                return self._seat(args["agent"], args.get("user"), plan)
+            except SeatError as err:
+                return err
         if item.kind == "advance":
             if now > session.now:
                 session.advance(now - session.now)
@@ -359,7 +378,7 @@ class RunDriver:
     def _open_turn(self, started: TurnStarted, plan: _Plan) -> None:
         slot = self.session.slot_of(started.agent)
         declared = slot.model if slot is not None else "script/unknown"
-        player = player_for(self.workflow, started.agent, declared)
+        player = player_for(self.workflow, started.agent, declared, self._holder(started.agent))
         if started.continues and started.agent in self._latest:
             conversation = self.conversations[self._latest[started.agent]]
         else:
@@ -383,6 +402,34 @@ class RunDriver:
                         tuple(started.notices))
         self.loops[started.turn] = loop
         plan.after.append(loop.start)
+
+    # -- seats ---------------------------------------------------------------------------------------------
+
+    def _holder(self, agent: str) -> str | None:
+        held = self.seats.get(agent)
+        return held[1] if held is not None else None
+
+    def _seat(self, agent: str, user: tuple[int, str] | None, plan: _Plan) -> str:
+        """A person takes an Agent's seat (`user`), or gives it back (None): its Turns, the open one from its next
+        request on, are played by that person, or by the model again."""
+        if self.session.slot_of(agent) is None:
+            raise SeatError(f'no Agent "{agent}" in this run (Agents: {", ".join(sorted(self.machine.agents))})')
+        held = self.seats.get(agent)
+        if user is not None and held is not None and held[0] != user[0]:
+            raise SeatError(f'{held[1]} holds the seat of {agent}; they must give it back first')
+        if user is None and held is None:
+            return "nobody held it"
+        if user is not None:
+            self.seats[agent] = tuple(user)  # type: ignore[assignment]
+        else:
+            self.seats.pop(agent, None)
+            plan.after.append(functools.partial(human.give_back, self.run_id, agent))
+        plan.ops.append(store.SeatChanged(agent, user[0] if user is not None else None))
+        for turn, meta in self.turns.items():
+            if meta.agent == agent:
+                meta.player = player_for(self.workflow, agent, meta.player.declared, self._holder(agent))
+                plan.ops.append(store.TurnChanged(turn, model=meta.player.model))
+        return "taken" if user is not None else "given back"
 
     # -- Effects ---------------------------------------------------------------------------------------------
 
@@ -486,6 +533,7 @@ class RunDriver:
                       for t in session.turns],
             "effects": [{"id": e.id, "slot": e.slot, "state": e.state, "kind": e.kind} for e in session.effects],
             "next_due": session.next_due(),
+            "seats": {agent: name for agent, (_, name) in self.seats.items()},
         }
 
 

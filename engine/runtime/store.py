@@ -18,9 +18,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage, TurnRecord
+from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, Seat, TurnMessage, TurnRecord
 
-__all__ = ["Step", "Op", "TurnOpened", "TurnClosed", "TurnChanged", "Message", "CallStarted", "CallFinished",
+__all__ = ["Step", "Op", "TurnOpened", "TurnClosed", "TurnChanged", "SeatChanged", "Message", "CallStarted", "CallFinished",
            "EffectOpened", "EffectChanged", "commit", "write", "Resume", "load_resume", "take_lease",
            "renew_leases", "release_leases", "live_run_ids", "mark_drifted", "expire_in_flight"]
 
@@ -92,20 +92,36 @@ class TurnClosed(Op):
 
 @dataclass
 class TurnChanged(Op):
-    """A Turn's waiting tool call, or its conversation after a reroll."""
+    """A Turn's waiting tool call, its conversation after a reroll, or who plays it after its seat changed hands."""
 
     turn: str
     pending_call: str | None = None
     conversation: str | None = None
+    model: str | None = None
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
         changes: dict[str, Any] = {}
+        if self.model is not None:
+            changes["model"] = self.model
         if self.pending_call is not None:
             changes["pending_call"] = self.pending_call
         if self.conversation is not None:
             changes["conversation"] = self.conversation
         if changes:
             TurnRecord.objects.filter(run_id=run_id, turn=self.turn).update(**changes)
+
+
+@dataclass
+class SeatChanged(Op):
+    """A person takes an Agent's seat (`user_id`), or gives it back (None)."""
+
+    agent: str
+    user_id: int | None
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        Seat.objects.filter(run_id=run_id, agent=self.agent, given_back_at=None).update(given_back_at=now)
+        if self.user_id is not None:
+            Seat.objects.create(run_id=run_id, agent=self.agent, user_id=self.user_id)
 
 
 @dataclass
@@ -210,8 +226,9 @@ class Step:
         return self.first_seq + len(self.entries) - 1
 
 
-def commit(step: Step) -> None:
-    """Write a step: journal entries, the Run's new state, its records and maybe a snapshot, all or nothing."""
+def commit(step: Step) -> dt.datetime:
+    """Write a step: journal entries, the Run's new state, its records and maybe a snapshot, all or nothing. Returns
+    the commit's time, which is the Run row's `updated_at` after it (what a live page keys its view on)."""
     now = timezone.now()
     with transaction.atomic():
         if step.create is not None:
@@ -219,6 +236,7 @@ def commit(step: Step) -> None:
             Run.objects.create(id=step.run_id, seq=step.last_seq, lease_owner=owner,
                                lease_expires=now + dt.timedelta(seconds=seconds) if owner else None,
                                **step.create, **step.run)
+            Run.objects.filter(id=step.run_id).update(updated_at=now)
         elif step.run or step.entries:
             fields = dict(step.run)
             if step.entries:
@@ -233,14 +251,18 @@ def commit(step: Step) -> None:
             op.apply(step.run_id, now)
         if step.snapshot is not None:
             RunSnapshot.objects.create(run_id=step.run_id, seq=step.last_seq, data=step.snapshot)
+    return now
 
 
-def write(run_id: str, ops: Iterable[Op]) -> None:
-    """Records that change nothing in the run's Session (a model call, a refusal of a malformed tool call)."""
+def write(run_id: str, ops: Iterable[Op]) -> dt.datetime:
+    """Records that change nothing in the run's Session (a model call, a refusal of a malformed tool call). The Run
+    row's `updated_at` moves too, so a live page knows its view is older."""
     now = timezone.now()
     with transaction.atomic():
         for op in ops:
             op.apply(run_id, now)
+        Run.objects.filter(id=run_id).update(updated_at=now)
+    return now
 
 
 @dataclass
@@ -259,6 +281,7 @@ class Resume:
     message_seqs: dict[str, int]
     effects: dict[str, EffectRecord]
     model_calls: int
+    seats: dict[str, tuple[int, str]]
 
 
 def load_resume(run_id: str) -> Resume:
@@ -280,7 +303,9 @@ def load_resume(run_id: str) -> Resume:
             {"role": message.role, "content": message.content, "kind": message.kind, "turn": message.turn.turn})
     effects = {e.effect: e for e in EffectRecord.objects.filter(run_id=run_id)}
     calls = ModelCall.objects.filter(run_id=run_id).order_by("-seq").values_list("seq", flat=True).first() or 0
-    return Resume(run, snapshot.data, snapshot.seq, tail, turns, latest, conversations, seqs, effects, calls)
+    seats = {seat.agent: (seat.user_id, seat.user.get_username())
+             for seat in Seat.objects.filter(run_id=run_id, given_back_at=None).select_related("user")}
+    return Resume(run, snapshot.data, snapshot.seq, tail, turns, latest, conversations, seqs, effects, calls, seats)
 
 
 def expire_in_flight(run_id: str) -> None:

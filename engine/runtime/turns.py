@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.prompts import allowed_line, user_message
 from engine.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
+from engine.providers.human import SeatGivenBack
 from engine.turn_policy import TurnPolicy, TurnWatch
 
 from . import store
@@ -171,27 +172,34 @@ class TurnLoop:
         (the pick their first call makes, usually): one transaction per pick. A request still unanswered after
         IN_FLIGHT_AFTER seconds is committed at once, so a long model call shows as in flight. A host that stops
         before the reply is committed asks again from the recorded conversation."""
-        _, model_id = split_model(self.player.model)
+        player = self._player()
+        _, model_id = split_model(player.model)
         tools = self.driver.session.menu_json(self.agent)
         self._asking = True
         request = ModelRequest(model=model_id, system=self.system, tools_json=tools,
                                messages=self.conversation.sent(), dials=self.driver.dials(self.turn),
                                view=self._view())
         seq = self.driver.next_call_seq()
-        record = {"model": self.player.model, "declared": self.player.declared, "system": self.system,
+        record = {"model": player.model, "declared": player.declared, "system": self.system,
                   "tools_sha256": hashlib.sha256(tools.encode()).hexdigest(), "dials": dict(request.dials),
                   "conversation": self.conversation.id}
-        self.driver.defer([store.CallStarted(seq, self.turn, self.player.model, self.player.scripted, record,
+        self.driver.defer([store.CallStarted(seq, self.turn, player.model, player.scripted, record,
                                              len(request.messages))])
         if self.closed:
             raise _Ended()
         started = time.perf_counter()
         self._in_model = True
-        call = asyncio.ensure_future(provider_for(self.player.model).complete(request))
+        call = asyncio.ensure_future(provider_for(player.model).complete(request))
         try:
             if not (await asyncio.wait({call}, timeout=IN_FLIGHT_AFTER))[0]:
                 await self.driver.write([])
             reply = await call
+        except SeatGivenBack:
+            self._in_model = False
+            await self.driver.write([store.CallFinished(seq, self.turn, "interrupted",
+                                                        error="the person gave the seat back; the model is asked",
+                                                        latency_ms=_ms(started))])
+            return await self._ask()
         except ProviderError as err:
             self._in_model = self._asking = False
             await self.driver.write([store.CallFinished(seq, self.turn, "failed", error=str(err),
@@ -299,7 +307,13 @@ class TurnLoop:
     def _view(self) -> TurnView:
         return TurnView(agent=self.agent, turn=self.turn, prompt=self.prompt,
                         menu=tuple(self.driver.session.menu(self.agent)), allowed_picks=self._allowed(),
-                        answers=tuple(self.answers), notices=self.notices, workflow=self.driver.workflow)
+                        answers=tuple(self.answers), notices=self.notices, workflow=self.driver.workflow,
+                        run=self.driver.run_id)
+
+    def _player(self) -> Player:
+        """Who plays this Turn now: a seat can change hands between two requests."""
+        meta = self.driver.turns.get(self.turn)
+        return meta.player if meta is not None else self.player
 
 
 def _ms(started: float) -> float:

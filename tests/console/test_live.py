@@ -49,9 +49,10 @@ def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(
             connected, _ = await socket.connect()
             assert connected
             first = await receive_until(socket, 'id="run-gates"')
-            for region in ("run-status", "run-lit", "run-gates", "run-now", "run-output", "run-turns", "run-context"):
+            for region in ("run-status", "run-lit", "run-gates", "run-seats", "run-now", "run-output", "run-turns",
+                           "run-context"):
                 assert f'id="{region}"' in first
-            assert first.count('hx-swap-oob="true"') == 7
+            assert first.count('hx-swap-oob="true"') == 8
             await receive_until(socket, 'id="run-status-badge">waiting<')
             await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Ops"})
             done = await receive_until(socket, 'id="run-status-badge">done<')

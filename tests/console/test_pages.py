@@ -350,3 +350,66 @@ def _notes_config() -> dict[str, Any]:
     writing["on"] = {**writing["on"], "done": done}
     config["states"] = {**config["states"], "writing": writing}
     return config
+
+
+# -- playing a seat -------------------------------------------------------------------------------------------
+
+def test_starting_a_run_playing_the_writer_shows_the_menu_as_forms_with_the_allowed_picks(operator: Any,
+                                                                                          settings: Any) -> None:
+    settings.JR2_SCRIPTED = True
+    assert "play <strong>writer</strong> myself" in logged_in(operator).get("/workflows/notes/").content.decode()
+    response = post_as(operator, "/workflows/notes/runs/", {"changes": "One fix.", "_play": "writer"})
+    run = Run.objects.get()
+    assert response.status_code == 302 and run.view["seats"] == {"writer": "oscar"}
+    page = logged_in(operator).get(f"/runs/{run.id}/").content.decode()
+    assert "Your Turn as writer" in page and "Write the release notes for these changes" in page
+    ask = re.search(r'<form[^>]*data-event="ask".*?</form>', page, re.S).group(0)
+    done = re.search(r'<form[^>]*data-event="done".*?</form>', page, re.S).group(0)
+    assert "disabled" not in ask and 'name="question"' in ask
+    assert "<fieldset disabled" in done and "not allowed now" in done
+    assert "Give writer back to the model" in page
+
+
+def test_a_pick_in_the_seat_goes_through_the_turn_loop(operator: Any, settings: Any) -> None:
+    settings.JR2_SCRIPTED = True
+
+    async def main() -> str:
+        host = Host(WORKFLOWS, owner="console-tests")
+        await host.start()
+        try:
+            client = AsyncClient()
+            await client.aforce_login(operator)
+            run_id = await host.start_run("notes", {"changes": "One fix."}, seats={"writer": (operator.pk, "oscar")})
+            refused = await client.post(f"/runs/{run_id}/seats/writer/pick/", {"_event": "ask"})
+            assert refused.status_code == 400 and "field-error" in refused.content.decode()
+            picked = await client.post(f"/runs/{run_id}/seats/writer/pick/", {"_event": "ask", "question": "Tone?"})
+            assert picked.status_code == 302
+            for _ in range(300):
+                if await host.db(lambda: Run.objects.filter(id=run_id, status="waiting").exists()):
+                    break
+                await asyncio.sleep(0.02)
+            given = await client.post(f"/runs/{run_id}/seats/writer/give/", {})
+            assert given.status_code == 302
+            await host.cancel(run_id)
+            return run_id
+        finally:
+            await host.stop()
+    run_id = asyncio.run(main())
+    picks = [(e.entry["event"], e.entry["player"]) for e in JournalEntry.objects.filter(run_id=run_id, kind="pick")]
+    assert picks == [("ask", "human/oscar")]
+    assert Run.objects.get(id=run_id).view["seats"] == {}
+
+
+def test_taking_a_seat_needs_the_play_permission(answerer: Any, runs: dict[str, str]) -> None:
+    response = post_as(answerer, f"/runs/{runs['waiting']}/seats/writer/take/", {})
+    assert response.status_code == 403
+    assert Run.objects.get(id=runs["waiting"]).view.get("seats", {}) == {}
+    page = logged_in(answerer).get(f"/runs/{runs['waiting']}/").content.decode()
+    assert "Take over writer" not in page
+
+
+def test_an_operator_takes_over_a_running_agent(operator: Any, runs: dict[str, str]) -> None:
+    assert "Take over writer" in logged_in(operator).get(f"/runs/{runs['waiting']}/").content.decode()
+    response = post_as(operator, f"/runs/{runs['waiting']}/seats/writer/take/", {})
+    assert response.status_code == 302
+    assert Run.objects.get(id=runs["waiting"]).view["seats"] == {"writer": "oscar"}

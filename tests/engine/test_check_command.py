@@ -205,7 +205,7 @@ def test_up_checks_migrates_and_serves_the_console(real_folder: Path, tmp_path: 
     script = shutil.which("jr2", path=str(BIN))
     assert script
     env = {**os.environ, "JR2_WORKFLOWS": str(real_folder), "JR2_SQLITE_PATH": str(tmp_path / "up.sqlite3"),
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1", "JR2_CONSOLE_OPEN_READS": "1"}
     server = subprocess.Popen([script, "up", f"127.0.0.1:{port}"], cwd=tmp_path, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
