@@ -1,0 +1,491 @@
+"""A Machine drawn by graphviz as inline SVG, for the Console's workflow, run and replay pages.
+
+    svg = machine_svg(machine)                      # cached: the first call runs `dot`, the next ones do not
+    lit = lit_svg(svg, active=["writing", "writing.asking"], visited=["writing.drafting"])
+    state_paths(machine)                            # ["", "writing", "writing.drafting", ...]
+
+Every state's SVG group is addressable: `<g id="state-<dotted path below the root>">` (`state-writing.asking`); the
+root's group is `state-` (its path below the root is empty; `state-<machine id>` could collide with a top-level state
+of the same name). Paths are the keys joined by dots, as `Session.active_paths` writes them.
+
+How each element is drawn (the legend; `static/console/graph.css` styles the classes):
+
+- compound state: a rounded cluster, its key on top; a parallel state: a thick cluster marked "parallel", whose
+  regions are dashed clusters; the root is the outermost cluster, labelled with the Machine's id;
+- atomic state: a rounded box; final state: a double circle; history state: a small circle with "H" (shallow) or
+  "H*" (deep), with a thin dotted edge to its default when it names a `target`;
+- initial: a small filled dot in each compound state, with an edge to its initial child;
+- what a state invokes, as a coloured row inside it: Agent (blue, its slot), Gate (amber, its id), Effect
+  (green, its slot and kind), child Machine (purple, its id), fail (red), any other actor (grey, its src);
+- transitions: edges labelled `event [guard]`; eventless (`always`) edges dashed violet, `after 5s` edges dotted
+  brown, done edges (`onDone`, `xstate.done.*`) green and bold, error edges (`onError`, `xstate.error.*`) dashed red,
+  every other event solid dark grey. A guard is shown by its name (`[guard]` for a lambda);
+- targetless transitions (an event taken without leaving the state) are not edges: they are listed in the state's
+  label as `↺ event [guard]`, so they cannot be mistaken for a self-transition (which exits and re-enters).
+
+Edges to and from compound states end at the cluster's border (`compound=true`, `lhead`/`ltail`, through an
+invisible anchor node in each cluster). Everything that comes from a workflow (keys, event and guard names, slot
+names, ids) is escaped; the SVG never carries markup or a `javascript:` URL from a name.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import threading
+import weakref
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Iterable
+
+import graphviz
+from graphviz.quoting import quote
+
+from engine.routes import SeatGuard, SentBy
+from engine.slots import AgentSlot, EffectSlot, FailSlot, GateSlot
+from engine.statechart.nodes import InvokeDef, StateNode, Transition
+from engine.statechart.selection import history_default_targets
+
+if TYPE_CHECKING:
+    from engine.workflow import Machine
+
+__all__ = ["machine_svg", "lit_svg", "state_paths", "state_dom_id", "GraphError", "clear_cache"]
+
+CACHE_SIZE = 128  # drawings kept (one per Machine shape and label set; a Console has a handful of Workflows)
+LIT_CACHE_SIZE = 32  # SVGs whose state groups are indexed for `lit_svg`
+
+FONT = "Helvetica,Arial,sans-serif"
+EDGE_STYLES: dict[str, dict[str, str]] = {
+    "event": {"color": "#374151", "fontcolor": "#374151"},  # the edges' default
+    "always": {"color": "#7c3aed", "fontcolor": "#6d28d9", "style": "dashed"},
+    "after": {"color": "#b45309", "fontcolor": "#92400e", "style": "dotted", "penwidth": "1.4"},
+    "done": {"color": "#15803d", "fontcolor": "#166534", "style": "bold"},
+    "error": {"color": "#dc2626", "fontcolor": "#b91c1c", "style": "dashed", "penwidth": "1.6"},
+    "initial": {"color": "#111827", "arrowsize": "0.7"},
+    "history": {"color": "#6b7280", "style": "dotted", "arrowsize": "0.6"},
+}
+# What a state invokes: the word on its row, the row's background and text colour.
+INVOKE_STYLES: dict[str, tuple[str, str, str]] = {
+    "agent": ("Agent", "#dbeafe", "#1e40af"),
+    "gate": ("Gate", "#fef3c7", "#92400e"),
+    "effect": ("Effect", "#dcfce7", "#166534"),
+    "machine": ("Machine", "#f3e8ff", "#6b21a8"),
+    "fail": ("fail", "#fee2e2", "#991b1b"),
+    "actor": ("invoke", "#f3f4f6", "#374151"),
+}
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
+# Every group this module names is written by graphviz as `<g id="jr2_N" class="node|cluster|edge">` then its
+# `<title>`; one pass renames it. Names from a workflow cannot match: graphviz escapes their `<` and `"`.
+_TOKEN_GROUP = re.compile(r'<g id="jr2_(\d+)" class="(node|cluster|edge)">\n<title>[^<]*</title>')
+_JAVASCRIPT = re.compile(r"javascript:", re.IGNORECASE)
+_STATE_GROUP = re.compile(r'<g id="state-([^"]*)" class="([^"]*)')
+
+_lock = threading.Lock()
+_cache: OrderedDict[tuple[str, str], str] = OrderedDict()
+_lit_cache: OrderedDict[str, tuple[list[str], list[str]]] = OrderedDict()
+_keys: weakref.WeakKeyDictionary[Machine, tuple[str, str]] = weakref.WeakKeyDictionary()
+
+
+class GraphError(RuntimeError):
+    """The drawing could not be made (graphviz's `dot` is missing or failed)."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Public
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def state_paths(machine: Machine) -> list[str]:
+    """Every state's dotted path below the root, in document order, the root (`""`) first: the SVG ids are
+    `state-<path>`, so pages and tests can find each state's group from this list."""
+    return [_path(node) for node in machine.nodes]
+
+
+def state_dom_id(path: str) -> str:
+    """The id of a state's SVG group, from its dotted path below the root (`""` for the root)."""
+    return "state-" + path
+
+
+def machine_svg(machine: Machine) -> str:
+    """The Machine's graph as SVG markup to inline in HTML (no XML prolog or doctype).
+
+    Cached in-process by the Machine's shape digest plus a hash of the DOT source: the digest leaves out guard
+    names and labels, which the drawing shows, so a Machine of the same shape with other guards is drawn anew.
+    A Machine never changes once built and the Console keeps its Machines for the life of the process
+    (`engine.registry`), so each Machine object also remembers its key: its next calls skip building the DOT."""
+    with _lock:
+        known = _keys.get(machine)
+        if known is not None and known in _cache:
+            _cache.move_to_end(known)
+            return _cache[known]
+    drawing = _dot(machine)
+    source = drawing.graph.source
+    key = (machine.digest, hashlib.sha256(source.encode("utf-8")).hexdigest())
+    with _lock:
+        _keys[machine] = key
+        svg = _cache.get(key)
+        if svg is not None:
+            _cache.move_to_end(key)
+            return svg
+    svg = _render(source, drawing.groups, machine)
+    with _lock:
+        svg = _cache.setdefault(key, svg)  # a concurrent drawing of the same graph: keep one string
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return svg
+
+
+def lit_svg(svg: str, active: Iterable[str], visited: Iterable[str]) -> str:
+    """`svg` (from `machine_svg`) with ` active` / ` visited` added to the class of the groups of those states
+    (dotted paths below the root). Paths the drawing does not have are ignored (a run of an older shape).
+
+    A run page calls this on every render, so the SVG is not parsed: its state groups are indexed once per SVG
+    string, and each call only joins the pieces with the classes in between."""
+    lit, seen = set(active), set(visited)
+    if not (lit or seen):
+        return svg
+    pieces, paths = _lit_template(svg)
+    out = [pieces[0]]
+    for path, piece in zip(paths, pieces[1:]):
+        if path in lit:
+            out.append(" active")
+        if path in seen:
+            out.append(" visited")
+        out.append(piece)
+    return "".join(out)
+
+
+def clear_cache() -> None:
+    """Forget every drawing (tests and benchmarks time the first draw)."""
+    with _lock:
+        _cache.clear()
+        _lit_cache.clear()
+        _keys.clear()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The DOT
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _path(node: StateNode) -> str:
+    return ".".join(node.path)
+
+
+def _attrs(**attrs: str) -> str:
+    """A DOT attribute list's inside, quoted as the `graphviz` package quotes it (for the constant ones)."""
+    return " ".join(f"{key}={quote(value)}" for key, value in attrs.items())
+
+
+# Constant attributes, quoted once: building the DOT of a 300-state Machine is on the cached path too.
+_ANCHOR = _attrs(label="", shape="point", style="invis", width="0.01", height="0.01")
+_INITIAL = _attrs(label="", shape="point", width="0.09", style="filled", fillcolor="#111827", color="#111827")
+_HISTORY = _attrs(shape="circle", width="0.3", height="0.3", fixedsize="true", fontsize="10")
+_FINAL = _attrs(shape="doublecircle", margin="0.02")
+_REGION_NODE = _attrs(style="rounded,filled,dashed")
+_EDGE_KIND = {kind: "" if kind == "event" else " " + _attrs(**style) for kind, style in EDGE_STYLES.items()}
+_CLUSTER = {"compound": "", "parallel": " " + _attrs(penwidth="2"), "region": " " + _attrs(style="rounded,dashed")}
+_PARALLEL_ROW = ('<tr><td align="left" cellpadding="0"><font point-size="8" color="#6b7280">parallel</font>'
+                 '</td></tr>')
+
+
+class _Drawing:
+    """One Machine's DOT (a `graphviz.Digraph`, built in document order) and what the SVG pass needs to name
+    each group: graphviz is given short tokens as ids, never a name from the workflow."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        self.graph = graphviz.Digraph("jr2graph")
+        self.graph.attr(compound="true", rankdir="TB", fontname=FONT, fontsize="11", nodesep="0.3",
+                        ranksep="0.4", bgcolor="transparent", newrank="true",
+                        # inherited by every cluster
+                        color="#6b7280", penwidth="1.2", labeljust="l", style="rounded")
+        self.graph.attr("node", fontname=FONT, fontsize="11", shape="box", style="rounded,filled",
+                        fillcolor="white", color="#4b5563", penwidth="1.2", margin="0.08,0.04", height="0.3")
+        self.graph.attr("edge", fontname=FONT, fontsize="9", arrowsize="0.7", **EDGE_STYLES["event"])
+        self.groups: dict[str, tuple[str, str, str]] = {}  # token -> (DOM id, classes, title)
+        self.name: dict[StateNode, str] = {}  # the DOT node an edge to or from the state uses
+        self.clustered: set[StateNode] = set()
+        self.initials: list[tuple[str, StateNode, StateNode]] = []
+        self.edge_count = 0
+
+    def token(self, dom_id: str, classes: str, title: str) -> str:
+        token = str(len(self.groups))
+        self.groups[token] = (dom_id, classes, title)
+        return "jr2_" + token
+
+    def title(self, node: StateNode) -> str:
+        return _path(node) or self.machine.id
+
+    # -- states ---------------------------------------------------------------------------------------------
+
+    def state(self, parent: graphviz.Digraph, node: StateNode, region: bool) -> None:
+        path = _path(node)
+        classes = ["state", *(["state-root"] if node.parent is None else []), f"state-{node.type}"]
+        if region:
+            classes.append("region")
+        classes.extend(dict.fromkeys(f"invokes-{self.invoke_of(inv)[0]}" for inv in node.invoke))
+        ident = self.token(state_dom_id(path), " ".join(classes), self.title(node))
+        if node.states:
+            self.cluster(parent, node, ident, region)
+            return
+        name = self.name[node] = f"s{node.order}"
+        if node.type == "history":
+            label = "H*" if node.history == "deep" else "H"
+            parent.body.append(f"\t{name} [id={ident} label={quote(label)} {_HISTORY}]\n")
+            return
+        extra = (" " + _FINAL if node.type == "final" else "") + (" " + _REGION_NODE if region else "")
+        parent.body.append(f"\t{name} [id={ident} label={self.label(node)}{extra}]\n")
+
+    def cluster(self, parent: graphviz.Digraph, node: StateNode, ident: str, region: bool) -> None:
+        """A compound or parallel state: a cluster with an invisible anchor for the edges that end at its border
+        and, in a compound state, the initial marker."""
+        self.clustered.add(node)
+        anchor = self.name[node] = f"a{node.order}"
+        with parent.subgraph(name=f"cluster_s{node.order}") as cluster:
+            style = _CLUSTER["region" if region else "parallel" if node.type == "parallel" else "compound"]
+            cluster.body.append(f"\tid={ident} label={self.label(node)} margin=10{style}\n")
+            cluster.body.append(f"\t{anchor} [{_ANCHOR}]\n")
+            if node.type == "compound" and node.initial is not None and node.initial.target:
+                dot = f"i{node.order}"
+                path = _path(node)
+                ident = self.token("initial-" + path, "initial", f"initial of {self.title(node)}")
+                cluster.body.append(f"\t{dot} [id={ident} {_INITIAL}]\n")
+                self.initials.append((dot, node, node.initial.target[0]))
+            for child in node.states.values():
+                self.state(cluster, child, node.type == "parallel")
+
+    def invoke_of(self, inv: InvokeDef) -> tuple[str, str]:
+        """(kind, the name shown): an Agent by its slot, a Gate by its invoke id, an Effect by its slot, a child
+        Machine by its id."""
+        from engine.workflow import Machine as Jr2Machine
+
+        src = inv.src if isinstance(inv.src, str) else None
+        slot = self.machine.slots.get(src) if src is not None else None
+        if isinstance(slot, AgentSlot):
+            return "agent", str(src)
+        if isinstance(slot, GateSlot):
+            return "gate", inv.id
+        if isinstance(slot, EffectSlot):
+            return "effect", str(src)
+        if isinstance(slot, Jr2Machine):
+            return "machine", slot.id
+        if isinstance(slot, FailSlot):
+            return "fail", ""
+        return "actor", src or str(getattr(inv.src, "id", None) or "(inline)")
+
+    def label(self, node: StateNode) -> str:
+        """An HTML-like label (escaped as XML): the key, a coloured row per invoke, the targetless transitions."""
+        key = self.machine.id if node.parent is None else node.key
+        rows = [f'<tr><td align="left" cellpadding="1">{_html(key)}</td></tr>']
+        if node.type == "parallel":
+            rows.append(_PARALLEL_ROW)
+        for inv in node.invoke:
+            kind, shown = self.invoke_of(inv)
+            word, background, colour = INVOKE_STYLES[kind]
+            text = f"{word} {shown}".strip()
+            slot = self.machine.slots.get(inv.src) if isinstance(inv.src, str) else None
+            if isinstance(slot, EffectSlot):
+                text += f" ({slot.effect})"
+            rows.append(f'<tr><td align="left" bgcolor="{background}" cellpadding="2"><font color="{colour}" '
+                        f'point-size="9">{_html(text)}</font></td></tr>')
+        for t in _own_transitions(node):
+            if t.target is None:
+                rows.append('<tr><td align="left" cellpadding="0"><font point-size="8" color="#4b5563">'
+                            f'↺ {_html(self.edge_text(t)[1])}</font></td></tr>')
+        return '<<table border="0" cellborder="0" cellspacing="0">' + "".join(rows) + "</table>>"
+
+    # -- transitions ----------------------------------------------------------------------------------------
+
+    def edge_text(self, t: Transition) -> tuple[str, str]:
+        """(kind, label) of a transition: `event [guard]`, `always`, `after 5s`, `onDone`, `onError tests`."""
+        event = t.event_type
+        source = t.source
+        if event is None:
+            kind, text = "always", "always"
+        elif t.delay is not None or event.startswith("xstate.after."):
+            kind, text = "after", "after " + _delay_text(t.delay if t.delay is not None else event)
+        elif event == f"xstate.done.state.{source.id}":
+            kind, text = "done", "onDone"
+        elif event.startswith("xstate.done."):
+            kind, text = "done", self.actor_event(source, event, "xstate.done.actor.", "onDone")
+        elif event.startswith("xstate.error."):
+            kind, text = "error", self.actor_event(source, event, "xstate.error.actor.", "onError")
+        elif event.startswith("xstate.snapshot."):
+            kind, text = "event", self.actor_event(source, event, "xstate.snapshot.", "onSnapshot")
+        else:
+            kind, text = "event", event
+        guard = _guard_text(t.guard)
+        return kind, text if guard is None else f"{text} [{guard}]"
+
+    def actor_event(self, source: StateNode, event: str, prefix: str, word: str) -> str:
+        """`onDone tests` for the done event of the state's own invoke; any other descriptor as written."""
+        for inv in source.invoke:
+            if event == prefix + inv.id:
+                kind, shown = self.invoke_of(inv)
+                return f"{word} {shown or kind}"
+        return event
+
+    def edge(self, source: StateNode, target: StateNode, kind: str, text: str) -> None:
+        """One edge; it ends at a cluster's border unless it runs inside that cluster (to a descendant, or from a
+        descendant to an ancestor), where graphviz could not clip it."""
+        attrs = _EDGE_KIND[kind]
+        if source in self.clustered and target is not source and source not in target.ancestor_set:
+            attrs += f" ltail=cluster_s{source.order}"
+        if target in self.clustered and target is not source and target not in source.ancestor_set:
+            attrs += f" lhead=cluster_s{target.order}"
+        self.edge_count += 1
+        ident = self.token(f"edge-{self.edge_count}", f"edge-{kind}",
+                           f"{self.title(source)} → {self.title(target)}")
+        label = f" label={quote(_plain(text))}" if text else ""
+        self.graph.body.append(f"\t{self.name[source]} -> {self.name[target]} [id={ident}{label}{attrs}]\n")
+
+    def build(self) -> _Drawing:
+        self.state(self.graph, self.machine.statechart.root, False)
+        for dot, node, target in self.initials:
+            lhead = f" lhead=cluster_s{target.order}" if target in self.clustered else ""
+            ident = self.token(f"initial-edge-{_path(node)}", "edge-initial", f"initial of {self.title(node)}")
+            self.graph.body.append(f"\t{dot} -> {self.name[target]} [id={ident}{_EDGE_KIND['initial']}{lhead}]\n")
+        for node in self.machine.nodes:
+            for t in _own_transitions(node):
+                if t.target is not None:
+                    kind, text = self.edge_text(t)
+                    for target in t.target:
+                        self.edge(node, target, kind, text)
+            if node.type == "history" and node.config.get("target"):
+                for target in history_default_targets(node)[0]:
+                    self.edge(node, target, "history", "")
+        return self
+
+
+def _own_transitions(node: StateNode) -> list[Transition]:
+    return [*(t for ts in node.transitions.values() for t in ts), *node.always]
+
+
+def _dot(machine: Machine) -> _Drawing:
+    return _Drawing(machine).build()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Labels and escaping
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _clean(text: str) -> str:
+    """No control characters: XML cannot carry them (and graphviz would pass them through)."""
+    return _CONTROL.sub("\ufffd", str(text))
+
+
+def _xml(text: str) -> str:
+    """Text for the SVG: escaped as XML."""
+    return html.escape(_clean(text), quote=True)
+
+
+def _html(text: str) -> str:
+    """Text for an HTML-like label: escaped as XML, since graphviz parses the label as XML, and with backslashes
+    doubled, since graphviz still expands `\\N` (the node's name) and `\\G` in it."""
+    return _xml(text).replace("\\", "\\\\")
+
+
+def _plain(text: str) -> str:
+    """Text for a plain label: graphviz reads `\\` escapes (`\\N`, `\\l`) and HTML entities in it, and the
+    `graphviz` package takes `<...>` for an HTML-like label; `graphviz.escape` and `&` as `&amp;` undo all
+    three, so the label shows exactly `text`. (The result is the package's `NoHtml` string, which `quote` keeps
+    from being read as an HTML-like label: keep it that type.)"""
+    escaped: str = graphviz.escape(_clean(text).replace("&", "&amp;"))
+    return escaped
+
+
+def _guard_text(guard: Any) -> str | None:
+    """A guard by its name: `[ready]`, `[sent_by(desk)]`, `[and(a, b)]`; an inline lambda is `guard`. The seat
+    guard jr2 puts on every listed event's transitions is not the author's, so it is looked through."""
+    while isinstance(guard, SeatGuard):
+        guard = guard.guard
+    if guard is None:
+        return None
+    if isinstance(guard, str):
+        return guard
+    if isinstance(guard, dict):
+        return str(guard.get("type") or "guard")
+    if isinstance(guard, SentBy):
+        return f"sent_by({guard.party_id})"
+    kind = getattr(guard, "type", None)
+    if kind in ("xstate.and", "xstate.or"):
+        inner = ", ".join(_guard_text(g) or "guard" for g in getattr(guard, "guards", ()))
+        return f"{kind.removeprefix('xstate.')}({inner})"
+    if kind == "xstate.not":
+        return f"not({_guard_text(getattr(guard, 'guard', None)) or 'guard'})"
+    if kind == "xstate.stateIn":
+        return f"in({getattr(guard, 'state_value', '?')})"
+    name = getattr(guard, "__name__", None)
+    if not isinstance(name, str):
+        name = type(guard).__name__
+    return "guard" if name == "<lambda>" else name
+
+
+def _delay_text(delay: Any) -> str:
+    """`5s`, `1.5s`, `250ms`, `2min`; a named delay by its name."""
+    if isinstance(delay, str) and delay.startswith("xstate.after."):
+        delay = delay.removeprefix("xstate.after.").split(".", 1)[0]
+        try:
+            delay = float(delay)
+        except ValueError:
+            return str(delay)
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)):
+        return str(delay)
+    ms = float(delay)
+    if ms >= 60_000 and ms % 60_000 == 0:
+        return f"{int(ms // 60_000)}min"
+    if ms >= 1000:
+        return f"{ms / 1000:g}s"
+    return f"{ms:g}ms"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# SVG
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _render(source: str, groups: dict[str, tuple[str, str, str]], machine: Machine) -> str:
+    """Run `dot`, keep the `<svg>` element, and give each state, initial marker and edge its id, class and title."""
+    try:
+        raw = graphviz.Source(source).pipe(format="svg", encoding="utf-8", quiet=True)
+    except graphviz.ExecutableNotFound as err:
+        raise GraphError("graphviz's `dot` is not installed (Debian: apt-get install graphviz)") from err
+    except graphviz.CalledProcessError as err:
+        raise GraphError(f'graphviz could not draw machine "{machine.id}": {err}') from err
+    start = raw.find("<svg")
+    if start < 0:
+        raise GraphError(f'graphviz drew no SVG for machine "{machine.id}"')
+    svg = raw[start:].replace("<svg ", '<svg class="jr2-graph" ', 1)
+    svg = svg.replace("<title>jr2graph</title>", f"<title>{_xml(machine.id)}</title>", 1)
+
+    def name(match: re.Match[str]) -> str:
+        dom_id, classes, title = groups[match.group(1)]
+        return f'<g id="{_xml(dom_id)}" class="{match.group(2)} {classes}">\n<title>{_xml(title)}</title>'
+
+    svg = _TOKEN_GROUP.sub(name, svg)
+    return _JAVASCRIPT.sub("javascript&#58;", svg)
+
+
+
+def _lit_template(svg: str) -> tuple[list[str], list[str]]:
+    """The SVG cut just before the closing quote of each state group's class, with each group's path."""
+    with _lock:
+        found = _lit_cache.get(svg)
+        if found is not None:
+            _lit_cache.move_to_end(svg)
+            return found
+    pieces, paths, last = [], [], 0
+    for match in _STATE_GROUP.finditer(svg):
+        pieces.append(svg[last:match.end()])
+        paths.append(html.unescape(match.group(1)))
+        last = match.end()
+    pieces.append(svg[last:])
+    found = (pieces, paths)
+    with _lock:
+        _lit_cache[svg] = found
+        while len(_lit_cache) > LIT_CACHE_SIZE:
+            _lit_cache.popitem(last=False)
+    return found
