@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test bench bench-menu bench-runtime install node clean system-up system-test
+.PHONY: up test bench bench-menu bench-runtime bench-graph install node clean system-up system-test
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -54,6 +54,7 @@ bench: install node
 	$(BIN)/python -m bench.statechart
 	$(BIN)/python -m bench.menu
 	$(BIN)/python -m bench.runtime
+	$(BIN)/python -m bench.graph
 
 # Allowed picks and scripted Session runs against their targets (docs/benchmarks.md, "Menu and Session").
 bench-menu: install
@@ -63,6 +64,11 @@ bench-menu: install
 # (docs/benchmarks.md, "Runtime").
 bench-runtime: install
 	$(BIN)/python -m bench.runtime
+
+# The Console's drawing of a 300-state Machine: first draw, cached draw, lit_svg (docs/benchmarks.md, "Console:
+# drawing a Machine").
+bench-graph: install
+	$(BIN)/python -m bench.graph
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR) db.sqlite3
