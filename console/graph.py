@@ -35,7 +35,7 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 import graphviz
 from graphviz.quoting import quote
@@ -44,9 +44,7 @@ from engine.routes import SeatGuard, SentBy
 from engine.slots import AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.statechart.nodes import InvokeDef, StateNode, Transition
 from engine.statechart.selection import history_default_targets
-
-if TYPE_CHECKING:
-    from engine.workflow import Machine
+from engine.workflow import Machine
 
 __all__ = ["machine_svg", "lit_svg", "state_paths", "state_dom_id", "GraphError", "clear_cache"]
 
@@ -259,8 +257,6 @@ class _Drawing:
     def invoke_of(self, inv: InvokeDef) -> tuple[str, str]:
         """(kind, the name shown): an Agent by its slot, a Gate by its invoke id, an Effect by its slot, a child
         Machine by its id."""
-        from engine.workflow import Machine as Jr2Machine
-
         src = inv.src if isinstance(inv.src, str) else None
         slot = self.machine.slots.get(src) if src is not None else None
         if isinstance(slot, AgentSlot):
@@ -269,7 +265,7 @@ class _Drawing:
             return "gate", inv.id
         if isinstance(slot, EffectSlot):
             return "effect", str(src)
-        if isinstance(slot, Jr2Machine):
+        if isinstance(slot, Machine):
             return "machine", slot.id
         if isinstance(slot, FailSlot):
             return "fail", ""
