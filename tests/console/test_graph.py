@@ -3,7 +3,6 @@ edge labels and kinds, invokes by kind, escaping, `lit_svg` and the cache. The S
 browser would read it; no database is needed."""
 from __future__ import annotations
 
-import time
 import xml.etree.ElementTree as ET
 from typing import Any, Callable
 
@@ -413,19 +412,18 @@ def test_lit_svg_finds_escaped_paths() -> None:
     assert lit_groups(lit, "visited") == {state_dom_id(BACKSLASH), "state-b"}
 
 
-def test_lit_svg_is_fast_on_a_big_machine() -> None:
+def test_lit_svg_marks_the_asked_groups_of_a_big_machine_again_and_again() -> None:
+    """Its speed is bench/graph.py's business; here, that a reused index still marks the right groups."""
     from bench.graph import big_machine
 
     machine = big_machine()
     svg = machine_svg(machine)
     paths = state_paths(machine)
     lit_svg(svg, paths[:5], ())  # indexes this SVG once
-    t0 = time.perf_counter()
-    for _ in range(20):
-        lit = lit_svg(svg, paths[:12], paths[:40])
-    per_call = (time.perf_counter() - t0) / 20
-    assert lit_groups(lit, "active") == {state_dom_id(p) for p in paths[:12]}
-    assert per_call < 0.005, f"lit_svg took {per_call * 1e3:.2f} ms"
+    for count in (12, 3, 40):
+        lit = lit_svg(svg, paths[:count], paths[count:count + 10])
+        assert lit_groups(lit, "active") == {state_dom_id(p) for p in paths[:count]}
+        assert lit_groups(lit, "visited") == {state_dom_id(p) for p in paths[count:count + 10]}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -450,11 +448,8 @@ def renders(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_second_draw_comes_from_the_cache(renders: list[str]) -> None:
     machine = kitchen()
     first = machine_svg(machine)
-    t0 = time.perf_counter()
     second = machine_svg(machine)
-    elapsed = time.perf_counter() - t0
     assert second is first and renders == ["kitchen"]
-    assert elapsed < 0.01
     # an equal Machine built anew (same digest, same DOT): the same drawing, graphviz not run again
     assert machine_svg(kitchen()) is first and renders == ["kitchen"]
 
