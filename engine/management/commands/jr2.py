@@ -278,6 +278,12 @@ class Command(BaseCommand):
                   for slot, agent in machine.agents.items()}
         for line in offline_notice(models):
             self.stdout.write(self.style.WARNING(line))
+        from django.contrib.auth import get_user_model
+        if not get_user_model().objects.exists():
+            self.stdout.write(self.style.WARNING(
+                "jr2 up: no Console user yet: create one with `python manage.py createsuperuser` (a superuser may "
+                "do everything; others get the groups gate-answerers or operators in /admin/), or set "
+                "JR2_CONSOLE_OPEN_READS=1 to let anyone read the Console"))
         self.stdout.flush()
         serve(address, port or default_port, say=self._say)
 
