@@ -8,12 +8,15 @@ dropped): the database is always what is shown.
 
 The regions of one run after one commit are the same for every viewer with the same permissions (and the same
 seats held), so they are rendered once per (run, commit, permissions, seats held) and shared by every consumer
-(500 open pages cost one render a commit).
+(500 open pages cost one render a commit). A notice of a commit that a newer shared render already shows is
+answered with that render: the run moved on before the first page read it, and reading the database again would
+only show the same newer commit once more.
 """
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -30,6 +33,8 @@ __all__ = ["RunConsumer", "WorkflowConsumer", "run_regions"]
 
 REGIONS = ("_status", "_lit", "_context", "_gates", "_seats", "_now", "_output", "_turns")
 _cache: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+#: (run, permissions, seats held) -> the commit time of the newest render in `_cache`, as its key and as a time.
+_newest: dict[tuple[Any, ...], tuple[str, datetime]] = {}
 _lock = threading.Lock()
 CACHE_SIZE = 256
 
@@ -42,12 +47,16 @@ def run_regions_and_seats(run_id: str, user: Any, updated: str | None,
                           held: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
     """Every region of the run page as out-of-band HTML, for this user's permissions; None for no such run.
     `updated` is the commit time a `run.updated` message names: the regions of that commit are shared by every
-    viewer with the same permissions. What is rendered is stored under the time the Run row itself says, so a view
-    is never filed under a commit it does not show."""
+    viewer with the same permissions, and so is a newer commit's that is already rendered. What is rendered is stored
+    under the time the Run row itself says, so a view is never filed under a commit it does not show."""
     flags = (can(user, "answer"), can(user, "cancel"), can(user, "play"))
     if updated:
         with _lock:
             key = (run_id, updated, *flags, held)
+            if key not in _cache:
+                newest = _newest.get((run_id, *flags, held))
+                if newest is not None and newest[1] >= datetime.fromisoformat(updated):
+                    key = (run_id, newest[0], *flags, held)
             if key in _cache:
                 _cache.move_to_end(key)
                 return _cache[key], held
@@ -57,10 +66,16 @@ def run_regions_and_seats(run_id: str, user: Any, updated: str | None,
     held = page.held
     html = "".join(render_to_string(f"console/run/{name}.html", {"page": page, "run": page.run, "oob": True})
                    for name in REGIONS)
+    at = page.run.updated_at
     with _lock:
-        _cache[(run_id, page.run.updated_at.isoformat(), *flags, held)] = html
+        _cache[(run_id, at.isoformat(), *flags, held)] = html
+        newest = _newest.get((run_id, *flags, held))
+        if newest is None or at > newest[1]:
+            _newest[(run_id, *flags, held)] = (at.isoformat(), at)
         while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+            (old_run, old_at, *old_rest), _ = _cache.popitem(last=False)
+            if _newest.get((old_run, *old_rest), ("", None))[0] == old_at:
+                del _newest[(old_run, *old_rest)]
     return html, held
 
 
