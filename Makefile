@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test bench bench-menu bench-runtime bench-graph install node clean system-up system-test
+.PHONY: up test bench bench-menu bench-runtime bench-graph install node clean system-up system-test screenshots
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -45,6 +45,10 @@ system-test:
 
 up: install system-up
 	$(BIN)/jr2 up 127.0.0.1:8000
+
+# The README's screenshots of the Console, taken by the browser tests as they go.
+screenshots: install system-test
+	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py
 
 test: install node system-test
 	$(BIN)/mypy

@@ -33,6 +33,14 @@ class JSONField(forms.CharField):
             raise forms.ValidationError(f"not valid JSON: {err}") from err
 
 
+class TextField(forms.CharField):
+    """A text property: the browser's CRLF line endings become plain newlines, as the person typed them."""
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value)
+        return text.replace("\r\n", "\n") if isinstance(text, str) else text
+
+
 class SchemaForm(forms.Form):
     """A form whose fields come from a JSON schema; `cleaned_input()` is the input to deliver."""
 
@@ -82,7 +90,7 @@ def _field(prop: Mapping[str, Any], required: bool) -> forms.Field:
         return forms.FloatField(**common)
     if kind in ("array", "object"):
         return JSONField(**common, help_text="JSON")
-    return forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), strip=False, **common)
+    return TextField(widget=forms.Textarea(attrs={"rows": 2}), strip=False, **common)
 
 
 def schema_form(model: type[BaseModel] | None, data: Any = None, prefix: str | None = None,

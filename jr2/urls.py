@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
+from django.views.generic import RedirectView
 
 from engine.api import api
 
@@ -14,6 +15,7 @@ def api_not_found(request: HttpRequest) -> JsonResponse:
 
 
 urlpatterns = [
+    path("favicon.ico", RedirectView.as_view(url="/static/console/favicon.svg", permanent=True)),
     path("api/", api.urls),
     re_path(r"^api/", api_not_found),
     path("admin/", admin.site.urls),

@@ -118,8 +118,6 @@ class Host:
             raise HostError(f'workflow "{workflow}" has no Agent {", ".join(unknown)} (Agents: '
                             f'{", ".join(sorted(machine.agents))})')
         driver = RunDriver(self, run_id, workflow, machine, session, seq=0, snapshot_seq=0, seats=seats)
-        if session.status == "active":
-            self.drivers[run_id] = driver
         await driver.begin({"workflow": workflow, "digest": machine.digest, "input": plain,
                             "started_by_id": user_id}, (self.owner, self.lease_seconds))
         return run_id

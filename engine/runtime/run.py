@@ -186,6 +186,7 @@ class RunDriver:
             create={**create, "scripted": scripted}, lease=lease))
         self.seq = self.snapshot_seq = len(entries)
         if session.status == "active":
+            self.host.drivers[self.run_id] = self  # only now: the lease is in the row, so a renewal keeps it
             self.start()
             for after in plan.after:
                 after()

@@ -4,11 +4,12 @@ conftest.py), with the example workflows' scripted stand-ins playing the Agents 
 
 Each test asserts on what is visible (text, badges, form fields, the SVG state groups lit `active`) and waits for
 the page to change by itself: a test that says "without a reload" checks at its end that the page is still the
-document it loaded. Every main page is saved to docs/screenshots/ (1400x1000 viewport, full page) as the tests
-pass through it; the README shows them.
+document it loaded. With JR2_SCREENSHOTS=1 (`make screenshots`) every main page is saved to docs/screenshots/
+(1400x1000 viewport, full page) as the tests pass through it; the README shows them.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -141,8 +142,13 @@ def fill_login(tab: Page, username: str) -> None:
 
 
 def shot(tab: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    tab.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    """Save the page to docs/screenshots/ when JR2_SCREENSHOTS=1 (`make screenshots`), so an ordinary test run
+    leaves the tree as it was; the page is still rendered to an image either way."""
+    image = tab.screenshot(full_page=True)
+    assert image.startswith(b"\x89PNG")
+    if os.environ.get("JR2_SCREENSHOTS") == "1":
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        (SHOTS / f"{name}.png").write_bytes(image)
 
 
 def state(tab: Page, path: str) -> Locator:

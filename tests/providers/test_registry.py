@@ -71,7 +71,7 @@ def test_an_unknown_prefix_names_the_known_ones() -> None:
     with pytest.raises(ProviderError) as caught:
         provider_for("openrouter/some-model")
     assert str(caught.value) == ('no provider for the prefix "openrouter" of model "openrouter/some-model": the '
-                                 "known prefixes are anthropic, local, script (setting JR2_PROVIDERS)")
+                                 "known prefixes are anthropic, human, local, script (setting JR2_PROVIDERS)")
 
 
 def test_the_setting_adds_and_replaces_providers(settings: Any) -> None:
