@@ -401,9 +401,6 @@ def test_cancel_asks_first(page: Page, server: LiveServer) -> None:
     assert server.wait_for(run_id, "waiting")["status"] == "waiting"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known defect: the status bar the websocket swaps in on connect is rendered without a request, so its cancel "
-    "form has no CSRF token and a plain POST; cancelling from a live run page is refused with 403 (CSRF)"))
 def test_cancel_a_run(page: Page, server: LiveServer) -> None:
     """Cancel, the confirm dialog accepted: the run is cancelled, its Gate and the Cancel button are gone."""
     run_id = waiting_run(server, "Cancel me.")
