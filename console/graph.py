@@ -2,6 +2,7 @@
 
     svg = machine_svg(machine)                      # cached: the first call runs `dot`, the next ones do not
     lit = lit_svg(svg, active=["writing", "writing.asking"], visited=["writing.drafting"])
+    hot = overlay_svg(svg, heat={"writing": 1.0}, titles={"writing": "3 Turns"})   # composes with lit_svg
     state_paths(machine)                            # ["", "writing", "writing.drafting", ...]
 
 Every state's SVG group is addressable: `<g id="state-<dotted path below the root>">` (`state-writing.asking`); the
@@ -35,7 +36,7 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import graphviz
 from graphviz.quoting import quote
@@ -46,10 +47,12 @@ from engine.statechart.nodes import InvokeDef, StateNode, Transition
 from engine.statechart.selection import history_default_targets
 from engine.workflow import Machine
 
-__all__ = ["machine_svg", "lit_svg", "state_paths", "state_dom_id", "GraphError", "clear_cache"]
+__all__ = ["machine_svg", "lit_svg", "overlay_svg", "heat_level", "state_paths", "state_dom_id", "GraphError",
+           "clear_cache"]
 
 CACHE_SIZE = 128  # drawings kept (one per Machine shape and label set; a Console has a handful of Workflows)
 LIT_CACHE_SIZE = 32  # SVGs whose state groups are indexed for `lit_svg`
+HEAT_LEVELS = 5  # overlay_svg's steps: heat-0 .. heat-4
 
 FONT = "Helvetica,Arial,sans-serif"
 EDGE_STYLES: dict[str, dict[str, str]] = {
@@ -150,6 +153,37 @@ def lit_svg(svg: str, active: Iterable[str], visited: Iterable[str]) -> str:
             out.append(" active")
         if path in seen:
             out.append(" visited")
+        out.append(piece)
+    return "".join(out)
+
+
+def heat_level(heat: float) -> int:
+    """The step (0..4) of a heat (0..1): fifths, the top one closed (0.8 up to 1 is `heat-4`, below 0.2 `heat-0`)."""
+    return min(HEAT_LEVELS - 1, max(0, int(heat * HEAT_LEVELS)))
+
+
+def overlay_svg(svg: str, heat: Mapping[str, float], titles: Mapping[str, str] | None = None) -> str:
+    """`svg` with ` heat-<step>` (see `heat_level`) added to the class of the groups of the states in `heat`
+    (dotted paths below the root, to a share 0..1 of the costliest state's measure), and `titles[path]` added as
+    new lines to that group's `<title>` (its tooltip: the path, then the numbers); the text is escaped here.
+    Paths the drawing does not have are ignored.
+
+    The same string edit as `lit_svg`, so the two compose either way round: lit_svg(overlay_svg(svg, ...), ...)
+    or overlay_svg(lit_svg(svg, ...), ...). A drawing `lit_svg` has indexed is not indexed again; any other (an
+    already lit one) is cut once without being kept, so the index stays filled with the drawings pages reuse."""
+    titles = titles or {}
+    if not (heat or titles):
+        return svg
+    pieces, paths = _lit_template(svg, remember=False)
+    out = [pieces[0]]
+    for path, piece in zip(paths, pieces[1:]):
+        if path in heat:
+            out.append(f" heat-{heat_level(heat[path])}")
+        text = titles.get(path)
+        if text and piece.startswith('">\n<title>'):
+            end = piece.find("</title>")
+            if end >= 0:
+                piece = f"{piece[:end]}\n{_xml(text)}{piece[end:]}"
         out.append(piece)
     return "".join(out)
 
@@ -466,8 +500,9 @@ def _render(source: str, groups: dict[str, tuple[str, str, str]], machine: Machi
 
 
 
-def _lit_template(svg: str) -> tuple[list[str], list[str]]:
-    """The SVG cut just before the closing quote of each state group's class, with each group's path."""
+def _lit_template(svg: str, remember: bool = True) -> tuple[list[str], list[str]]:
+    """The SVG cut just before the closing quote of each state group's class, with each group's path (kept for
+    the next call on the same SVG unless `remember` is false)."""
     with _lock:
         found = _lit_cache.get(svg)
         if found is not None:
@@ -480,6 +515,8 @@ def _lit_template(svg: str) -> tuple[list[str], list[str]]:
         last = match.end()
     pieces.append(svg[last:])
     found = (pieces, paths)
+    if not remember:
+        return found
     with _lock:
         _lit_cache[svg] = found
         while len(_lit_cache) > LIT_CACHE_SIZE:

@@ -12,7 +12,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -23,6 +23,7 @@ from engine.models import Run
 from engine.registry import workflows
 from engine.runtime.host import current_host
 
+from . import costs as cost_tables
 from . import graph
 from .access import can, needs, readers_only
 from .forms import EVENT_FIELD, check, schema_form
@@ -89,7 +90,42 @@ def _workflow_context(request: HttpRequest, loaded: Any, form: Any = None, error
         agents=sorted(machine.agents),
         runs=Run.objects.filter(workflow=loaded.name).order_by("-created_at")[:10],
     )
+    context.update(_costs(request, Run.objects.filter(workflow=loaded.name), machine, context["svg"],
+                          reverse("console:workflow", args=[loaded.name])))
     return context
+
+
+def _costs(request: HttpRequest | None, runs: Any, machine: Any, svg: str, base: str) -> dict[str, Any]:
+    """The section "Cost and time per state": the table sorted by `?sort=`, the heat by `?overlay=tokens|time` (by
+    tokens when off), and the graph with the overlay when `?overlay=` names a measure. Its links go to `base` (the
+    page's own address: a form's failed POST renders this page at another one) and keep the page's other
+    parameters, so every view of it is bookmarkable."""
+    params = request.GET.copy() if request is not None and request.method == "GET" else QueryDict(mutable=True)
+    overlay = params.get("overlay", "")
+    overlay = overlay if overlay in cost_tables.MEASURES else ""
+    found = cost_tables.state_costs(runs, machine, overlay or "tokens")
+    count = 1 if isinstance(runs, Run) else runs.count()
+
+    def link(**changes: Any) -> str:
+        query = params.copy()
+        for key, value in changes.items():
+            query.pop(key, None)
+            if value is not None:
+                query[key] = value
+        encoded = query.urlencode()
+        return base + ("?" + encoded if encoded else "")
+
+    out: dict[str, Any] = {
+        "costs": cost_tables.cost_table(found, params.get("sort", ""), lambda sort: link(sort=sort) + "#costs"),
+        "cost_runs": count, "cost_measure": overlay or "tokens", "cost_overlay": overlay,
+        "cost_links": [(m, link(overlay=m)) for m in cost_tables.MEASURES] + [("off", link(overlay=None))],
+        "cost_spent": any(c.spent for c in found), "cost_of_run": isinstance(runs, Run),
+        "cost_measured": any(c.heat > 0 for c in found),
+        "cost_root": machine.id if machine is not None else "",
+    }
+    if overlay and svg:
+        out["svg"] = graph.overlay_svg(svg, cost_tables.heat_of(found), cost_tables.titles_of(found))
+    return out
 
 
 def _state_details(machine: Any) -> list[dict[str, Any]]:
@@ -185,13 +221,22 @@ def run(request: HttpRequest, run_id: str) -> HttpResponse:
     page = run_page(run_id, request.user)
     if page is None:
         raise Http404(f"no run {run_id}")
-    return render(request, "console/run.html", _run_context(page))
+    return render(request, "console/run.html", _run_page_context(request, page))
 
 
 def _run_context(page: Any) -> dict[str, Any]:
     machine = page.machine
     svg = graph.lit_svg(graph.machine_svg(machine), page.active, page.visited) if machine is not None else ""
     return {"page": page, "run": page.run, "svg": svg}
+
+
+def _run_page_context(request: HttpRequest | None, page: Any) -> dict[str, Any]:
+    """The run page's context with its section "Cost and time per state" (rendered once with the page: the live
+    regions do not carry it)."""
+    context = _run_context(page)
+    context.update(_costs(request, page.run, page.machine, context["svg"],
+                          reverse("console:run", args=[page.run.id])))
+    return context
 
 
 @require_POST
@@ -232,7 +277,8 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
         gates = await sync_to_async(render_to_string)(
             "console/run/_gates.html", {"page": page, "run": page.run, "oob": True}, request)
         return HttpResponse(gates)
-    return await sync_to_async(render)(request, "console/run.html", _run_context(page), status=400)
+    context = await sync_to_async(_run_page_context)(None, page)
+    return await sync_to_async(render)(request, "console/run.html", context, status=400)
 
 
 @require_POST
@@ -383,4 +429,5 @@ async def seat_pick(request: HttpRequest, run_id: str, agent: str) -> HttpRespon
         seats = await sync_to_async(render_to_string)(
             "console/run/_seats.html", {"page": page, "run": page.run, "oob": True}, request)
         return HttpResponse(seats)
-    return await sync_to_async(render)(request, "console/run.html", _run_context(page), status=400)
+    context = await sync_to_async(_run_page_context)(None, page)
+    return await sync_to_async(render)(request, "console/run.html", context, status=400)
