@@ -273,6 +273,8 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
                     return redirect(reverse("console:run", args=[run_id]) + "#run-gates")
                 form.add_error(None, delivery.error or delivery.outcome)
     page = await sync_to_async(run_page)(run_id, user, {gate_key(gate, event): form})
+    if page is None:
+        raise Http404(f"no run {run_id}")
     if request.htmx:
         gates = await sync_to_async(render_to_string)(
             "console/run/_gates.html", {"page": page, "run": page.run, "oob": True}, request)
@@ -414,8 +416,10 @@ async def seat_pick(request: HttpRequest, run_id: str, agent: str) -> HttpRespon
         return HttpResponseBadRequest(f"you do not hold the seat of {agent}; take it first")
     machine = await sync_to_async(machine_of)(run_row.workflow)
     event = request.POST.get(EVENT_FIELD, "")
-    definition = machine.events.get(event) if machine is not None else None
-    if definition is None or event not in machine.menu_names(agent):
+    if machine is None or event not in machine.menu_names(agent):
+        return HttpResponseBadRequest(f'"{event}" is not on the Menu of {agent}')
+    definition = machine.events.get(event)
+    if definition is None:
         return HttpResponseBadRequest(f'"{event}" is not on the Menu of {agent}')
     form = schema_form(definition.input, request.POST)
     values = await sync_to_async(check)(form, definition.input)
@@ -425,6 +429,8 @@ async def seat_pick(request: HttpRequest, run_id: str, agent: str) -> HttpRespon
             return HttpResponse(status=204)
         return redirect(reverse("console:run", args=[run_id]) + f"#seat-{agent}")
     page = await sync_to_async(run_page)(run_id, user, {seat_key(agent, event): form})
+    if page is None:
+        raise Http404(f"no run {run_id}")
     if request.htmx:
         seats = await sync_to_async(render_to_string)(
             "console/run/_seats.html", {"page": page, "run": page.run, "oob": True}, request)
