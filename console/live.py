@@ -14,6 +14,7 @@ only show the same newer commit once more.
 """
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
 from datetime import datetime
@@ -37,10 +38,32 @@ _cache: OrderedDict[tuple[Any, ...], str] = OrderedDict()
 _newest: dict[tuple[Any, ...], tuple[str, datetime]] = {}
 _lock = threading.Lock()
 CACHE_SIZE = 256
+#: (event loop, run, permissions, seats held) -> done when the render a page is making for them is stored.
+_rendering: dict[tuple[Any, ...], asyncio.Future[None]] = {}
 
 
 def run_regions(run_id: str, user: Any, updated: str | None = None) -> str | None:
     return run_regions_and_seats(run_id, user, updated, ())[0]
+
+
+def permission_flags(user: Any) -> tuple[bool, ...]:
+    """What a viewer may do on a run page, which decides what its regions show."""
+    return (can(user, "answer"), can(user, "cancel"), can(user, "play"))
+
+
+def cached_regions(run_id: str, flags: tuple[bool, ...], updated: str, held: tuple[str, ...]) -> str | None:
+    """The shared render of the commit at `updated` (or of a newer one) for these permissions and seats, if there is
+    one. Memory only: no database, so the event loop may call it."""
+    with _lock:
+        key = (run_id, updated, *flags, held)
+        if key not in _cache:
+            newest = _newest.get((run_id, *flags, held))
+            if newest is not None and newest[1] >= datetime.fromisoformat(updated):
+                key = (run_id, newest[0], *flags, held)
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    return None
 
 
 def run_regions_and_seats(run_id: str, user: Any, updated: str | None,
@@ -49,17 +72,11 @@ def run_regions_and_seats(run_id: str, user: Any, updated: str | None,
     `updated` is the commit time a `run.updated` message names: the regions of that commit are shared by every
     viewer with the same permissions, and so is a newer commit's that is already rendered. What is rendered is stored
     under the time the Run row itself says, so a view is never filed under a commit it does not show."""
-    flags = (can(user, "answer"), can(user, "cancel"), can(user, "play"))
+    flags = permission_flags(user)
     if updated:
-        with _lock:
-            key = (run_id, updated, *flags, held)
-            if key not in _cache:
-                newest = _newest.get((run_id, *flags, held))
-                if newest is not None and newest[1] >= datetime.fromisoformat(updated):
-                    key = (run_id, newest[0], *flags, held)
-            if key in _cache:
-                _cache.move_to_end(key)
-                return _cache[key], held
+        shared = cached_regions(run_id, flags, updated, held)
+        if shared is not None:
+            return shared, held
     page = run_page(run_id, user)
     if page is None:
         return None, ()
@@ -77,6 +94,13 @@ def run_regions_and_seats(run_id: str, user: Any, updated: str | None,
             if _newest.get((old_run, *old_rest), ("", None))[0] == old_at:
                 del _newest[(old_run, *old_rest)]
     return html, held
+
+
+def _view(run_id: str, user: Any, updated: str | None,
+          held: tuple[str, ...]) -> tuple[str | None, tuple[str, ...], tuple[bool, ...]]:
+    """The consumer's render, and the viewer's permission flags for its later cache lookups (Django's permission
+    checks cache on the user object, which the consumer keeps, so they stay the same)."""
+    return (*run_regions_and_seats(run_id, user, updated, held), permission_flags(user))
 
 
 class RunConsumer(AsyncWebsocketConsumer):
@@ -97,12 +121,41 @@ class RunConsumer(AsyncWebsocketConsumer):
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """A notice of a commit whose regions are already rendered is answered here, on the event loop, from the
+        shared render: no database and no thread. When another page with the same permissions and seats is reading
+        and rendering the run right now, this one waits for that render and takes it if it shows this commit (or a
+        newer one). Everything else goes the usual way (Channels closes stale database connections on the sync
+        thread, then the handler reads and renders there): that is one thread for every page, so without this the
+        500 pages told of one commit would queue there one after another."""
+        if message.get("type") != "run.updated" or not message.get("updated") or not hasattr(self, "flags"):
+            await super().dispatch(message)
+            return
+        held = getattr(self, "held", ())
+        shared = cached_regions(self.run_id, self.flags, message["updated"], held)
+        key = (asyncio.get_running_loop(), self.run_id, *self.flags, held)
+        if shared is None and key in _rendering:
+            await asyncio.shield(_rendering[key])
+            shared = cached_regions(self.run_id, self.flags, message["updated"], held)
+        if shared is not None:
+            await self.send(text_data=shared)
+            return
+        mine = None
+        if key not in _rendering:
+            mine = _rendering[key] = asyncio.get_running_loop().create_future()
+        try:
+            await super().dispatch(message)
+        finally:
+            if mine is not None:
+                del _rendering[key]
+                mine.set_result(None)
+
     async def run_updated(self, message: dict[str, Any]) -> None:
         await self._send_view(message.get("updated") or None)
 
     async def _send_view(self, updated: str | None) -> None:
-        html, self.held = await sync_to_async(run_regions_and_seats)(self.run_id, self.user, updated,
-                                                                     getattr(self, "held", ()))
+        html, self.held, self.flags = await sync_to_async(_view)(self.run_id, self.user, updated,
+                                                                 getattr(self, "held", ()))
         if html is None:
             await self.close(code=4404)
             return
