@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test bench bench-menu bench-runtime bench-graph install node clean system-up system-test screenshots
+.PHONY: up test bench bench-menu bench-runtime bench-graph bench-console install node clean system-up system-test screenshots
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -54,11 +54,12 @@ test: install node system-test
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
-bench: install node
+bench: install node system-up
 	$(BIN)/python -m bench.statechart
 	$(BIN)/python -m bench.menu
 	$(BIN)/python -m bench.runtime
 	$(BIN)/python -m bench.graph
+	$(BIN)/python -m bench.console
 
 # Allowed picks and scripted Session runs against their targets (docs/benchmarks.md, "Menu and Session").
 bench-menu: install
@@ -73,6 +74,11 @@ bench-runtime: install
 # drawing a Machine").
 bench-graph: install
 	$(BIN)/python -m bench.graph
+
+# The run page with 500 Turn messages, and commit -> fragment with 500 open run pages on a real `jr2 up`
+# (websocket clients) (docs/benchmarks.md, "Console").
+bench-console: install system-up
+	$(BIN)/python -m bench.console
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR) db.sqlite3
