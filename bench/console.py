@@ -409,7 +409,7 @@ django.setup()
 import console.live as live
 stats = {"renders": 0, "render_s": 0.0, "calls": 0, "call_s": 0.0, "updates": []}
 lock = threading.Lock()
-page, regions, dispatch = live.run_page, live.run_regions_and_seats, live.RunConsumer.dispatch
+page, regions, tell = live.run_page, live.render_regions, live.RunHub._tell
 def run_page(*a, **k):
     t = time.perf_counter()
     try:
@@ -418,7 +418,7 @@ def run_page(*a, **k):
         with lock:
             stats["renders"] += 1
             stats["render_s"] += time.perf_counter() - t
-def run_regions_and_seats(*a, **k):
+def render_regions(*a, **k):
     t = time.perf_counter()
     try:
         return regions(*a, **k)
@@ -426,12 +426,11 @@ def run_regions_and_seats(*a, **k):
         with lock:
             stats["calls"] += 1
             stats["call_s"] += time.perf_counter() - t
-async def timed_dispatch(self, message):
+async def timed_tell(self, updated):
     t = time.perf_counter()
-    await dispatch(self, message)
-    if message.get("type") == "run.updated":
-        stats["updates"].append(time.perf_counter() - t)
-live.run_page, live.run_regions_and_seats, live.RunConsumer.dispatch = run_page, run_regions_and_seats, timed_dispatch
+    await tell(self, updated)
+    stats["updates"].append(time.perf_counter() - t)
+live.run_page, live.render_regions, live.RunHub._tell = run_page, render_regions, timed_tell
 if os.environ.get("JR2_BENCH_NO_EXPIRY_SCAN") == "1":
     from channels.layers import InMemoryChannelLayer
     InMemoryChannelLayer._clean_expired = lambda self: None

@@ -1,27 +1,26 @@
 """Live pages: Channels consumers that keep an open run page (or workflow page) whole.
 
 On connect a consumer sends every region the page shows (level-triggered: nothing is assumed about what the client
-had, so a client that reconnects is whole again at once). The runtime sends `run.updated` to the groups `run-<id>`
-and `workflow-<name>` after each journal commit; the consumer then reads the committed run and sends the regions
-again, as HTML elements htmx's websocket extension swaps out of band. Group messages carry no state (they may be
-dropped): the database is always what is shown.
+had, so a client that reconnects is whole again at once). The runtime sends `run.updated` (with the commit's time)
+to the groups `run-<id>` and `workflow-<name>` after each commit; the page is then sent again the regions that
+changed, as HTML elements htmx's websocket extension swaps out of band (a region the user is typing into is left
+alone unless it changed). Group messages carry no state (they may be dropped): the database is always what is shown.
 
-The regions of one run after one commit are the same for every viewer with the same permissions (and the same
-seats held), so they are rendered once per (run, commit, permissions, seats held) and shared by every consumer
-(500 open pages cost one render a commit). A notice of a commit that a newer shared render already shows is
-answered with that render: the run moved on before the first page read it, and reading the database again would
-only show the same newer commit once more.
+One `RunHub` per run and process is the only subscriber to the run's group; it hears a notice once, reads the run
+once, renders the regions once per kind of viewer (what they may do, which seats they hold) and sends each open page
+of the run what changed for it. 500 open pages of a run cost one subscription, one read and a render or two a commit.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections import OrderedDict
-from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
 from django.template.loader import render_to_string
 
 from engine.models import Run
@@ -30,20 +29,16 @@ from engine.runtime.notify import run_group, workflow_group
 from .access import can, can_read
 from .runview import run_page
 
-__all__ = ["RunConsumer", "WorkflowConsumer", "run_regions"]
+__all__ = ["RunConsumer", "WorkflowConsumer", "RunHub", "run_regions"]
+
+log = logging.getLogger("console.live")
 
 REGIONS = ("_status", "_lit", "_context", "_gates", "_seats", "_now", "_output", "_turns")
-_cache: OrderedDict[tuple[Any, ...], str] = OrderedDict()
-#: (run, permissions, seats held) -> the commit time of the newest render in `_cache`, as its key and as a time.
-_newest: dict[tuple[Any, ...], tuple[str, datetime]] = {}
+Regions = dict[str, str]
+
+_cache: OrderedDict[tuple[Any, ...], Regions] = OrderedDict()
 _lock = threading.Lock()
 CACHE_SIZE = 256
-#: (event loop, run, permissions, seats held) -> done when the render a page is making for them is stored.
-_rendering: dict[tuple[Any, ...], asyncio.Future[None]] = {}
-
-
-def run_regions(run_id: str, user: Any, updated: str | None = None) -> str | None:
-    return run_regions_and_seats(run_id, user, updated, ())[0]
 
 
 def permission_flags(user: Any) -> tuple[bool, ...]:
@@ -51,56 +46,106 @@ def permission_flags(user: Any) -> tuple[bool, ...]:
     return (can(user, "answer"), can(user, "cancel"), can(user, "play"))
 
 
-def cached_regions(run_id: str, flags: tuple[bool, ...], updated: str, held: tuple[str, ...]) -> str | None:
-    """The shared render of the commit at `updated` (or of a newer one) for these permissions and seats, if there is
-    one. Memory only: no database, so the event loop may call it."""
-    with _lock:
-        key = (run_id, updated, *flags, held)
-        if key not in _cache:
-            newest = _newest.get((run_id, *flags, held))
-            if newest is not None and newest[1] >= datetime.fromisoformat(updated):
-                key = (run_id, newest[0], *flags, held)
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    return None
-
-
-def run_regions_and_seats(run_id: str, user: Any, updated: str | None,
-                          held: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
-    """Every region of the run page as out-of-band HTML, for this user's permissions; None for no such run.
-    `updated` is the commit time a `run.updated` message names: the regions of that commit are shared by every
-    viewer with the same permissions, and so is a newer commit's that is already rendered. What is rendered is stored
-    under the time the Run row itself says, so a view is never filed under a commit it does not show."""
-    flags = permission_flags(user)
-    if updated:
-        shared = cached_regions(run_id, flags, updated, held)
-        if shared is not None:
-            return shared, held
+def render_regions(run_id: str, user: Any) -> tuple[Regions | None, str, tuple[str, ...]]:
+    """Every region of the run page for this viewer, the commit time it shows, and the seats the viewer holds.
+    Renders are shared: the same commit, permissions and seats are rendered once."""
     page = run_page(run_id, user)
     if page is None:
-        return None, ()
-    held = page.held
-    html = "".join(render_to_string(f"console/run/{name}.html", {"page": page, "run": page.run, "oob": True})
-                   for name in REGIONS)
-    at = page.run.updated_at
+        return None, "", ()
+    key = (run_id, page.run.updated_at.isoformat(), *permission_flags(user), page.held)
     with _lock:
-        _cache[(run_id, at.isoformat(), *flags, held)] = html
-        newest = _newest.get((run_id, *flags, held))
-        if newest is None or at > newest[1]:
-            _newest[(run_id, *flags, held)] = (at.isoformat(), at)
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+            return found, key[1], page.held
+    regions = {name: render_to_string(f"console/run/{name}.html", {"page": page, "run": page.run, "oob": True})
+               for name in REGIONS}
+    with _lock:
+        _cache[key] = regions
         while len(_cache) > CACHE_SIZE:
-            (old_run, old_at, *old_rest), _ = _cache.popitem(last=False)
-            if _newest.get((old_run, *old_rest), ("", None))[0] == old_at:
-                del _newest[(old_run, *old_rest)]
-    return html, held
+            _cache.popitem(last=False)
+    return regions, key[1], page.held
 
 
-def _view(run_id: str, user: Any, updated: str | None,
-          held: tuple[str, ...]) -> tuple[str | None, tuple[str, ...], tuple[bool, ...]]:
-    """The consumer's render, and the viewer's permission flags for its later cache lookups (Django's permission
-    checks cache on the user object, which the consumer keeps, so they stay the same)."""
-    return (*run_regions_and_seats(run_id, user, updated, held), permission_flags(user))
+def run_regions(run_id: str, user: Any) -> str | None:
+    """Every region of the run page as out-of-band HTML (an htmx form's answer brings the page up to date too)."""
+    regions, _, _ = render_regions(run_id, user)
+    return None if regions is None else "".join(regions.values())
+
+
+def _seats_of(run_id: str) -> tuple[str, dict[str, str]] | None:
+    row = Run.objects.filter(id=run_id).values_list("updated_at", "view").first()
+    if row is None:
+        return None
+    return row[0].isoformat(), dict((row[1] or {}).get("seats", {}))
+
+
+class RunHub:
+    """The run's one subscription in this process, and the open pages of the run it tells."""
+
+    _hubs: dict[tuple[asyncio.AbstractEventLoop, str], RunHub] = {}
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.pages: set[RunConsumer] = set()
+        self.shown = ""
+        self._channel = ""
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+
+    @classmethod
+    def of(cls, run_id: str) -> RunHub:
+        key = (asyncio.get_running_loop(), run_id)
+        hub = cls._hubs.get(key)
+        if hub is None:
+            hub = cls._hubs[key] = cls(run_id)
+        return hub
+
+    async def join(self, page: RunConsumer) -> None:
+        """Subscribe (once) before the page's first view is read, so no commit falls between the two."""
+        self.pages.add(page)
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._listen(), name=f"run hub {self.run_id}")
+        await self._ready.wait()
+
+    async def leave(self, page: RunConsumer) -> None:
+        self.pages.discard(page)
+        if self.pages or self._task is None:
+            return
+        self._task.cancel()
+        self._hubs.pop((asyncio.get_running_loop(), self.run_id), None)
+        layer = get_channel_layer()
+        if layer is not None and self._channel:
+            await layer.group_discard(run_group(self.run_id), self._channel)
+
+    async def _listen(self) -> None:
+        layer = get_channel_layer()
+        self._channel = await layer.new_channel()
+        await layer.group_add(run_group(self.run_id), self._channel)
+        self._ready.set()
+        while True:
+            message = await layer.receive(self._channel)
+            try:
+                await self._tell(str(message.get("updated") or ""))
+            except Exception:  # noqa: BLE001 - one failed render must not stop the run's pages from living on
+                log.exception("telling the pages of run %s failed", self.run_id)
+
+    async def _tell(self, updated: str) -> None:
+        """Send every page what changed: the run read once, each kind of viewer rendered once."""
+        if updated and updated <= self.shown:
+            return
+        found = await sync_to_async(_seats_of)(self.run_id)
+        if found is None:
+            return
+        self.shown, seats = found
+        kinds: dict[tuple[Any, ...], list[RunConsumer]] = {}
+        for page in list(self.pages):
+            held = tuple(sorted(agent for agent, name in seats.items() if name == page.username))
+            kinds.setdefault((page.flags, held), []).append(page)
+        for pages in kinds.values():
+            regions, at, _ = await sync_to_async(render_regions)(self.run_id, pages[0].user)
+            if regions is not None:
+                await asyncio.gather(*(page.show(regions, at) for page in pages), return_exceptions=True)
 
 
 class RunConsumer(AsyncWebsocketConsumer):
@@ -112,54 +157,33 @@ class RunConsumer(AsyncWebsocketConsumer):
         if not can_read(self.user):
             await self.close(code=4403)
             return
-        self.group = run_group(self.run_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.username = self.user.get_username() if getattr(self.user, "is_authenticated", False) else ""
+        self.flags = await sync_to_async(permission_flags)(self.user)
+        self.sent: Regions = {}
+        self.at = ""
+        self.hub = RunHub.of(self.run_id)
+        await self.hub.join(self)
         await self.accept()
-        await self._send_view(None)
-
-    async def disconnect(self, code: int) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        """A notice of a commit whose regions are already rendered is answered here, on the event loop, from the
-        shared render: no database and no thread. When another page with the same permissions and seats is reading
-        and rendering the run right now, this one waits for that render and takes it if it shows this commit (or a
-        newer one). Everything else goes the usual way (Channels closes stale database connections on the sync
-        thread, then the handler reads and renders there): that is one thread for every page, so without this the
-        500 pages told of one commit would queue there one after another."""
-        if message.get("type") != "run.updated" or not message.get("updated") or not hasattr(self, "flags"):
-            await super().dispatch(message)
-            return
-        held = getattr(self, "held", ())
-        shared = cached_regions(self.run_id, self.flags, message["updated"], held)
-        key = (asyncio.get_running_loop(), self.run_id, *self.flags, held)
-        if shared is None and key in _rendering:
-            await asyncio.shield(_rendering[key])
-            shared = cached_regions(self.run_id, self.flags, message["updated"], held)
-        if shared is not None:
-            await self.send(text_data=shared)
-            return
-        mine = None
-        if key not in _rendering:
-            mine = _rendering[key] = asyncio.get_running_loop().create_future()
-        try:
-            await super().dispatch(message)
-        finally:
-            if mine is not None:
-                del _rendering[key]
-                mine.set_result(None)
-
-    async def run_updated(self, message: dict[str, Any]) -> None:
-        await self._send_view(message.get("updated") or None)
-
-    async def _send_view(self, updated: str | None) -> None:
-        html, self.held, self.flags = await sync_to_async(_view)(self.run_id, self.user, updated,
-                                                                 getattr(self, "held", ()))
-        if html is None:
+        regions, at, _ = await sync_to_async(render_regions)(self.run_id, self.user)
+        if regions is None:
             await self.close(code=4404)
             return
-        await self.send(text_data=html)
+        await self.show(regions, at)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "hub"):
+            await self.hub.leave(self)
+
+    async def show(self, regions: Regions, at: str) -> None:
+        """Send the regions that differ from what this page was last sent (all of them the first time); a render
+        of an older commit than the page shows (a slow first read overtaken by a notice) is dropped."""
+        if at < self.at:
+            return
+        changed = [html for name, html in regions.items()
+                   if self.sent.get(name) is not html and self.sent.get(name) != html]
+        self.sent, self.at = dict(regions), at
+        if changed:
+            await self.send(text_data="".join(changed))
 
 
 class WorkflowConsumer(AsyncWebsocketConsumer):
