@@ -192,12 +192,14 @@ class Host:
     async def _renew(self) -> None:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
+            asked = list(self.drivers)
             try:
-                held = await self.db(store.renew_leases, self.owner, list(self.drivers), self.lease_seconds)
+                held = await self.db(store.renew_leases, self.owner, asked, self.lease_seconds)
             except Exception:  # noqa: BLE001 - a database hiccup: try again at the next round
                 log.exception("renewing leases failed")
                 continue
-            for run_id in [r for r in self.drivers if r not in held]:
+            # Only the runs this round asked about: one started while it ran was not in the question.
+            for run_id in [r for r in asked if r not in held and r in self.drivers]:
                 log.warning("run %s: lease lost to another host; stopping here", run_id)
                 driver = self.drivers.pop(run_id)
                 await driver.stop()

@@ -271,3 +271,17 @@ def test_cancel_kills_a_running_commands_process_and_ends_its_effect(tmp_path: A
                                                                                                     flat=True)))
         assert effects == ["cancelled"]
     hosted({"long": machine}, body)
+
+
+def test_runs_started_while_leases_are_renewed_are_not_taken_for_lost(settings: Any) -> None:
+    """Lease renewal every few ms, runs started all the while: every one of them finishes on this host."""
+    async def body(host: Host) -> None:
+        run_ids = [await host.start_run("notes", DOOR) for _ in range(30)]
+        for run_id in run_ids:
+            await until(host, status(run_id, "waiting"))
+        assert all(run_id in host.drivers for run_id in run_ids)
+        for run_id in run_ids:
+            await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "x"})
+        for run_id in run_ids:
+            await until(host, status(run_id, "done"))
+    hosted({"notes": notes.machine}, body, lease_seconds=0.03)
