@@ -272,13 +272,20 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
                         return HttpResponse(regions or "")
                     return redirect(reverse("console:run", args=[run_id]) + "#run-gates")
                 form.add_error(None, delivery.error or delivery.outcome)
-    page = await sync_to_async(run_page)(run_id, user, {gate_key(gate, event): form})
+    return await _form_refused(request, run_id, user, gate_key(gate, event), form, "_gates")
+
+
+async def _form_refused(request: HttpRequest, run_id: str, user: Any, key: str, form: Any,
+                        region: str) -> HttpResponse:
+    """A form the engine or the event's model refused, shown again with its errors: as its region for htmx, else
+    as the whole run page (400)."""
+    page = await sync_to_async(run_page)(run_id, user, {key: form})
     if page is None:
         raise Http404(f"no run {run_id}")
     if request.htmx:
-        gates = await sync_to_async(render_to_string)(
-            "console/run/_gates.html", {"page": page, "run": page.run, "oob": True}, request)
-        return HttpResponse(gates)
+        html = await sync_to_async(render_to_string)(
+            f"console/run/{region}.html", {"page": page, "run": page.run, "oob": True}, request)
+        return HttpResponse(html)
     context = await sync_to_async(_run_page_context)(None, page)
     return await sync_to_async(render)(request, "console/run.html", context, status=400)
 
@@ -428,12 +435,4 @@ async def seat_pick(request: HttpRequest, run_id: str, agent: str) -> HttpRespon
         if request.htmx:
             return HttpResponse(status=204)
         return redirect(reverse("console:run", args=[run_id]) + f"#seat-{agent}")
-    page = await sync_to_async(run_page)(run_id, user, {seat_key(agent, event): form})
-    if page is None:
-        raise Http404(f"no run {run_id}")
-    if request.htmx:
-        seats = await sync_to_async(render_to_string)(
-            "console/run/_seats.html", {"page": page, "run": page.run, "oob": True}, request)
-        return HttpResponse(seats)
-    context = await sync_to_async(_run_page_context)(None, page)
-    return await sync_to_async(render)(request, "console/run.html", context, status=400)
+    return await _form_refused(request, run_id, user, seat_key(agent, event), form, "_seats")

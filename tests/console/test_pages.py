@@ -95,17 +95,7 @@ def test_a_workflow_page_draws_its_graph_seats_menus_and_start_form(name: str, o
 def test_the_start_form_marks_required_fields_and_shows_the_servers_errors_at_the_field(operator: Any) -> None:
     page = logged_in(operator).get("/workflows/notes/").content.decode()
     assert 'name="changes"' in page and 'class="required"' in page
-
-    async def post() -> Any:
-        host = Host(WORKFLOWS, owner="console-tests")
-        await host.start()
-        try:
-            client = AsyncClient()
-            await client.aforce_login(operator)
-            return await client.post("/workflows/notes/runs/", {"changes": ""})
-        finally:
-            await host.stop()
-    response = asyncio.run(post())
+    response = post_as(operator, "/workflows/notes/runs/", {"changes": ""})
     assert response.status_code == 400
     body = response.content.decode()
     assert "field-error" in body and "has-error" in body
@@ -114,17 +104,7 @@ def test_the_start_form_marks_required_fields_and_shows_the_servers_errors_at_th
 
 def test_starting_a_run_from_the_form_goes_to_its_page(operator: Any, settings: Any) -> None:
     settings.JR2_SCRIPTED = True
-
-    async def post() -> Any:
-        host = Host(WORKFLOWS, owner="console-tests")
-        await host.start()
-        try:
-            client = AsyncClient()
-            await client.aforce_login(operator)
-            return await client.post("/workflows/notes/runs/", {"changes": "One fix."})
-        finally:
-            await host.stop()
-    response = asyncio.run(post())
+    response = post_as(operator, "/workflows/notes/runs/", {"changes": "One fix."})
     run = Run.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.id}/"
     assert run.input == {"changes": "One fix."} and run.started_by == operator
