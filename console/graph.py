@@ -47,7 +47,8 @@ from engine.statechart.nodes import InvokeDef, StateNode, Transition
 from engine.statechart.selection import history_default_targets
 from engine.workflow import Machine
 
-__all__ = ["machine_svg", "lit_svg", "overlay_svg", "heat_level", "state_paths", "state_dom_id", "GraphError",
+__all__ = ["machine_svg", "lit_svg", "guard_text", "overlay_svg", "heat_level", "state_paths", "state_dom_id",
+           "GraphError",
            "clear_cache"]
 
 CACHE_SIZE = 128  # drawings kept (one per Machine shape and label set; a Console has a handful of Workflows)
@@ -346,7 +347,7 @@ class _Drawing:
             kind, text = "event", self.actor_event(source, event, "xstate.snapshot.", "onSnapshot")
         else:
             kind, text = "event", event
-        guard = _guard_text(t.guard)
+        guard = guard_text(t.guard)
         return kind, text if guard is None else f"{text} [{guard}]"
 
     def actor_event(self, source: StateNode, event: str, prefix: str, word: str) -> str:
@@ -427,7 +428,7 @@ def _plain(text: str) -> str:
     return escaped
 
 
-def _guard_text(guard: Any) -> str | None:
+def guard_text(guard: Any) -> str | None:
     """A guard by its name: `[ready]`, `[sent_by(desk)]`, `[and(a, b)]`; an inline lambda is `guard`. The seat
     guard jr2 puts on every listed event's transitions is not the author's, so it is looked through."""
     while isinstance(guard, SeatGuard):
@@ -442,10 +443,10 @@ def _guard_text(guard: Any) -> str | None:
         return f"sent_by({guard.party_id})"
     kind = getattr(guard, "type", None)
     if kind in ("xstate.and", "xstate.or"):
-        inner = ", ".join(_guard_text(g) or "guard" for g in getattr(guard, "guards", ()))
+        inner = ", ".join(guard_text(g) or "guard" for g in getattr(guard, "guards", ()))
         return f"{kind.removeprefix('xstate.')}({inner})"
     if kind == "xstate.not":
-        return f"not({_guard_text(getattr(guard, 'guard', None)) or 'guard'})"
+        return f"not({guard_text(getattr(guard, 'guard', None)) or 'guard'})"
     if kind == "xstate.stateIn":
         return f"in({getattr(guard, 'state_value', '?')})"
     name = getattr(guard, "__name__", None)

@@ -211,8 +211,11 @@ class WorkflowConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=html)
 
 
+def live_counts(workflow: str) -> dict[str, int]:
+    """A workflow's live runs and their open Gates, as the workflow page shows them."""
+    views = list(Run.objects.filter(workflow=workflow, status__in=Run.LIVE).values_list("view", flat=True))
+    return {"live_runs": len(views), "open_gates": sum(len((view or {}).get("gates", [])) for view in views)}
+
+
 def _workflow_stats(workflow: str) -> str:
-    live = Run.objects.filter(workflow=workflow, status__in=Run.LIVE)
-    gates = sum(len((view or {}).get("gates", [])) for view in live.values_list("view", flat=True))
-    return render_to_string("console/_workflow_stats.html", {
-        "live_runs": live.count(), "open_gates": gates, "name": workflow, "oob": True})
+    return render_to_string("console/_workflow_stats.html", {**live_counts(workflow), "name": workflow, "oob": True})

@@ -17,7 +17,7 @@ from engine.workflow import Machine
 from .access import can
 from .forms import EVENT_FIELD, SchemaForm, schema_form
 
-__all__ = ["RunPage", "GateView", "AgentTurns", "TurnView", "Line", "run_page", "machine_of", "event_def"]
+__all__ = ["RunPage", "GateView", "AgentTurns", "TurnView", "Line", "run_page", "machine_of"]
 
 
 @dataclass
@@ -90,15 +90,6 @@ def machine_of(workflow: str) -> Machine | None:
     return loaded.machine if loaded is not None else None
 
 
-def event_def(machine: Machine | None, gate: str, name: str) -> Any:
-    """The event a Gate accepts, from the Machine, or from the child Machine the Gate lives in (`<invoke>/<id>`)."""
-    while machine is not None and "/" in gate:
-        prefix, gate = gate.split("/", 1)
-        src = next((inv.src for n in machine.nodes for inv in n.invoke if inv.id == prefix), None)
-        machine = machine.slots.get(src) if isinstance(src, str) else None
-    return machine.events.get(name) if machine is not None else None
-
-
 def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None) -> RunPage | None:
     """Everything the run page shows; `bound` holds Gate forms filled by the user (with their errors)."""
     run = Run.objects.filter(id=run_id).first()
@@ -111,7 +102,7 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
     for gate in view.get("gates", []):
         forms = []
         for name in gate.get("accepts", []):
-            event = event_def(machine, gate["id"], name)
+            event = machine.gate_event(gate["id"], name) if machine is not None else None
             key = gate_key(gate["id"], name)
             form = (bound or {}).get(key) or schema_form(event.input if event else None,
                                                          auto_id=f"id_gate_{gate['id']}_{name}_%s")

@@ -27,8 +27,8 @@ from . import costs as cost_tables
 from . import graph
 from .access import can, needs, readers_only
 from .forms import EVENT_FIELD, check, schema_form
-from .live import run_regions
-from .runview import event_def, gate_key, machine_of, run_page
+from .live import live_counts, run_regions
+from .runview import gate_key, machine_of, run_page
 
 PAGE_SIZE = 25
 
@@ -75,9 +75,8 @@ def _workflow_context(request: HttpRequest, loaded: Any, form: Any = None, error
     context: dict[str, Any] = {"loaded": loaded, "name": loaded.name, "machine": machine, "error": error}
     if machine is None:
         return context
-    live = Run.objects.filter(workflow=loaded.name, status__in=Run.LIVE)
     context.update(
-        live_runs=live.count(), open_gates=sum(len((v or {}).get("gates", [])) for v in live.values_list("view", flat=True)),
+        **live_counts(loaded.name),
         svg=graph.machine_svg(machine),
         seats_text=machine.seats_text(loaded.name),
         states=_state_details(machine),
@@ -138,7 +137,7 @@ def _state_details(machine: Any) -> list[dict[str, Any]]:
         transitions = []
         for t in node.all_transitions():
             target = ", ".join(".".join(x.path) or machine.id for x in t.target) if t.target else "(no target)"
-            guard = getattr(t.guard, "__name__", None) or (type(t.guard).__name__ if t.guard else None)
+            guard = graph.guard_text(t.guard)
             transitions.append({"event": t.event_type or "(always)", "target": target, "guard": guard})
         seat = seats.get(node.id)
         out.append({"path": ".".join(node.path), "type": node.type,
@@ -250,7 +249,7 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
         raise Http404(f"no run {run_id}")
     event = request.POST.get(EVENT_FIELD, "")
     machine = await sync_to_async(machine_of)(run_row.workflow)
-    definition = event_def(machine, gate, event)
+    definition = machine.gate_event(gate, event) if machine is not None else None
     form = schema_form(definition.input if definition else None, request.POST)
     values = await sync_to_async(check)(form, definition.input if definition else None)
     if definition is None:

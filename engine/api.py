@@ -263,7 +263,7 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     for gate in view.get("gates", []):
         events = []
         for name in gate.get("accepts", []):
-            event = _event_def(machine, gate["id"], name)
+            event = machine.gate_event(gate["id"], name) if machine is not None else None
             events.append({"type": name, "description": event.description if event else None,
                            "schema": event.json_schema() if event else None})
         gates.append({"id": gate["id"], "state": gate.get("path") or gate.get("state"), "meta": gate.get("meta", {}),
@@ -395,13 +395,3 @@ async def _host() -> Any:
         raise HttpError(503, "no host drives runs in this server process (start it with `jr2 up`)")
     await host.ready.wait()
     return host
-
-
-def _event_def(machine: Any, gate: str, name: str) -> Any:
-    """The event a Gate accepts, from the Machine (or the child Machine the Gate lives in)."""
-    while machine is not None and "/" in gate:
-        prefix, gate = gate.split("/", 1)
-        node = next((n for n in machine.nodes for inv in n.invoke if inv.id == prefix), None)
-        src = next((inv.src for inv in node.invoke if inv.id == prefix), None) if node is not None else None
-        machine = machine.slots.get(src) if isinstance(src, str) else None
-    return machine.events.get(name) if machine is not None else None

@@ -29,7 +29,8 @@ from engine.statechart.snapshot import Snapshot
 from .menu import state_path
 from .prompts import allowed_changed_message, answer_message, system_prompt, user_message
 from .outputs import (
-    AllowedChanged, EffectCancelled, EffectRequested, GateClosed, GateOpened, Delivery, NoticeKept, Output, PickAnswered,
+    AllowedChanged, EffectCancelled, EffectRequested, GateClosed, GateOpened, Delivery, NoticeKept, Output,
+    PickAnswered,
     PickResult, PickStopped, RunEnded, TurnEnded, TurnStarted,
 )
 from .routes import Answer
@@ -274,7 +275,8 @@ class Session:
         if data.get("machine") != machine.id or data.get("digest") != machine.digest:
             raise SessionError(
                 f'the run was written under machine "{data.get("machine")}" with shape {str(data.get("digest"))[:12]}, '
-                f'but the workflow now has machine "{machine.id}" with shape {machine.digest[:12]}: the run has drifted')
+                f'but the workflow now has machine "{machine.id}" with shape {machine.digest[:12]}: the run has '
+                "drifted")
         session = cls.__new__(cls)
         shared = counters if counters is not None else {k: int(v) for k, v in data["counters"].items()}
         session._setup(machine, SimulatedClock(data["now"]), shared)

@@ -218,6 +218,17 @@ class Machine:
     def menu_json(self, slot: str) -> str:
         return self._tools.get(slot, "[]")
 
+    def gate_event(self, gate: str, name: str) -> EventDef | None:
+        """The event `name` as a Gate accepts it: from this Machine, or from the child Machine the Gate lives in
+        (`<invoke id>/<gate id>`)."""
+        machine: Machine | None = self
+        while machine is not None and "/" in gate:
+            prefix, gate = gate.split("/", 1)
+            src = next((inv.src for n in machine.nodes for inv in n.invoke if inv.id == prefix), None)
+            slot = machine.slots.get(src) if isinstance(src, str) else None
+            machine = slot if isinstance(slot, Machine) else None
+        return machine.events.get(name) if machine is not None else None
+
     def warnings(self) -> list[MachineWarning]:
         return list(self._warnings)
 

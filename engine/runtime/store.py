@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, Seat, TurnMessage, TurnRecord
 
-__all__ = ["Step", "Op", "TurnOpened", "TurnClosed", "TurnChanged", "SeatChanged", "Message", "CallStarted", "CallFinished",
+__all__ = ["Step", "Op", "TurnOpened", "TurnClosed", "TurnChanged", "SeatChanged", "Message", "CallStarted",
+           "CallFinished",
            "EffectOpened", "EffectChanged", "commit", "write", "Resume", "load_resume", "take_lease",
            "renew_leases", "release_leases", "live_run_ids", "mark_drifted", "expire_in_flight"]
 

@@ -245,8 +245,9 @@ class TurnLoop:
                                         "nothing was delivered.")
             return ""
         if not isinstance(arguments, dict):
-            await self._refuse(call_id, f'the arguments of "{name}" are not a JSON object ({call.get("raw", "")!r:.200});'
-                                        " nothing was delivered. Call it again with a JSON object that fits its schema.")
+            await self._refuse(call_id, f'the arguments of "{name}" are not a JSON object '
+                                        f'({call.get("raw", "")!r:.200}); nothing was delivered. Call it again with a '
+                                        "JSON object that fits its schema.")
             return ""
         verdict = watch.call(name, arguments)
         if verdict is not None:

@@ -393,3 +393,9 @@ def test_an_operator_takes_over_a_running_agent(operator: Any, runs: dict[str, s
     response = post_as(operator, f"/runs/{runs['waiting']}/seats/writer/take/", {})
     assert response.status_code == 302
     assert Run.objects.get(id=runs["waiting"]).view["seats"] == {"writer": "oscar"}
+
+
+def test_a_states_details_name_the_authors_guard_not_the_seat_guard(observer: Any) -> None:
+    page = logged_in(observer).get("/workflows/triage/").content.decode()
+    detail = re.search(r'<details id="detail-triaging".*?</details>', page, re.S).group(0)
+    assert "[sent_by(desk)]" in detail and "[seat]" not in detail
