@@ -21,7 +21,10 @@ from django.views.decorators.http import require_POST
 import engine
 from engine.models import Run
 from engine.registry import workflows
-from engine.runtime.host import current_host
+from engine.runtime.host import HostError, current_host
+
+#: Said when this process has no host: it was started some other way than `jr2 up` or `jr2 web`.
+NO_HOST = "no host in this server process: start it with `jr2 up` (or `jr2 web` beside `jr2 worker`)"
 
 from . import costs as cost_tables
 from . import graph
@@ -168,7 +171,7 @@ async def start_run(request: HttpRequest, name: str) -> HttpResponse:
     form = schema_form(machine.door, request.POST)
     values = check(form, machine.door)
     host = current_host()
-    error = "" if host is not None else "no host drives runs in this server process (start it with `jr2 up`)"
+    error = "" if host is not None else NO_HOST
     playing = request.POST.getlist("_play")
     if playing:
         await sync_to_async(needs)(user, "play")
@@ -257,7 +260,7 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
     elif values is not None:
         host = current_host()
         if host is None:
-            form.add_error(None, "no host drives runs in this server process (start it with `jr2 up`)")
+            form.add_error(None, NO_HOST)
         else:
             await host.ready.wait()
             try:
@@ -295,7 +298,7 @@ async def cancel_run(request: HttpRequest, run_id: str) -> HttpResponse:
     await sync_to_async(needs)(user, "cancel")
     host = current_host()
     if host is None:
-        return HttpResponseBadRequest("no host drives runs in this server process (start it with `jr2 up`)")
+        return HttpResponseBadRequest(NO_HOST)
     await host.ready.wait()
     try:
         await host.cancel(run_id)
@@ -382,7 +385,7 @@ async def _seat_change(request: HttpRequest, run_id: str, agent: str, take: bool
         return HttpResponseBadRequest(f"you do not hold the seat of {agent}")
     host = current_host()
     if host is None:
-        return HttpResponseBadRequest("no host drives runs in this server process (start it with `jr2 up`)")
+        return HttpResponseBadRequest(NO_HOST)
     await host.ready.wait()
     try:
         await host.take_seat(run_id, agent, (user.pk, user.get_username()) if take else None)
@@ -409,8 +412,6 @@ async def give_seat(request: HttpRequest, run_id: str, agent: str) -> HttpRespon
 async def seat_pick(request: HttpRequest, run_id: str, agent: str) -> HttpResponse:
     """A pick made in the seat: checked by the event's model, then handed to the Turn loop, which treats it as a
     model's tool call (refused, answered, outstanding or ending the Turn)."""
-    from engine.providers import human
-
     from .runview import seat_key
 
     user = await request.auser()
@@ -430,7 +431,14 @@ async def seat_pick(request: HttpRequest, run_id: str, agent: str) -> HttpRespon
     form = schema_form(definition.input, request.POST)
     values = await sync_to_async(check)(form, definition.input)
     if values is not None:
-        human.offer(run_id, agent, event, values)
+        host = current_host()
+        if host is None:
+            return HttpResponseBadRequest(NO_HOST)
+        await host.ready.wait()
+        try:
+            await host.offer_pick(run_id, agent, event, values)
+        except HostError as err:
+            return HttpResponseBadRequest(str(err))
         if request.htmx:
             return HttpResponse(status=204)
         return redirect(reverse("console:run", args=[run_id]) + f"#seat-{agent}")

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from engine import __version__
 from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.registry import workflows
-from engine.runtime.host import HostError, RunNotHosted, current_host
+from engine.runtime.host import HostError, NoHostAnswered, RunNotHosted, current_host
 
 __all__ = ["api"]
 
@@ -95,7 +95,8 @@ def _invalid(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
 
 @api.exception_handler(HostError)
 def _host_error(request: HttpRequest, exc: HostError) -> HttpResponse:
-    return api.create_response(request, {"detail": str(exc)}, status=409 if isinstance(exc, RunNotHosted) else 400)
+    status = 409 if isinstance(exc, RunNotHosted) else 503 if isinstance(exc, NoHostAnswered) else 400
+    return api.create_response(request, {"detail": str(exc)}, status=status)
 
 
 @api.exception_handler(Exception)
@@ -392,6 +393,6 @@ def _json_body(request: HttpRequest) -> Any:
 async def _host() -> Any:
     host = current_host()
     if host is None:
-        raise HttpError(503, "no host drives runs in this server process (start it with `jr2 up`)")
+        raise HttpError(503, "no host in this server process: start it with `jr2 up` (or `jr2 web` beside `jr2 worker`)")
     await host.ready.wait()
     return host

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 
 __all__ = ["Run", "JournalEntry", "RunSnapshot", "TurnRecord", "TurnMessage", "ModelCall", "EffectRecord",
-           "ApiToken", "Seat", "new_run_id"]
+           "ApiToken", "Seat", "RunInput", "new_run_id"]
 
 ID_ALPHABET = "abcdefghijkmnopqrstuvwxyz23456789"
 
@@ -277,3 +277,31 @@ class Seat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} plays {self.agent} in {self.run_id}"
+
+
+class RunInput(models.Model):
+    """An outside input (a Gate answer, a cancel, a seat change, a seat's pick) for a run that another process
+    drives: the fleet's inbox. A web process writes it and waits; the worker holding the run's lease takes it, and
+    marks it answered in the same transaction as the step it caused, so it is delivered exactly once even when
+    workers die."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        ANSWERED = "answered", "answered"
+        WITHDRAWN = "withdrawn", "withdrawn (its sender stopped waiting before any worker took it)"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="inputs")
+    kind = models.CharField(max_length=16)
+    args = models.JSONField(default=dict)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    outcome = models.JSONField(null=True, blank=True, help_text="what the run answered, as the sender reads it")
+    answered_by = models.CharField(max_length=100, blank=True, help_text="the host that delivered it")
+    created_at = models.DateTimeField(auto_now_add=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        indexes = [models.Index(fields=["status", "run"], name="run_input_pending")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.run_id} ({self.status})"

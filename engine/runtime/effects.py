@@ -137,7 +137,7 @@ async def _run_command(spec: Mapping[str, Any], input: Any, cap: int, host_cwd: 
     timeout = spec.get("timeout")
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=run_cwd, env=env, start_new_session=True,
+            *argv, cwd=run_cwd, env=env, start_new_session=True, preexec_fn=_die_with_host(),
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     except FileNotFoundError:
@@ -173,6 +173,26 @@ async def _run_command(spec: Mapping[str, Any], input: Any, cap: int, host_cwd: 
         raise _Failed({"message": f"command exited with code {code}{_signal_name(code)}: {argv[0]}", "argv": argv,
                        "exit_code": code, **streams})
     return {"exit_code": code, **streams}
+
+
+def _die_with_host() -> Any:
+    """On Linux, a command's process is killed when its host process dies (PR_SET_PDEATHSIG): a killed worker's
+    run is taken over and its non-idempotent Effect reported as interrupted, which is only true if the command
+    cannot go on behind the new host's back. Elsewhere, None."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    host = os.getpid()
+
+    def arm() -> None:  # runs in the child, between fork and exec
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != host:  # the host died before the line above: nobody would send the signal
+            os._exit(137)
+    return arm
 
 
 async def _settle(proc: asyncio.subprocess.Process, out: _Capture, err: _Capture) -> None:

@@ -8,9 +8,14 @@
     await host.stop()
 
 A run is hosted by exactly one host at a time: the Run row's lease (owner, expiry) is taken with a compare-and-set
-and renewed while the host drives it, so several processes on one database never drive the same run, and a dead
-host's runs are taken over when its lease expires. All database work goes through one thread (`db`), so a
-run's records are committed in the order its task made them and no connection is held while a model is called.
+and renewed while the host drives it, every write of the run checks the lease is still its own (fencing), so
+several processes on one database never drive the same run, and a dead host's runs are taken over when its lease
+expires. All database work goes through one thread (`db`), so a run's records are committed in the order its task
+made them and no connection is held while a model is called.
+
+A host has a role: "up" (`jr2 up`, the embedded default: serves pages and drives every run), "worker"
+(`jr2 worker`: drives runs, claiming new and orphaned ones as they appear) or "web" (`jr2 web`: drives none; it
+writes new runs for the workers to claim and relays inputs to whichever host drives a run, see relay.py).
 """
 from __future__ import annotations
 
@@ -18,22 +23,26 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping, TypeVar
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import connections
 
 from engine.models import Run
 from engine.session import Session, SessionError
 from engine.statechart.clock import SimulatedClock
 from engine.workflow import Machine
 
-from . import store
+from . import relay, store
 from .notify import notify
 from .run import RunDriver, wall_ms
 
-__all__ = ["Host", "HostError", "RunNotHosted", "current_host"]
+__all__ = ["Host", "HostError", "RunNotHosted", "NoHostAnswered", "current_host", "ROLES"]
+
+#: What a host does: see the module docstring.
+ROLES = ("up", "worker", "web")
 
 log = logging.getLogger("engine.runtime")
 T = TypeVar("T")
@@ -54,47 +63,87 @@ class RunNotHosted(HostError):
     """The run is not driven by this host: it has ended, or another host holds it."""
 
 
+class NoHostAnswered(HostError):
+    """An input relayed to another process was not taken in time (no worker is running): nothing was delivered."""
+
+
 class Host:
     def __init__(self, workflows: Mapping[str, Machine] | None = None, *, owner: str | None = None,
-                 lease_seconds: float | None = None, snapshot_every: int | None = None) -> None:
+                 lease_seconds: float | None = None, snapshot_every: int | None = None, role: str = "up",
+                 scan_seconds: float | None = None, max_runs: int | None = None) -> None:
+        if role not in ROLES:
+            raise ValueError(f"a host's role is one of {', '.join(ROLES)}, not {role!r}")
         if workflows is None:
             from engine.registry import workflows as registered
             workflows = registered().machines
         self.workflows = dict(workflows)
-        self.owner = owner or _default_owner()
+        self.role = role
+        self.owner = owner or _default_owner(role)
         self.lease_seconds = lease_seconds or float(getattr(settings, "JR2_LEASE_SECONDS", 15))
         self.snapshot_every = snapshot_every or int(getattr(settings, "JR2_SNAPSHOT_EVERY", 50))
+        #: How often a driving host looks for runs to claim and relayed inputs without being woken.
+        self.scan_seconds = scan_seconds or float(getattr(settings, "JR2_SCAN_SECONDS", 1.0))
+        #: At most this many runs at once; past it the host claims no more (others take them).
+        self.max_runs = max_runs or int(getattr(settings, "JR2_MAX_RUNS", 10_000))
         self.drivers: dict[str, RunDriver] = {}
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jr2-db")
-        self._renewer: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake = asyncio.Event()
         self._crash_after = os.environ.get("JR2_CRASH_AFTER_COMMIT", "")
         self.ready = asyncio.Event()
         self._releasing: set[asyncio.Task[None]] = set()
+        self._stopped = False
+
+    @property
+    def drives(self) -> bool:
+        """Whether this host drives runs (a web host only hands them on)."""
+        return self.role != "web"
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Become this process's host and take up every live run it may."""
+        """Become this process's host; a driving host takes up every live run it may (its own from before a
+        restart at once, others' once their leases expire) and keeps looking for more."""
         global _current
         _current = self
-        for run_id, workflow in await self.db(store.live_run_ids):
-            await self._take_up(run_id, workflow)
+        if self.drives:
+            await self._claim(mine=True)
+            loop = asyncio.get_running_loop()
+            self._tasks = [loop.create_task(self._renew(), name="jr2 lease renewal"),
+                           loop.create_task(self._rounds(), name="jr2 claims and relayed inputs"),
+                           loop.create_task(self._listen(), name="jr2 host wake-ups")]
         self.ready.set()
-        self._renewer = asyncio.get_running_loop().create_task(self._renew(), name="jr2 lease renewal")
 
     async def stop(self) -> None:
-        """Stop driving every run (they stay live in the database) and hand their leases back."""
+        """Stop driving every run (they stay live in the database) and hand their leases back, telling the other
+        hosts so one takes them at once. Stopping twice (a drain, then the server's shutdown) is harmless."""
         global _current
-        if self._renewer is not None:
-            self._renewer.cancel()
+        if self._stopped:
+            return
+        self._stopped = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         drivers = list(self.drivers.values())
         await asyncio.gather(*(d.stop() for d in drivers), *self._releasing, return_exceptions=True)
         await self.db(store.release_leases, self.owner, [d.run_id for d in drivers])
         self.drivers.clear()
-        await self.db(close_old_connections)
+        if drivers:
+            await relay.wake_hosts("runs.posted")
+        await self.db(connections.close_all)  # this thread's connection: a stopped host holds none open
         self._executor.shutdown(wait=True)
         if _current is self:
             _current = None
+
+    async def drain(self, grace: float) -> None:
+        """A clean exit (SIGTERM): claim nothing more, give running Effects up to `grace` seconds to finish and
+        be committed, then stop and hand every run back."""
+        for task in self._tasks[1:]:
+            task.cancel()
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(d.effects for d in self.drivers.values()):
+            await asyncio.sleep(0.05)
+        await self.stop()
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn` on the host's database thread."""
@@ -119,15 +168,27 @@ class Host:
                             f'{", ".join(sorted(machine.agents))})')
         driver = RunDriver(self, run_id, workflow, machine, session, seq=0, snapshot_seq=0, seats=seats)
         await driver.begin({"workflow": workflow, "digest": machine.digest, "input": plain,
-                            "started_by_id": user_id}, (self.owner, self.lease_seconds))
+                            "started_by_id": user_id}, (self.owner, self.lease_seconds) if self.drives else None)
+        if not self.drives:
+            await relay.wake_hosts("runs.posted", run_id)
         return run_id
 
     async def deliver(self, run_id: str, kind: str, **args: Any) -> Any:
-        """An outside input (a Gate answer, a cancel) to a run this host drives; its result once committed."""
+        """An outside input (a Gate answer, a cancel, a seat change) to a run; its result once committed. A run
+        this host drives takes it from its inbox; any other live run gets it through the database (relay.py)."""
         driver = self.drivers.get(run_id)
         if driver is None:
-            raise RunNotHosted(f"run {run_id} is not live on this host")
+            return await relay.send(self, run_id, kind, args)
         return await driver.submit(kind, **args)
+
+    async def offer_pick(self, run_id: str, agent: str, event: str, params: dict[str, Any]) -> None:
+        """A pick made in the Console by the person holding `agent`'s seat, for the Turn waiting on them."""
+        from engine.providers import human
+
+        if run_id in self.drivers:
+            human.offer(run_id, agent, event, params)
+            return
+        await relay.send(self, run_id, "offer", {"agent": agent, "event": event, "params": params})
 
     async def cancel(self, run_id: str) -> None:
         await self.deliver(run_id, "cancel")
@@ -154,6 +215,67 @@ class Host:
         await self._take_up(driver.run_id, driver.workflow)
 
     # -- taking runs up --------------------------------------------------------------------------------------
+
+    async def _claim(self, mine: bool = False) -> int:
+        """Claim runs nobody drives (new, handed back, or orphaned by a dead host) and take them up; with `mine`,
+        also the runs this host's id held before a restart. Returns how many it claimed."""
+        room = self.max_runs - len(self.drivers)
+        if room <= 0:
+            return 0
+        batch = room if mine else min(room, int(getattr(settings, "JR2_CLAIM_BATCH", 25)))
+        claimed = await self.db(store.claim_runs, self.owner, self.lease_seconds, batch, mine)
+        for run_id, workflow in claimed:
+            if run_id not in self.drivers:
+                await self._take_up(run_id, workflow)
+        return len(claimed)
+
+    async def _rounds(self) -> None:
+        """Claim runs and hand relayed inputs to the runs they are for: when woken, else every `scan_seconds`."""
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.scan_seconds)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                if await self._claim() >= int(getattr(settings, "JR2_CLAIM_BATCH", 25)):
+                    self._wake.set()  # more may wait: claim again after the other hosts had their turn
+                    await asyncio.sleep(0.02)
+                if self.drivers:
+                    for input_id, run_id, kind, args in await self.db(store.pending_inputs, self.owner):
+                        driver = self.drivers.get(run_id)
+                        if driver is not None:
+                            driver.relayed(input_id, kind, args)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a database hiccup: try again at the next round
+                log.exception("claiming runs or reading relayed inputs failed")
+
+    async def _listen(self) -> None:
+        """Wake the rounds when a web process posts a run or an input (through the channel layer)."""
+        from channels.layers import get_channel_layer
+
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        channel = await layer.new_channel()
+        await layer.group_add(relay.HOSTS_GROUP, channel)
+        try:
+            while True:
+                try:
+                    await layer.receive(channel)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as err:  # noqa: BLE001 - the layer went away: the rounds still run on time
+                    log.warning("listening for new runs and inputs failed: %r", err)
+                    await asyncio.sleep(self.scan_seconds)
+                    continue
+                self._wake.set()
+        finally:
+            try:
+                await layer.group_discard(relay.HOSTS_GROUP, channel)
+            except Exception:  # noqa: BLE001 - leaving a group of a layer that is gone
+                pass
 
     async def _take_up(self, run_id: str, workflow: str) -> None:
         if not await self.db(store.take_lease, run_id, self.owner, self.lease_seconds):
@@ -217,7 +339,13 @@ class Host:
             crash_now()
 
 
-def _default_owner() -> str:
-    """Who this host is in lease rows: settings.JR2_HOST_ID, else `<host name>:up`, stable across restarts of the
-    embedded server so it takes its own runs up at once."""
-    return getattr(settings, "JR2_HOST_ID", "") or f"{socket.gethostname()}:up"
+def _default_owner(role: str) -> str:
+    """Who this host is in lease rows: settings.JR2_HOST_ID, else `<host name>:up` for the embedded server (stable
+    across restarts, so it takes its own runs up at once), else `<host name>:<role>:<pid>` (two workers on one
+    machine must never share an id; a restarted worker's runs are taken over when their leases expire)."""
+    configured = getattr(settings, "JR2_HOST_ID", "")
+    if configured:
+        return str(configured)
+    if role == "up":
+        return f"{socket.gethostname()}:up"
+    return f"{socket.gethostname()}:{role}:{os.getpid()}"

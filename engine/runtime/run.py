@@ -27,7 +27,7 @@ from engine.workflow import Machine
 
 from engine.providers import human
 
-from . import store
+from . import relay, store
 from .effects import run_effect
 from .players import Player, player_for
 from .turns import Conversation, TurnLoop
@@ -68,6 +68,8 @@ class Item:
     kind: str
     args: dict[str, Any]
     future: asyncio.Future[Any]
+    #: A relayed input's RunInput row, answered in the transaction of this item's step.
+    input_id: int | None = None
 
 
 @dataclass
@@ -117,6 +119,7 @@ class RunDriver:
         #: The people playing Agents' seats: agent -> (user id, username).
         self.seats: dict[str, tuple[int, str]] = dict(resume.seats if resume is not None else seats or {})
         self.status = run_status(session)
+        self._relayed: set[int] = set()
 
     # -- what Turn loops and the host call -------------------------------------------------------------------
 
@@ -129,12 +132,32 @@ class RunDriver:
         self.inbox.put_nowait(Item(kind, args, future))
         return future
 
+    def relayed(self, input_id: int, kind: str, args: dict[str, Any]) -> None:
+        """An input another process wrote for this run (relay.py): applied once, its row answered with the step it
+        causes. Seen again while still in the inbox, it is ignored."""
+        if input_id in self._relayed:
+            return
+        self._relayed.add(input_id)
+        if kind == "seat" and args.get("user") is not None:
+            args = {**args, "user": tuple(args["user"])}
+        if kind == "offer" or self.session.status != "active":
+            result = None if kind == "offer" else _ended(self.session, kind)
+            if kind == "offer":
+                human.offer(self.run_id, args["agent"], args["event"], args.get("params") or {})
+            task = asyncio.get_running_loop().create_task(
+                self.host.db(store.answer_input, input_id, relay.encode(result), self.host.owner))
+            task.add_done_callback(lambda _: self._relayed.discard(input_id))
+            return
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda _: self._relayed.discard(input_id))
+        self.inbox.put_nowait(Item(kind, args, future, input_id))
+
     async def write(self, ops: list[store.Op]) -> None:
         """Records that change nothing in the Session (model calls, replies, refusals), in order with the steps;
         what was deferred goes first."""
         ops = self._take_deferred() + list(ops)
         if ops:
-            updated = await self.host.db(store.write, self.run_id, ops)
+            updated = await self.host.db(store.write, self.run_id, ops, self.host.owner)
             self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated)
 
     def defer(self, ops: list[store.Op]) -> None:
@@ -169,9 +192,10 @@ class RunDriver:
     def start(self, resumed: bool = False) -> None:
         self.task = asyncio.get_running_loop().create_task(self._main(resumed), name=f"run {self.run_id}")
 
-    async def begin(self, create: dict[str, Any], lease: tuple[str, float]) -> None:
+    async def begin(self, create: dict[str, Any], lease: tuple[str, float] | None) -> None:
         """The run's first step: its start entry, what starting produced and its first snapshot, with the Run row
-        itself; then the run's task starts and its first Turns and Effects with it."""
+        itself; then the run's task starts and its first Turns and Effects with it. Without a `lease` (a web
+        process starting it) the run is only written: a worker claims it and takes it up from that first step."""
         session = self.session
         entries = list(session.journal)
         del session.journal[:]
@@ -185,7 +209,7 @@ class RunDriver:
             self.run_id, 1, entries, self._run_fields(self.status), session.to_json(), plan.ops,
             create={**create, "scripted": scripted}, lease=lease))
         self.seq = self.snapshot_seq = len(entries)
-        if session.status == "active":
+        if session.status == "active" and lease is not None:
             self.host.drivers[self.run_id] = self  # only now: the lease is in the row, so a renewal keeps it
             self.start()
             for after in plan.after:
@@ -205,10 +229,11 @@ class RunDriver:
                 loop.task.cancel()
         for task in list(self.effects.values()):
             task.cancel()
-        if self.task is not None:
+        current = asyncio.current_task()  # a step that failed reloads the run from its own task: not itself
+        if self.task is not None and self.task is not current:
             self.task.cancel()
         tasks = [t for t in (self.task, *self.effects.values(), *(l.task for l in self.loops.values()))
-                 if t is not None]
+                 if t is not None and t is not current]
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _main(self, resumed: bool) -> None:
@@ -244,6 +269,8 @@ class RunDriver:
         entries = session.journal[mark:] + host_entries
         if item.kind == "pick" and isinstance(result, PickResult):
             self._pick_records(item, result, plan)
+        if item.input_id is not None:
+            plan.ops.append(store.InputAnswered(item.input_id, relay.encode(result), self.host.owner))
         for output in session.drain():
             self._plan_output(output, plan)
         status = run_status(session)
@@ -257,7 +284,7 @@ class RunDriver:
         updated = None
         if entries or plan.ops:
             updated = await self.host.db(store.commit, store.Step(self.run_id, first, entries, run_fields, snapshot,
-                                                                  plan.ops))
+                                                                  plan.ops, owner=self.host.owner))
             self.host.crash_point(entries)
         del session.journal[:]
         self.seq = last
@@ -444,9 +471,13 @@ class RunDriver:
         if self.session.status != "active":
             return
         outcome = await run_effect(pending.request(), self.session.effect_slot(pending.id))
-        self.effects.pop(pending.id, None)
         kind = "effect_done" if outcome.ok else "effect_failed"
-        await self.submit(kind, effect=pending.id, value=outcome.value, duration_ms=outcome.duration_ms)
+        try:
+            await self.submit(kind, effect=pending.id, value=outcome.value, duration_ms=outcome.duration_ms)
+        finally:
+            # Listed until its result is committed, so a draining host waits for the commit, not only the process.
+            if self.effects.get(pending.id) is asyncio.current_task():
+                del self.effects[pending.id]
 
     # -- time ------------------------------------------------------------------------------------------------
 

@@ -1,19 +1,27 @@
-"""`jr2 up`'s server: daphne serving the Console and the API, and the process's Host driving runs, on one event
-loop (so the API hands an input to a run's task without leaving the process)."""
+"""The server processes: `jr2 up` and `jr2 web` (daphne serving the Console and the API) and `jr2 worker` (no
+pages, only runs).
+
+`jr2 up` puts daphne and a driving host on one event loop, so an input goes from a view to its run's task without
+leaving the process. `jr2 web` serves the same pages with a web host, which drives no run: it writes new runs for
+the workers and relays inputs to them through the database. `jr2 worker` drives runs until SIGTERM, then drains.
+"""
 from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from typing import Callable
 
-__all__ = ["serve"]
+from django.conf import settings
+
+__all__ = ["serve", "work"]
 
 log = logging.getLogger("engine.runtime")
 
 
-def serve(address: str, port: int, say: Callable[[str], None] = print) -> None:
+def serve(address: str, port: int, say: Callable[[str], None] = print, role: str = "up") -> None:
     """Serve until SIGINT/SIGTERM; on the way out the host stops driving its runs (they stay live in the database
-    and are taken up again at the next start)."""
+    and are taken up again at the next start, or by another host)."""
     import daphne.server  # noqa: F401 - installs the asyncio Twisted reactor before anything imports a reactor
     from daphne.server import Server
     from twisted.internet import defer, reactor
@@ -22,16 +30,21 @@ def serve(address: str, port: int, say: Callable[[str], None] = print) -> None:
 
     from .host import Host
 
-    host = Host()
+    host = Host(role=role)
+    name = f"jr2 {role}"
 
     async def start() -> None:
         await host.start()
-        live = len(host.drivers)
-        say(f"jr2 up: host {host.owner} is driving {live} live run{'s' if live != 1 else ''}")
+        if host.drives:
+            live = len(host.drivers)
+            say(f"{name}: host {host.owner} is driving {live} live run{'s' if live != 1 else ''}")
+        else:
+            say(f"{name}: host {host.owner} drives no runs here; `jr2 worker` processes on the same database drive "
+                "them")
 
     def ready() -> None:
         asyncio.get_event_loop().create_task(start())
-        say(f"jr2 up: serving http://{address}:{port}/ — the Console at /, the API at /api/ (docs at /api/docs)")
+        say(f"{name}: serving http://{address}:{port}/ — the Console at /, the API at /api/ (docs at /api/docs)")
 
     def shutdown() -> defer.Deferred[None]:
         return defer.Deferred.fromFuture(asyncio.ensure_future(host.stop()))
@@ -39,3 +52,28 @@ def serve(address: str, port: int, say: Callable[[str], None] = print) -> None:
     reactor.addSystemEventTrigger("before", "shutdown", shutdown)  # type: ignore[arg-type]  # zope interface
     Server(application, endpoints=[f"tcp:port={port}:interface={address}"], ready_callable=ready,
            signal_handlers=True, verbosity=0).run()
+
+
+def work(say: Callable[[str], None] = print) -> None:
+    """Drive runs until SIGINT/SIGTERM, then drain: claim nothing more, let running Effects finish (up to
+    JR2_DRAIN_SECONDS), hand every run back and exit."""
+    from .host import Host
+
+    async def main() -> None:
+        host = Host(role="worker")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await host.start()
+        live = len(host.drivers)
+        say(f"jr2 worker: host {host.owner} is driving {live} live run{'s' if live != 1 else ''}; it claims new and "
+            f"orphaned runs as they appear (leases of {host.lease_seconds:g} s)")
+        await stop.wait()
+        grace = float(getattr(settings, "JR2_DRAIN_SECONDS", 10))
+        say(f"jr2 worker: draining {len(host.drivers)} run(s): running Effects get up to {grace:g} s, then every run "
+            "is handed back")
+        await host.drain(grace)
+        say("jr2 worker: stopped")
+
+    asyncio.run(main())

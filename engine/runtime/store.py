@@ -18,12 +18,26 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, Seat, TurnMessage, TurnRecord
+from engine.models import (
+    EffectRecord, JournalEntry, ModelCall, Run, RunInput, RunSnapshot, Seat, TurnMessage, TurnRecord,
+)
 
 __all__ = ["Step", "Op", "TurnOpened", "TurnClosed", "TurnChanged", "SeatChanged", "Message", "CallStarted",
            "CallFinished",
            "EffectOpened", "EffectChanged", "commit", "write", "Resume", "load_resume", "take_lease",
-           "renew_leases", "release_leases", "live_run_ids", "mark_drifted", "expire_in_flight"]
+           "renew_leases", "release_leases", "live_run_ids", "mark_drifted", "expire_in_flight", "LeaseLost",
+           "InputWithdrawn", "InputAnswered", "claim_runs", "pending_inputs", "post_input", "read_input",
+           "withdraw_input", "answer_input"]
+
+
+class LeaseLost(Exception):
+    """The host writing a run's step no longer holds its lease (it expired and another host took the run): the
+    step is rolled back, so a run is only ever written by its one holder."""
+
+
+class InputWithdrawn(Exception):
+    """A relayed input's sender stopped waiting before the step that answered it committed: the step is rolled
+    back, so the sender's "not delivered" stays true."""
 
 
 # The TurnRecord row id of each open Turn by (run, Turn): every message and model call of a Turn points at that
@@ -210,8 +224,27 @@ class EffectChanged(Op):
 
 
 @dataclass
+class InputAnswered(Op):
+    """A relayed input (engine.models.RunInput) answered, in the transaction of the step it caused."""
+
+    input_id: int
+    outcome: Any
+    owner: str
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        if not _answer(self.input_id, self.outcome, self.owner, now):
+            raise InputWithdrawn(f"input {self.input_id} of run {run_id} was withdrawn by its sender")
+
+
+def _answer(input_id: int, outcome: Any, owner: str, now: dt.datetime) -> bool:
+    return RunInput.objects.filter(id=input_id, status=RunInput.Status.PENDING).update(
+        status=RunInput.Status.ANSWERED, outcome=outcome, answered_by=owner, answered_at=now) == 1
+
+
+@dataclass
 class Step:
-    """What one step of a run writes. `create` holds the Run's first fields when the step starts the run."""
+    """What one step of a run writes. `create` holds the Run's first fields when the step starts the run;
+    otherwise `owner` is the host that must still hold the run's lease for the step to be written (fencing)."""
 
     run_id: str
     first_seq: int
@@ -221,6 +254,7 @@ class Step:
     ops: list[Op] = field(default_factory=list)
     create: dict[str, Any] | None = None
     lease: tuple[str, float] | None = None
+    owner: str | None = None
 
     @property
     def last_seq(self) -> int:
@@ -242,7 +276,8 @@ def commit(step: Step) -> dt.datetime:
             fields = dict(step.run)
             if step.entries:
                 fields["seq"] = step.last_seq
-            Run.objects.filter(id=step.run_id).update(updated_at=now, **fields)
+            if not _held(step.run_id, step.owner).update(updated_at=now, **fields):
+                _lost(step.run_id, step.owner)
         if step.entries:
             JournalEntry.objects.bulk_create(
                 JournalEntry(run_id=step.run_id, seq=step.first_seq + i, kind=str(entry.get("kind")), entry=entry,
@@ -255,15 +290,26 @@ def commit(step: Step) -> dt.datetime:
     return now
 
 
-def write(run_id: str, ops: Iterable[Op]) -> dt.datetime:
+def write(run_id: str, ops: Iterable[Op], owner: str | None = None) -> dt.datetime:
     """Records that change nothing in the run's Session (a model call, a refusal of a malformed tool call). The Run
     row's `updated_at` moves too, so a live page knows its view is older."""
     now = timezone.now()
     with transaction.atomic():
+        if not _held(run_id, owner).update(updated_at=now):
+            _lost(run_id, owner)
         for op in ops:
             op.apply(run_id, now)
-        Run.objects.filter(id=run_id).update(updated_at=now)
     return now
+
+
+def _held(run_id: str, owner: str | None) -> Any:
+    """The Run row, as long as `owner` (when given) still holds its lease."""
+    rows = Run.objects.filter(id=run_id)
+    return rows if owner is None else rows.filter(lease_owner=owner)
+
+
+def _lost(run_id: str, owner: str | None) -> None:
+    raise LeaseLost(f"run {run_id}: host {owner} no longer holds its lease; nothing of this step was written")
 
 
 @dataclass
@@ -340,6 +386,56 @@ def renew_leases(owner: str, run_ids: Iterable[str], seconds: float) -> set[str]
 
 def release_leases(owner: str, run_ids: Iterable[str]) -> None:
     Run.objects.filter(id__in=list(run_ids), lease_owner=owner).update(lease_owner="", lease_expires=None)
+
+
+def claim_runs(owner: str, seconds: float, limit: int, mine: bool = False) -> list[tuple[str, str]]:
+    """Take up to `limit` live runs nobody holds (new, handed back, or whose holder's lease expired), oldest first;
+    with `mine`, also those `owner` held (a host restarted under the same id takes its own runs up at once).
+    On PostgreSQL the candidates are locked with SKIP LOCKED, so workers claiming at once split the runs instead of
+    queueing on the same rows; each is then taken with the lease compare-and-set, which alone is enough on SQLite
+    (whose writers are serialised anyway)."""
+    now = timezone.now()
+    free = Q(lease_owner="") | Q(lease_expires__lt=now)
+    if mine:
+        free |= Q(lease_owner=owner)
+    claimed: list[tuple[str, str]] = []
+    with transaction.atomic():
+        candidates = list(Run.objects.filter(free, status__in=Run.LIVE).order_by("created_at")
+                          .select_for_update(skip_locked=True).values_list("id", "workflow")[:limit])
+        expires = now + dt.timedelta(seconds=seconds)
+        for run_id, workflow in candidates:
+            if Run.objects.filter(free, id=run_id).update(lease_owner=owner, lease_expires=expires) == 1:
+                claimed.append((run_id, workflow))
+    return claimed
+
+
+def pending_inputs(owner: str, run_ids: Iterable[str] | None = None) -> list[tuple[int, str, str, dict[str, Any]]]:
+    """(id, run, kind, args) of the inputs waiting for runs `owner` holds, in the order they were sent."""
+    rows = RunInput.objects.filter(status=RunInput.Status.PENDING, run__lease_owner=owner)
+    if run_ids is not None:
+        rows = rows.filter(run_id__in=list(run_ids))
+    return list(rows.order_by("id").values_list("id", "run_id", "kind", "args"))
+
+
+def post_input(run_id: str, kind: str, args: dict[str, Any]) -> int:
+    return RunInput.objects.create(run_id=run_id, kind=kind, args=args).id
+
+
+def read_input(input_id: int) -> tuple[str, Any]:
+    """(status, outcome) of a relayed input."""
+    status, outcome = RunInput.objects.filter(id=input_id).values_list("status", "outcome").get()
+    return status, outcome
+
+
+def withdraw_input(input_id: int) -> bool:
+    """The sender stops waiting: true if no worker had answered it (then none ever will)."""
+    return RunInput.objects.filter(id=input_id, status=RunInput.Status.PENDING).update(
+        status=RunInput.Status.WITHDRAWN, answered_at=timezone.now()) == 1
+
+
+def answer_input(input_id: int, outcome: Any, owner: str) -> bool:
+    """Answer a relayed input that caused no step (a seat's pick handed to its Turn, a run that had ended)."""
+    return _answer(input_id, outcome, owner, timezone.now())
 
 
 def mark_drifted(run_id: str, reason: str) -> None:

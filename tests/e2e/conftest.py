@@ -16,6 +16,8 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
+from tests.databases import fresh_database_url
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -41,6 +43,12 @@ class LiveServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def database_name(self) -> str:
+        """The database's NAME as Django sees it: the SQLite file, or the PostgreSQL database."""
+        url = self.env.get("DATABASE_URL")
+        return url.rsplit("/", 1)[1] if url else str(self.folder / "db.sqlite3")
 
     def jr2(self, *args: str, env: dict[str, str] | None = None, input: str | None = None,
             timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -117,6 +125,9 @@ def make_server(tmp: Path, extra_env: dict[str, str] | None = None,
                                                              "JR2_TOKEN", "JR2_SCRIPTED")}
     env = {**base, "JR2_WORKFLOWS": str(workflows), "JR2_SQLITE_PATH": str(folder / "db.sqlite3"),
            "PYTHONUNBUFFERED": "1", "JR2_LEASE_SECONDS": "3", **(extra_env or {})}
+    database = fresh_database_url()
+    if database is not None:
+        env["DATABASE_URL"] = database
     server = LiveServer(folder, workflows, env)
     checked = server.jr2("check")
     assert checked.returncode == 0, checked.stdout + checked.stderr

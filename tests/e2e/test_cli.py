@@ -473,7 +473,7 @@ def test_replay_errors_exit_2(live: LiveServer, tmp_path: Path) -> None:
     missing = live.jr2("replay", "zzzzzzzz")
     assert missing.returncode == 2
     assert only_line(missing.stderr) == ("jr2 replay: no run id starts with 'zzzzzzzz' in the database "
-                                         f"({live.folder / 'db.sqlite3'})")
+                                         f"({live.database_name})")
     run_id = finished_notes_run(live)
     elsewhere = tmp_path / "empty"
     elsewhere.mkdir()

@@ -19,6 +19,7 @@ from django.core.management import CommandError, call_command
 
 from engine import Machine
 from engine.loader import load_workflows, package_name, workflows_folder
+from tests.databases import fresh_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -178,7 +179,7 @@ def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(real_fo
     from engine import __version__
     from engine.management.commands.jr2 import SUBCOMMANDS, Command
 
-    implemented = ["check", "up", "token", "run", "runs", "status", "send", "cancel", "replay"]
+    implemented = ["check", "up", "web", "worker", "token", "run", "runs", "status", "send", "cancel", "replay"]
     assert [sub.name for sub in SUBCOMMANDS] == implemented
     assert all(callable(getattr(Command, "handle_" + name, None)) for name in implemented)
     helped = _jr2("--help", folder=real_folder, via=via, cwd=tmp_path)
@@ -206,6 +207,9 @@ def test_up_checks_migrates_and_serves_the_console(real_folder: Path, tmp_path: 
     assert script
     env = {**os.environ, "JR2_WORKFLOWS": str(real_folder), "JR2_SQLITE_PATH": str(tmp_path / "up.sqlite3"),
            "PYTHONUNBUFFERED": "1", "JR2_CONSOLE_OPEN_READS": "1"}
+    database = fresh_database_url()
+    if database is not None:
+        env["DATABASE_URL"] = database
     server = subprocess.Popen([script, "up", f"127.0.0.1:{port}"], cwd=tmp_path, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

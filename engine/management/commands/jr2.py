@@ -83,6 +83,10 @@ def _up_arguments(parser: ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="the port to serve on (default 8000)")
 
 
+def _worker_arguments(parser: ArgumentParser) -> None:
+    del parser  # settings come from the environment: DATABASE_URL, REDIS_URL, JR2_HOST_ID, JR2_LEASE_SECONDS...
+
+
 def _server_arguments(parser: ArgumentParser) -> None:
     parser.add_argument("--url", help=f"the jr2 server (default: $JR2_URL, else {DEFAULT_URL})")
     parser.add_argument("--token", help="an API token from `jr2 token create` (default: $JR2_TOKEN)")
@@ -171,6 +175,10 @@ SUBCOMMANDS = [
                _check_arguments),
     Subcommand("up", "check, print the seats, migrate, then serve the Console and the API and drive the runs",
                _up_arguments),
+    Subcommand("web", "serve the Console and the API, driving no run: `jr2 worker` processes on the same database "
+                      "(and Redis) drive them", _up_arguments),
+    Subcommand("worker", "drive runs (Turns, Effects, timers) with no pages: claims new runs and those of dead "
+                         "workers; drains on SIGTERM", _worker_arguments),
     Subcommand("token", "create, list and revoke API tokens", _token_arguments),
     Subcommand("run", "start a run of a Workflow with its input and follow it to its end", _run_arguments,
                "Progress lines go to stderr, one per change (picks, Gate answers, Effects, the state, Turns, Gates "
@@ -257,11 +265,9 @@ class Command(BaseCommand):
     # -- jr2 up -------------------------------------------------------------------------------------------------
 
     def handle_up(self, addrport: str | None = None, port: int | None = None, verbosity: int = 1,
-                  **options: Any) -> None:
+                  role: str = "up", **options: Any) -> None:
         """What `check` does (seats of every workflow included), then migrate, then serve the Console and the API
         with daphne while this process's host drives the runs (live ones are taken up again)."""
-        from engine.registry import workflows
-        from engine.runtime.players import offline_notice
         from engine.runtime.serve import serve
 
         address, default_port = "127.0.0.1", 8000
@@ -271,7 +277,27 @@ class Command(BaseCommand):
             try:
                 default_port = int(port_part)
             except ValueError:
-                raise CommandError(f"jr2 up: {addrport!r} is not ADDRESS:PORT (e.g. 127.0.0.1:8000)") from None
+                raise CommandError(f"jr2 {role}: {addrport!r} is not ADDRESS:PORT (e.g. 127.0.0.1:8000)") from None
+        self._prepare(verbosity)
+        serve(address, port or default_port, say=self._say, role=role)
+
+    def handle_web(self, **options: Any) -> None:
+        """`jr2 up` without driving runs: many of these can serve one database beside `jr2 worker` processes."""
+        self.handle_up(role="web", **options)
+
+    def handle_worker(self, verbosity: int = 1, **options: Any) -> None:
+        """Check, migrate, then drive runs until SIGTERM (see engine/runtime/serve.py `work`)."""
+        from engine.runtime.serve import work
+
+        self._prepare(verbosity)
+        work(say=self._say)
+
+    def _prepare(self, verbosity: int) -> None:
+        """What every server process does first: check the workflows (seats printed), migrate, and say what will
+        play the Agents and whether anyone can log in."""
+        from engine.registry import workflows
+        from engine.runtime.players import offline_notice
+
         self.handle_check(verbosity=verbosity, workflows=None, raise_on_failure=False)
         call_command("migrate", interactive=False, verbosity=max(0, verbosity - 1))
         models = {f"{name}.{slot}": agent.model for name, machine in workflows().machines.items()
@@ -281,11 +307,10 @@ class Command(BaseCommand):
         from django.contrib.auth import get_user_model
         if not get_user_model().objects.exists():
             self.stdout.write(self.style.WARNING(
-                "jr2 up: no Console user yet: create one with `python manage.py createsuperuser` (a superuser may "
+                "jr2: no Console user yet: create one with `python manage.py createsuperuser` (a superuser may "
                 "do everything; others get the groups gate-answerers or operators in /admin/), or set "
                 "JR2_CONSOLE_OPEN_READS=1 to let anyone read the Console"))
         self.stdout.flush()
-        serve(address, port or default_port, say=self._say)
 
     def _say(self, line: str) -> None:
         self.stdout.write(line)

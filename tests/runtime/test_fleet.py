@@ -1,0 +1,242 @@
+"""The fleet in one process: web hosts that drive nothing and relay, worker hosts that claim runs, leases that fence
+a host that lost its run, takeover of a dead worker's runs, and a drain that hands runs back. Each host has its own
+database thread, as separate processes would; the database is real (SQLite here, PostgreSQL with DATABASE_URL)."""
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import Any, Awaitable, Callable
+
+import pytest
+from pydantic import BaseModel
+
+from engine import agent, define_event, effect, jr2_setup, scripted
+from engine.models import EffectRecord, JournalEntry, Run, RunInput
+from engine.outputs import Delivery
+from engine.providers import aclose_all
+from engine.runtime import store
+from engine.runtime.host import Host, NoHostAnswered, RunNotHosted
+from tests.runtime.hosting import status, until
+from workflows import notes
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DOOR = {"changes": "Faster start-up."}
+REPLY = {"gate": "writing.asking", "event": "reply", "params": {"text": "Admins"}}
+
+
+@pytest.fixture(autouse=True)
+def offline(settings: Any) -> None:
+    settings.JR2_SCRIPTED = True
+
+
+def fleet(body: Callable[..., Awaitable[None]], *roles: str, workflows: dict[str, Any] | None = None,
+          **kwargs: Any) -> None:
+    """Start one host per role (owners web-1, worker-1, ...), run `body(*hosts)`, stop them all."""
+    async def main() -> None:
+        hosts, counts = [], {"web": 0, "worker": 0}
+        for role in roles:
+            counts[role] += 1
+            hosts.append(Host(workflows or {"notes": notes.machine}, owner=f"{role}-{counts[role]}", role=role,
+                              scan_seconds=0.05, **kwargs))
+        for host in hosts:
+            await host.start()
+        try:
+            await body(*hosts)
+        finally:
+            for host in hosts:
+                if host.ready.is_set():
+                    await host.stop()
+            await aclose_all()
+    asyncio.run(main())
+
+
+async def die(host: Host) -> None:
+    """What SIGKILL leaves: the host stops at once, its leases stay in the rows until they expire."""
+    for task in host._tasks:
+        task.cancel()
+    await asyncio.gather(*(d.stop() for d in host.drivers.values()), *host._tasks, return_exceptions=True)
+    host.drivers.clear()
+    host.ready.clear()
+    host._executor.shutdown(wait=True)
+
+
+def gate_answers(run_id: str) -> int:
+    return JournalEntry.objects.filter(run_id=run_id, kind="gate").count()
+
+
+def test_a_web_host_writes_the_run_and_a_worker_claims_and_drives_it() -> None:
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("notes", DOOR)
+        assert run_id not in web.drivers
+        run = await until(web, status(run_id, "waiting"))
+        assert run.lease_owner == "worker-1" and run_id in worker.drivers
+        delivery = await web.deliver(run_id, "gate", **REPLY)
+        assert isinstance(delivery, Delivery) and delivery.outcome == "delivered"
+        run = await until(web, status(run_id, "done"))
+        assert "Admins" in run.output["notes"]
+        relayed = await web.db(lambda: list(RunInput.objects.filter(run_id=run_id).values(
+            "kind", "status", "answered_by")))
+        assert relayed == [{"kind": "gate", "status": "answered", "answered_by": "worker-1"}]
+        assert await web.db(gate_answers, run_id) == 1
+    fleet(body, "web", "worker")
+
+
+def test_a_relayed_answer_the_gate_does_not_accept_is_refused_and_changes_nothing() -> None:
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("notes", DOOR)
+        before = await until(web, status(run_id, "waiting"))
+        delivery = await web.deliver(run_id, "gate", gate="writing.asking", event="approve", params={})
+        assert delivery.outcome == "refused" and delivery.code == "not-accepted"
+        assert "reply" in delivery.accepts or "reply" in (delivery.error or "")
+        after = await web.db(lambda: Run.objects.get(id=run_id))
+        assert (after.seq, after.status) == (before.seq, "waiting")
+    fleet(body, "web", "worker")
+
+
+def test_two_answers_through_two_web_hosts_deliver_exactly_one() -> None:
+    async def body(web1: Host, web2: Host, worker: Host) -> None:
+        run_id = await web1.start_run("notes", DOOR)
+        await until(web1, status(run_id, "waiting"))
+        results = await asyncio.gather(web1.deliver(run_id, "gate", **REPLY), web2.deliver(run_id, "gate", **REPLY),
+                                       return_exceptions=True)
+        delivered = [r for r in results if isinstance(r, Delivery) and r.outcome == "delivered"]
+        assert len(delivered) == 1, results
+        [other] = [r for r in results if r is not delivered[0]]
+        # The other came second: the Gate had closed, or (the scripted writer being quick) the run had ended.
+        assert (isinstance(other, Delivery) and other.code == "no-gate") or isinstance(other, RunNotHosted), other
+        await until(web1, status(run_id, "done"))
+        assert await web1.db(gate_answers, run_id) == 1
+    fleet(body, "web", "web", "worker")
+
+
+def test_a_dead_workers_runs_are_taken_over_once_its_leases_expire() -> None:
+    async def body(web: Host, first: Host, second: Host) -> None:
+        await die(second)  # only `first` claims the new runs
+        run_ids = [await web.start_run("notes", DOOR) for _ in range(3)]
+        for run_id in run_ids:
+            await until(web, status(run_id, "waiting"))
+        assert set(run_ids) <= set(first.drivers)
+        await die(first)
+        killed = time.monotonic()
+        replacement = Host({"notes": notes.machine}, owner="worker-3", role="worker", scan_seconds=0.05,
+                           lease_seconds=0.6)
+        await replacement.start()
+        try:
+            for run_id in run_ids:
+                await until(web, lambda run_id=run_id: Run.objects.filter(id=run_id, lease_owner="worker-3").exists())
+            taken = time.monotonic() - killed
+            assert 0.3 < taken < 5, f"takeover after {taken:.2f} s"
+            for run_id in run_ids:
+                assert (await web.deliver(run_id, "gate", **REPLY)).outcome == "delivered"
+                await until(web, status(run_id, "done"))
+                assert await web.db(gate_answers, run_id) == 1
+        finally:
+            await replacement.stop()
+    fleet(body, "web", "worker", "worker", lease_seconds=0.6)
+
+
+def test_a_host_that_lost_its_lease_writes_nothing_more_and_lets_the_run_go() -> None:
+    async def body(worker: Host) -> None:
+        run_id = await worker.start_run("notes", DOOR)
+        before = await until(worker, status(run_id, "waiting"))
+        await worker.db(lambda: Run.objects.filter(id=run_id).update(lease_owner="someone-else"))
+        with pytest.raises(store.LeaseLost):
+            await worker.deliver(run_id, "gate", **REPLY)
+        after = await worker.db(lambda: Run.objects.get(id=run_id))
+        assert (after.seq, after.status, after.lease_owner) == (before.seq, "waiting", "someone-else")
+        assert await worker.db(gate_answers, run_id) == 0
+        for _ in range(50):
+            if run_id not in worker.drivers:
+                break
+            await asyncio.sleep(0.02)
+        assert run_id not in worker.drivers
+    fleet(body, "worker")
+
+
+def test_an_input_no_worker_takes_in_time_is_withdrawn_and_never_delivered_later(settings: Any) -> None:
+    settings.JR2_RELAY_TIMEOUT = 0.3
+
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("notes", DOOR)
+        await until(web, status(run_id, "waiting"))
+        await die(worker)
+        with pytest.raises(NoHostAnswered, match="nothing was delivered"):
+            await web.deliver(run_id, "gate", **REPLY)
+        assert await web.db(lambda: list(RunInput.objects.values_list("status", flat=True))) == ["withdrawn"]
+        await web.db(lambda: Run.objects.filter(id=run_id).update(lease_owner=""))
+        later = Host({"notes": notes.machine}, owner="worker-2", role="worker", scan_seconds=0.05)
+        await later.start()
+        try:
+            await until(web, lambda: Run.objects.filter(id=run_id, lease_owner="worker-2").exists())
+            await asyncio.sleep(0.3)
+            assert await web.db(gate_answers, run_id) == 0
+            run = await web.db(lambda: Run.objects.get(id=run_id))
+            assert run.status == "waiting"
+        finally:
+            await later.stop()
+    fleet(body, "web", "worker")
+
+
+def test_an_input_for_a_run_that_has_ended_is_refused_at_once() -> None:
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("notes", DOOR)
+        await until(web, status(run_id, "waiting"))
+        await web.deliver(run_id, "cancel")
+        await until(web, status(run_id, "cancelled"))
+        with pytest.raises(RunNotHosted, match="has ended"):
+            await web.deliver(run_id, "gate", **REPLY)
+    fleet(body, "web", "worker")
+
+
+class Empty(BaseModel):
+    pass
+
+
+def slow_effect_machine(marker: str) -> Any:
+    go = define_event(name="go", input=Empty, description="Start the slow command.")
+    scripted("drain.worker")(lambda turn: ("go", {}) if not turn.answers else None)
+    return jr2_setup(events=[go], actors={
+        "worker": agent(model="script/drain.worker", instructions="Start the work."),
+        "slow": effect.command([sys.executable, "-c", "import sys, time; time.sleep(0.5); "
+                                f"open({marker!r}, 'a').write('ran\\n')"]),
+    }).create_machine({
+        "id": "drain", "initial": "working",
+        "states": {"working": {"invoke": {"src": "worker"}, "initial": "idle",
+                               "states": {"idle": {"on": {"go": "running"}},
+                                          "running": {"invoke": {"src": "slow", "onDone": "#drain.finished"}}}},
+                   "finished": {"type": "final"}},
+    })
+
+
+def test_a_draining_worker_lets_its_running_effect_finish_then_hands_the_run_back(tmp_path: Any) -> None:
+    marker = tmp_path / "ran"
+    machine = slow_effect_machine(str(marker))
+
+    async def body(web: Host, first: Host) -> None:
+        run_id = await web.start_run("drain", None)
+        await until(web, lambda: EffectRecord.objects.filter(run_id=run_id, status="started").exists())
+        await first.drain(grace=5)
+        assert marker.read_text() == "ran\n", "the Effect was cut short or run twice"
+        run = await web.db(lambda: Run.objects.get(id=run_id))
+        assert run.status == "done" and run.lease_owner == ""
+    fleet(body, "web", "worker", workflows={"drain": machine}, lease_seconds=30)
+
+
+def test_runs_a_worker_hands_back_are_taken_at_once_not_after_their_lease(tmp_path: Any) -> None:
+    async def body(web: Host, first: Host, second: Host) -> None:
+        await die(second)
+        run_id = await web.start_run("notes", DOOR)
+        await until(web, status(run_id, "waiting"))
+        assert run_id in first.drivers
+        other = Host({"notes": notes.machine}, owner="worker-3", role="worker", scan_seconds=0.05, lease_seconds=30)
+        await other.start()
+        try:
+            await first.drain(grace=1)
+            await until(web, lambda: Run.objects.filter(id=run_id, lease_owner="worker-3").exists(), timeout=5)
+            assert (await web.deliver(run_id, "gate", **REPLY)).outcome == "delivered"
+            await until(web, status(run_id, "done"))
+        finally:
+            await other.stop()
+    fleet(body, "web", "worker", "worker", lease_seconds=30)
