@@ -224,7 +224,7 @@ class Workspace:
         with self._directory(parts[:-1], create=True, path=path) as fd:
             old = self._existing(fd, parts[-1], name, data)
             if old is not None and old[1]:
-                return f"{name} already holds exactly this ({len(data)} bytes); nothing changed."
+                return f"{name} already holds exactly this ({_count(len(data), 'byte')}); nothing changed."
             files, total = self.usage()
             after_files = files + (0 if old is not None else 1)
             after_total = total - (old[0] if old is not None else 0) + len(data)
@@ -236,7 +236,7 @@ class Workspace:
                                      f"{self.limits.total_bytes}; nothing was written")
             self._replace(fd, parts[-1], data, name)
         verb = "replaced" if old is not None else "created"
-        return f"{name} {verb} ({len(data)} bytes)."
+        return f"{name} {verb} ({_count(len(data), 'byte')})."
 
     def search(self, text: str, path: str = ".", ignore_case: bool = False) -> str:
         """The lines holding `text` (plain text, not a pattern) in the text files under `path`: `file:line: text`."""
@@ -354,6 +354,8 @@ class Workspace:
                         if from_top:
                             done = []
                         continue
+                    if todo and not stat.S_ISDIR(info.st_mode):
+                        raise WorkspaceError(f'"{"/".join([*done, part])}" is {_kind(info.st_mode)}, not a folder')
             done.append(part)
         return done
 
@@ -444,11 +446,17 @@ class Workspace:
         name = "/".join(parts)
         with self._directory(parts[:-1], create=False, path=path) as dir_fd:
             try:
-                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dir_fd)
+                before = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
             except FileNotFoundError:
                 raise WorkspaceError(f'"{name}" does not exist: list the workspace to see its files') from None
+            if stat.S_ISLNK(before.st_mode):
+                raise WorkspaceError(f'"{name}" became a symlink while it was used; nothing was done')
+            self._check_file(before, name, "read")  # a device or a FIFO is never even opened
+            try:
+                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dir_fd)
             except OSError as err:
-                raise WorkspaceError(self._why_not_file(dir_fd, parts[-1], name, err)) from None
+                raise WorkspaceError(f'"{name}" changed while it was used ({err.strerror}); nothing was done') \
+                    from None
             try:
                 info = os.fstat(fd)
                 self._check_file(info, name, "read")
@@ -462,11 +470,6 @@ class Workspace:
         if b"\x00" in data[:_BINARY_PROBE]:
             raise WorkspaceError(f"{name} looks binary (it holds NUL bytes); only text files can be read")
         return data
-
-    def _why_not_file(self, dir_fd: int, part: str, name: str, err: OSError) -> str:
-        if err.errno == errno.ELOOP:
-            return f'"{name}" became a symlink while it was used; nothing was done'
-        return f'"{name}": {err.strerror}'
 
     def _check_file(self, info: os.stat_result, name: str, doing: str, links: bool = False) -> None:
         """Only regular files; and, unless `links` (a write replaces the name, never the linked file), no hard
