@@ -13,12 +13,13 @@ from django.db import transaction
 from pydantic import BaseModel, Field
 
 from engine import agent, assign, define_event, effect, jr2_setup
-from engine.models import EffectRecord, ModelCall, Run, TurnMessage
+from engine.models import EffectRecord, ModelCall, Run, TurnMessage, TurnRecord
 from engine.prompts import BRIEFING, WORKSPACE_BRIEFING
 from engine.runtime.host import Host
-from engine.runtime.workspace_tools import TOOL_NAMES, tool_defs, tools_json
+from engine.runtime.workspace_tools import TOOL_NAMES, effect_folder, tool_defs, tools_json
+from engine.system_checks import workspace_settings
 from engine.workflow import Machine
-from engine.workspace import configured_root, folder_for
+from engine.workspace import WorkspaceError, configured_limits, configured_root, folder_for
 from tests.fakes.model_server import ModelServer, Reply, ToolUse, text, tool_call
 from tests.runtime.hosting import hosted, status, until
 from tests.runtime.test_turn_loop import (  # noqa: F401 - `server` is a fixture
@@ -250,3 +251,32 @@ def test_code_review_the_coder_writes_real_files_and_the_tests_run_on_them(setti
 def test_run_folders_stay_under_the_configured_root(settings: Any, tmp_path: Path) -> None:
     settings.JR2_WORKSPACE_ROOT = str(tmp_path / "elsewhere")
     assert folder_for("abc", "coder", "run") == tmp_path / "elsewhere" / "abc" / "agent-coder"
+
+
+def test_an_effect_of_a_child_machine_uses_that_machines_agent(tmp_path: Path, settings: Any) -> None:
+    settings.JR2_WORKSPACE_ROOT = str(tmp_path)
+    slots = {"sub/coder": agent("script/x", "Code.", workspace="run"), "coder": agent("script/x", "Code.")}
+    found = effect_folder("run1", "sub/effect-2", {"workspace": "coder"}, slots.get)
+    assert found == str(tmp_path / "run1" / "agent-sub%2Fcoder")
+    with pytest.raises(WorkspaceError, match='the Agent "coder" has no workspace'):
+        effect_folder("run1", "effect-3", {"workspace": "coder"}, slots.get)
+
+
+def test_bad_workspace_settings_are_a_system_check(settings: Any) -> None:
+    settings.JR2_WORKSPACE_LIMITS = {"files": 0}
+    [found] = workspace_settings()
+    assert (found.id, found.msg) == ("engine.E001", "JR2_WORKSPACE_LIMITS['files'] must be a positive integer; got 0")
+    with pytest.raises(WorkspaceError, match="must be a positive integer"):
+        configured_limits()
+
+
+def test_with_bad_caps_the_turn_faults_saying_what_is_wrong(server: ModelServer, settings: Any) -> None:
+    settings.JR2_WORKSPACE_LIMITS = {"files": 0}
+
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("builder")
+        turn = await until(host, lambda: TurnRecord.objects.filter(run_id=run_id, status="faulted").first())
+        assert turn.reason == ("the Turn loop failed: WorkspaceError: JR2_WORKSPACE_LIMITS['files'] must be a "
+                               "positive integer; got 0")
+        assert server.count() == 0, "the model is never asked"
+    hosted({"builder": builder("anthropic/claude-haiku-5-5")}, body)
