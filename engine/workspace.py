@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fnmatch
-import logging
 import os
 import re
 import shutil
@@ -32,13 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-__all__ = ["MODES", "TOOL_NAMES", "Limits", "Workspace", "WorkspaceError", "folder_for", "run_folder",
+__all__ = ["TOOL_NAMES", "Limits", "Workspace", "WorkspaceError", "folder_for", "run_folder",
            "remove_run_folder", "configured_root", "configured_limits", "escape_name"]
-
-log = logging.getLogger("engine.workspace")
-
-#: The values of `agent(..., workspace=...)`.
-MODES = ("none", "run", "shared")
 
 #: The workspace tools an Agent with a workspace has beside its Menu, in the order they follow the Menu's events.
 TOOL_NAMES = ("workspace_list", "workspace_read", "workspace_search", "workspace_write")
