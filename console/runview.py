@@ -12,7 +12,9 @@ from typing import Any
 
 from engine.models import ModelCall, Run, TurnMessage, TurnRecord
 from engine.registry import workflows
+from engine.runtime.workspace_tools import workspace_for
 from engine.workflow import Machine
+from engine.workspace import TOOL_NAMES, WorkspaceError
 
 from .access import can
 from .forms import EVENT_FIELD, SchemaForm, schema_form
@@ -24,7 +26,8 @@ __all__ = ["RunPage", "GateView", "AgentTurns", "TurnView", "Line", "run_page", 
 class Line:
     """One line of a conversation, as a person reads it."""
 
-    kind: str                     # prompt, reply, pick, answer, refusal, note
+    kind: str                     # prompt, reply, pick, answer, refusal, note, workspace, workspace_answer,
+                                  # workspace_refused
     text: str = ""
     name: str = ""
     input: str = ""
@@ -51,6 +54,10 @@ class GateView:
     state: str
     meta: dict[str, Any]
     forms: list[tuple[str, str, SchemaForm]]
+    #: (path, text) of the workspace files the Gate shows (`gate(workspace=..., files=...)`), and a note when there
+    #: are none to show.
+    files: list[tuple[str, str]] = field(default_factory=list)
+    files_note: str = ""
 
 
 @dataclass
@@ -107,8 +114,9 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
             form = (bound or {}).get(key) or schema_form(event.input if event else None,
                                                          auto_id=f"id_gate_{gate['id']}_{name}_%s")
             forms.append((name, (event.description or "") if event else "", form))
+        shown, note = _gate_files(run, machine, gate["id"])
         gates.append(GateView(gate["id"], gate.get("path") or gate.get("state", ""), gate.get("meta") or {},
-                              forms if answering else []))
+                              forms if answering else [], shown, note))
     active = list(view.get("active", []))
     seat_paths = {f"{machine.id}.{p}" for p in active} if machine is not None else set()
     seats = [seat.line() for seat in machine.seats() if seat.path in seat_paths] if machine is not None else []
@@ -118,6 +126,21 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
                    can_answer=answering, can_cancel=can(user, "cancel") and run.live,
                    context_json=_pretty(view.get("context")), output_json=_pretty(run.output),
                    seat_views=seat_views, held=tuple(s.agent for s in seat_views if s.mine))
+
+
+def _gate_files(run: Run, machine: Machine | None, gate: str) -> tuple[list[tuple[str, str]], str]:
+    """The files a Gate made with `gate(workspace=..., files=...)` shows, read from the run's workspace now."""
+    slot = machine.gate_slot(gate) if machine is not None else None
+    if machine is None or slot is None or slot.workspace is None:
+        return [], ""
+    prefix = gate.rsplit("/", 1)[0] + "/" if "/" in gate else ""
+    agent = prefix + slot.workspace
+    try:
+        workspace = workspace_for(run.id, agent, machine.agent_slot(agent))
+        shown = workspace.matching(slot.files) if workspace is not None else []
+    except WorkspaceError as err:
+        return [], f"The workspace of {agent} cannot be read: {err}"
+    return shown, "" if shown else f"No file of the workspace of {agent} matches {', '.join(slot.files)} yet."
 
 
 def _seats(run: Run, machine: Machine | None, user: Any, view: dict[str, Any],
@@ -168,8 +191,14 @@ def agent_turns(run: Run) -> list[AgentTurns]:
 
 
 def _lines(messages: list[TurnMessage], calls: list[ModelCall]) -> list[Line]:
+    """The conversation as lines. A call of a workspace tool (answered by a "workspace" message, or not answered
+    yet and named like one) is a line of its own kind, never shown as a pick."""
     lines: list[Line] = []
     replies = iter(calls)
+    answered = {block.get("tool_use_id") for m in messages for block in m.content
+                if block.get("type") == "tool_result"}
+    in_workspace = {block.get("tool_use_id") for m in messages if m.kind == "workspace" for block in m.content
+                    if block.get("type") == "tool_result"}
     for message in messages:
         if message.kind == "reply":
             call = next(replies, None)
@@ -181,14 +210,20 @@ def _lines(messages: list[TurnMessage], calls: list[ModelCall]) -> list[Line]:
                 if block.get("type") == "text" and block.get("text"):
                     lines.append(Line("reply", text=block["text"], call=info))
                 elif block.get("type") == "tool_use":
-                    lines.append(Line("pick", name=str(block.get("name", "")), call=info,
+                    name = str(block.get("name", ""))
+                    workspace = block.get("id") in in_workspace or (name in TOOL_NAMES
+                                                                    and block.get("id") not in answered)
+                    lines.append(Line("workspace" if workspace else "pick", name=name, call=info,
                                       input=block.get("raw") or json.dumps(block.get("input"), indent=1,
                                                                            ensure_ascii=False)))
                 info = None
             continue
         for block in message.content:
             if block.get("type") == "tool_result":
-                kind = "refusal" if block.get("is_error") else "answer"
+                if message.kind == "workspace":
+                    kind = "workspace_refused" if block.get("is_error") else "workspace_answer"
+                else:
+                    kind = "refusal" if block.get("is_error") else "answer"
                 lines.append(Line(kind, text=str(block.get("content", ""))))
             elif block.get("type") == "text":
                 kind = {"prompt": "prompt", "allowed_changed": "note", "reprompt": "note"}.get(message.kind, "note")

@@ -1,7 +1,8 @@
 """The jr2 engine: the authoring surface workflows import, over the statechart interpreter (`engine.statechart`).
 
 Workflows import everything from here: `define_event`, `jr2_setup`, `agent`, `fail`, `effect`, `from_pick`,
-`assign`, `answer`, `sent_by`, `raise_`, `send_to`; the `gate` actor is always registered. `Session` is the
+`assign`, `answer`, `sent_by`, `raise_`, `send_to`; the `gate` actor is always registered (`gate(workspace=...,
+files=...)` makes one whose form shows files from an Agent's workspace). `Session` is the
 deterministic core of one run.
 """
 from importlib.metadata import PackageNotFoundError, version
@@ -19,7 +20,7 @@ from .routes import answer, sent_by
 from .scripts import scripted
 from .outputs import Delivery, EffectRequested, PickResult
 from .session import Gate, PendingEffect, Session, SessionError, Turn
-from .slots import agent, effect, fail, from_pick
+from .slots import agent, effect, fail, from_pick, gate
 from .workflow import Machine, Setup, jr2_setup
 
 try:
@@ -31,6 +32,6 @@ __all__ = [
     "Delivery", "EffectRequested", "EventDef", "EventDefError", "Gate", "Machine", "MachineError", "PendingEffect",
     "PickResult", "Session", "SessionError", "Setup", "SimulatedClock", "Turn", "__version__",
     "agent", "and_", "answer", "assign", "cancel", "define_event", "effect", "emit", "enqueue_actions", "fail",
-    "forward_to", "from_pick", "jr2_setup", "log", "not_", "or_", "raise_", "scripted", "send_parent", "send_to",
+    "forward_to", "from_pick", "gate", "jr2_setup", "log", "not_", "or_", "raise_", "scripted", "send_parent", "send_to",
     "sent_by", "state_in",
 ]

@@ -11,13 +11,21 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-__all__ = ["BRIEFING", "system_prompt", "user_message", "allowed_line", "answer_message", "ended_message",
+__all__ = ["BRIEFING", "WORKSPACE_BRIEFING", "system_prompt", "user_message", "allowed_line", "answer_message", "ended_message",
            "reprompt_message", "allowed_changed_message"]
 
 BRIEFING = (
     "You act only by calling tools. Each tool is an event of the workflow that runs you; a call is a pick, and the "
     "workflow decides what it does. Call one tool at a time and wait for its answer. Only the tools listed as "
     "allowed can be picked now; the list is given at the end of each message."
+)
+
+
+#: Added to the system prompt of an Agent with a workspace (the runtime adds it: the Session never sees workspaces).
+WORKSPACE_BRIEFING = (
+    "You also have a workspace: a folder of files for this run, with four more tools, workspace_list, "
+    "workspace_read, workspace_search and workspace_write. They are not picks: they never move the workflow, and "
+    "you may call them at any time in your Turn. Paths are relative to the top of the workspace."
 )
 
 

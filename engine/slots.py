@@ -11,9 +11,11 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 from engine.statechart.errors import ConfigError
 
 __all__ = ["AgentSlot", "GateSlot", "EffectSlot", "FailSlot", "agent", "fail", "effect", "from_pick", "FromPick",
-           "GATE"]
+           "gate", "GATE", "WORKSPACES"]
 
 PROVIDERS = ("anthropic", "local", "script")
+#: `agent(..., workspace=...)`: no folder, a folder of its own per run, or the run's folder shared by its Agents.
+WORKSPACES = ("none", "run", "shared")
 
 
 @dataclass(frozen=True)
@@ -34,9 +36,12 @@ class AgentSlot:
 
 @dataclass(frozen=True)
 class GateSlot:
-    """The built-in `gate`: a pending input from outside the run, open while its state is active."""
+    """A pending input from outside the run, open while its state is active: the built-in `gate`, or one made with
+    `gate(workspace=..., files=...)` whose form also shows files from an Agent's workspace."""
 
     kind: str = "gate"
+    workspace: str | None = None
+    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,10 @@ def agent(model: str, instructions: str, workspace: str = "none", dials: Mapping
         raise ConfigError(f"agent model {model!r} must be '<provider>/<model id>' with provider one of {PROVIDERS}")
     if not isinstance(instructions, str) or not instructions.strip():
         raise ConfigError("an agent needs non-empty instructions")
+    if workspace not in WORKSPACES:
+        raise ConfigError(f"agent workspace {workspace!r} must be one of {', '.join(map(repr, WORKSPACES))}: "
+                          '"none" (only the Menu), "run" (a folder of its own per run) or "shared" (one folder per '
+                          "run, shared by the run's Agents that ask for it)")
     return AgentSlot(model=model, instructions=instructions, workspace=workspace, dials=dict(dials or {}),
                      description=description)
 
@@ -75,14 +84,45 @@ def fail() -> FailSlot:
     return FailSlot()
 
 
+def gate(*, workspace: str, files: Sequence[str] | str) -> GateSlot:
+    """A Gate whose form also shows files from the workspace of the Agent `workspace` (its own folder or the
+    run's shared one): `files` are paths or shell-style patterns from the top of that folder (`*` crosses `/`)."""
+    if not isinstance(workspace, str) or not workspace:
+        raise ConfigError(f"gate(workspace=...) names the Agent whose workspace it shows; got {workspace!r}")
+    patterns = (files,) if isinstance(files, str) else tuple(files)
+    if not patterns:
+        raise ConfigError("gate(files=...) needs at least one path or pattern")
+    for pattern in patterns:
+        _relative(pattern, "gate(files=...)")
+    return GateSlot(workspace=workspace, files=patterns)
+
+
+def _relative(path: Any, where: str) -> None:
+    """Refuse a path that is not text, is absolute, or holds `..`: it would leave the workspace."""
+    if not isinstance(path, str) or not path.strip():
+        raise ConfigError(f"{where} takes non-empty paths; got {path!r}")
+    if path.startswith("/") or ".." in path.split("/"):
+        raise ConfigError(f"{where}: {path!r} leaves the workspace; give a path from its top, without '..'")
+
+
 class _Effects:
     """`effect.command(...)`, `effect.http(...)`, `effect.call(fn)`."""
 
     @staticmethod
     def command(argv: Sequence[str] | str, cwd: str | None = None, timeout: float = 600.0,
-                env: Mapping[str, str] | None = None, idempotent: bool = False) -> EffectSlot:
-        return EffectSlot("command", {"argv": argv if isinstance(argv, str) else list(argv), "cwd": cwd,
-                                      "timeout": timeout, "env": dict(env or {})}, idempotent)
+                env: Mapping[str, str] | None = None, idempotent: bool = False,
+                workspace: str | None = None) -> EffectSlot:
+        """`workspace="<agent>"` runs the command in that Agent's workspace folder of the run (its own or the shared
+        one), so it works on what the Agent wrote; `cwd` is then a folder inside it."""
+        spec: dict[str, Any] = {"argv": argv if isinstance(argv, str) else list(argv), "cwd": cwd,
+                                "timeout": timeout, "env": dict(env or {})}
+        if workspace is not None:
+            if not isinstance(workspace, str) or not workspace:
+                raise ConfigError(f"effect.command(workspace=...) names an Agent with a workspace; got {workspace!r}")
+            if cwd is not None:
+                _relative(cwd, "effect.command(cwd=...) with a workspace")
+            spec["workspace"] = workspace
+        return EffectSlot("command", spec, idempotent)
 
     @staticmethod
     def http(url: str, method: str = "POST", headers: Mapping[str, str] | None = None, timeout: float = 60.0,

@@ -20,6 +20,7 @@ from .events import EventDef
 from .menu import OnKey, Party, Seat, derive_seats, on_keys, party_of, state_path
 from .routes import Answer, SeatGuard
 from .slots import GATE, AgentSlot, EffectSlot, FailSlot, GateSlot
+from .workspace import TOOL_NAMES as WORKSPACE_TOOLS
 
 __all__ = ["jr2_setup", "Setup", "Machine", "SlotLogic"]
 
@@ -106,6 +107,7 @@ class Machine:
                 self._menus[seat.party.id] = tuple(sorted({*self._menus.get(seat.party.id, ()), *seat.events}))
         self._tools = {slot: json.dumps([self.events[e].tool() for e in names], sort_keys=True)
                        for slot, names in self._menus.items()}
+        self._check_workspaces()
         self.digest = _digest(self.nodes)
         self._takers: dict[str, frozenset[StateNode]] = {}
 
@@ -146,6 +148,32 @@ class Machine:
             allowed = frozenset(senders.get((key.node, key.event), ()))
             for t in key.node.transitions.get(key.event, ()):
                 t.guard = SeatGuard(allowed, t.guard)
+
+    def _check_workspaces(self) -> None:
+        """An Agent with a workspace has the workspace tools beside its Menu, so no event of its Menu may take
+        their names; an Effect or a Gate that uses an Agent's workspace names an Agent of this Machine that has
+        one."""
+        for name, slot in self.slots.items():
+            if isinstance(slot, AgentSlot) and slot.workspace != "none":
+                taken = sorted(set(self._menus.get(name, ())) & set(WORKSPACE_TOOLS))
+                if taken:
+                    raise MachineError(f'machine "{self.id}": the Agent "{name}" has a workspace, whose tools are '
+                                       f'named {", ".join(WORKSPACE_TOOLS)}; rename its event(s) '
+                                       f'{", ".join(taken)}', self.id)
+            if isinstance(slot, EffectSlot) and "workspace" in slot.spec:
+                self._workspace_agent(slot.spec["workspace"], f'the Effect "{name}"')
+            if isinstance(slot, GateSlot) and slot.workspace is not None:
+                self._workspace_agent(slot.workspace, f'the Gate slot "{name}"')
+
+    def _workspace_agent(self, agent: str, user: str) -> None:
+        slot = self.slots.get(agent)
+        if not isinstance(slot, AgentSlot):
+            agents = ", ".join(sorted(self.agents)) or "none"
+            raise MachineError(f'machine "{self.id}": {user} uses the workspace of "{agent}", which is not an Agent '
+                               f"of this Machine (Agents: {agents})", self.id)
+        if slot.workspace == "none":
+            raise MachineError(f'machine "{self.id}": {user} uses the workspace of the Agent "{agent}", which has '
+                               'none; give it agent(..., workspace="run") or workspace="shared"', self.id)
 
     def agent_above(self, node: StateNode) -> Party | None:
         for candidate in (node, *node.ancestors):
@@ -221,13 +249,34 @@ class Machine:
     def gate_event(self, gate: str, name: str) -> EventDef | None:
         """The event `name` as a Gate accepts it: from this Machine, or from the child Machine the Gate lives in
         (`<invoke id>/<gate id>`)."""
+        machine, _ = self.child_for(gate)
+        return machine.events.get(name) if machine is not None else None
+
+    def gate_slot(self, gate: str) -> GateSlot | None:
+        """The Gate slot an open Gate (`<gate id>`, or `<invoke id>/<gate id>` in a child Machine) was made from."""
+        machine, local = self.child_for(gate)
+        if machine is None:
+            return None
+        src = next((inv.src for n in machine.nodes for inv in n.invoke if inv.id == local), None)
+        slot = machine.slots.get(src) if isinstance(src, str) else None
+        return slot if isinstance(slot, GateSlot) else None
+
+    def agent_slot(self, agent: str) -> AgentSlot | None:
+        """The Agent slot behind `agent` (`<invoke id>/<name>` reaches into a child Machine)."""
+        machine, local = self.child_for(agent)
+        slot = machine.slots.get(local) if machine is not None else None
+        return slot if isinstance(slot, AgentSlot) else None
+
+    def child_for(self, address: str) -> tuple[Machine | None, str]:
+        """The Machine a party's or Gate's address lives in (`<invoke id>/...` walks into child Machines), and the
+        address's last part."""
         machine: Machine | None = self
-        while machine is not None and "/" in gate:
-            prefix, gate = gate.split("/", 1)
+        while machine is not None and "/" in address:
+            prefix, address = address.split("/", 1)
             src = next((inv.src for n in machine.nodes for inv in n.invoke if inv.id == prefix), None)
             slot = machine.slots.get(src) if isinstance(src, str) else None
             machine = slot if isinstance(slot, Machine) else None
-        return machine.events.get(name) if machine is not None else None
+        return machine, address
 
     def warnings(self) -> list[MachineWarning]:
         return list(self._warnings)

@@ -134,5 +134,10 @@ JR2_SCRIPTED = os.environ.get("JR2_SCRIPTED", "") == "1"
 JR2_SNAPSHOT_EVERY = int(os.environ.get("JR2_SNAPSHOT_EVERY", "50"))
 JR2_LEASE_SECONDS = float(os.environ.get("JR2_LEASE_SECONDS", "15"))
 JR2_HOST_ID = os.environ.get("JR2_HOST_ID", "")
+# Agents' workspaces (agent(..., workspace="run" | "shared")): one folder per run under this root, beside the SQLite
+# file by default; and their caps (JSON: file_bytes, read_bytes, total_bytes, files).
+JR2_WORKSPACE_ROOT = os.environ.get("JR2_WORKSPACE_ROOT") or str(
+    Path(os.environ.get("JR2_SQLITE_PATH") or BASE_DIR / "db.sqlite3").resolve().parent / "workspaces")
+JR2_WORKSPACE_LIMITS = _env_json("JR2_WORKSPACE_LIMITS", {})
 # The JSON API: reads need a token too unless this is "1".
 JR2_OPEN_READS = os.environ.get("JR2_OPEN_READS", "") == "1"

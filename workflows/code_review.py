@@ -1,5 +1,9 @@
 """Code review: a coder Agent and a reviewer Agent take turns until the reviewer approves the change.
 
+The work is real: the run starts by copying the project into the run's shared workspace (an Effect that runs in
+the coder's workspace folder), the coder changes its files there with the workspace tools, the reviewer can read
+them, and the test Effect runs pytest on what the coder wrote (`effect.command(..., workspace="coder")`).
+
 Shows the three places a pick's target can go ("The Menu", Keep the Turn or end it):
 - `run_tests` targets a child state of the reviewer's state that runs an Effect (the project's tests). The pick is
   outstanding while the tests run; when they finish the reviewer is at Rest again and reads their output as the
@@ -20,9 +24,14 @@ from pydantic import BaseModel, Field
 
 from engine import agent, answer, assign, define_event, effect, fail, from_pick, jr2_setup, scripted
 
-#: The project the test Effect runs on: CODE_REVIEW_REPO, else the small sample beside this file.
+#: The project each run starts from (copied into its workspace): CODE_REVIEW_REPO, else the small sample beside
+#: this file.
 REPO = os.environ.get("CODE_REVIEW_REPO") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                           "code_review_repo")
+
+#: Copies the project named by its one argument into the working directory (the workspace), caches left out.
+COPY = ("import shutil, sys; shutil.copytree(sys.argv[1], '.', dirs_exist_ok=True, "
+        "ignore=shutil.ignore_patterns('__pycache__', '.pytest_cache', '.git'))")
 
 
 class SubmitInput(BaseModel):
@@ -87,14 +96,18 @@ machine = jr2_setup(
     events=[submit, run_tests, note, request_changes, approve],
     actors={
         "coder": agent(model="anthropic/claude-haiku-5-5",
-                       instructions="You are a careful software engineer. Make the smallest change that does the "
-                                    "task, keep the tests passing, and say plainly what you changed.",
-                       workspace="repo"),
+                       instructions="You are a careful software engineer. The project is in your workspace: read "
+                                    "it, make the smallest change that does the task by writing its files, keep the "
+                                    "tests passing, and say plainly what you changed.",
+                       workspace="shared"),
         "reviewer": agent(model="anthropic/claude-haiku-5-5",
-                          instructions="You review code changes. Run the tests before you accept a change; ask for "
-                                       "changes with concrete notes when something is wrong.",
-                          workspace="repo"),
-        "tests": effect.command([sys.executable, "-m", "pytest", "-q"], cwd=REPO, timeout=900.0),
+                          instructions="You review code changes. The coder's files are in your workspace. Run the "
+                                       "tests before you accept a change; ask for changes with concrete notes when "
+                                       "something is wrong.",
+                          workspace="shared"),
+        "checkout": effect.command([sys.executable, "-c", COPY, REPO], workspace="coder", timeout=120.0,
+                                   idempotent=True),
+        "tests": effect.command([sys.executable, "-m", "pytest", "-q"], workspace="coder", timeout=900.0),
         "fail": fail(),
     },
 ).create_machine({
@@ -103,8 +116,11 @@ machine = jr2_setup(
     "context": lambda input: {"task": input.task, "summary": "", "notes": "", "findings": [], "rounds": 0,
                               "tested": False, "verdict": ""},
     "on": {"agent.fault": ".failed"},
-    "initial": "coding",
+    "initial": "checkout",
     "states": {
+        "checkout": {
+            "invoke": {"src": "checkout", "onDone": "coding", "onError": "no_project"},
+        },
         "coding": {
             "invoke": {"src": "coder",
                        "input": lambda context: {"prompt": "Make this change:\n" + context["task"],
@@ -147,31 +163,52 @@ machine = jr2_setup(
         "approved": {"type": "final"},
         "failed": {"invoke": {"src": "fail", "input": lambda event: {
             "reason": "an Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
+        "no_project": {"invoke": {"src": "fail", "input": lambda event: {
+            "reason": "the project could not be copied into the workspace: " + str(event.get("error"))}}},
     },
     "output": lambda context: {"summary": context["summary"], "verdict": context["verdict"],
                                "rounds": context["rounds"]},
 })
 
 
+#: What the offline coder writes: the change, then the change after the review notes.
+CALC = ('"""The sample project of the code_review workflow: a calculator the coder changes."""\n\n\n'
+        "def sub(a: int, b: int) -> int:\n    return a - b\n\n\n"
+        "def add(a: int, b: int) -> int:\n{doc}    return a + b\n")
+TESTS = ("from calc import add, sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n\n\n"
+         "def {name}():\n    assert add(2, 3) == 5\n")
+FIRST_CHANGE = [("workspace_read", {"path": "calc.py"}),
+                ("workspace_write", {"path": "calc.py", "content": CALC.format(doc="")}),
+                ("workspace_write", {"path": "test_calc.py", "content": TESTS.format(name="test_add")})]
+FIXES = [("workspace_write", {"path": "calc.py", "content": CALC.format(doc='    """The sum of a and b."""\n')}),
+         ("workspace_write", {"path": "test_calc.py", "content": TESTS.format(name="test_add_sums_two_numbers")})]
+
+
 @scripted("code_review.coder")
 def offline_coder(turn):
-    """The offline demo's coder (a scripted stand-in): hands its change to the reviewer."""
+    """The offline demo's coder (a scripted stand-in): writes its change into the workspace with the workspace
+    tools, one call at a time (each answer comes back before the next call), then hands it to the reviewer."""
     if "submit" not in turn.allowed_picks:
         return None
     fixing = "asked for changes" in turn.prompt
+    steps = FIXES if fixing else FIRST_CHANGE
+    if turn.workspace and len(turn.answers) < len(steps):
+        return steps[len(turn.answers)]
     return ("submit", {"summary": "Addressed the review notes in calc.py." if fixing else
                        "Added add() to calc.py with a test in test_calc.py."})
 
 
 @scripted("code_review.reviewer")
 def offline_reviewer(turn):
-    """The offline demo's reviewer (a scripted stand-in): runs the tests, asks for one round of changes, then
-    approves once the tests have run on the new change."""
+    """The offline demo's reviewer (a scripted stand-in): runs the tests, asks for one round of changes, then reads
+    calc.py in the shared workspace and approves once the tests have run on the new change."""
     tested = any('"exit_code"' in a or a.startswith("The tests could not be run") for a in turn.answers)
     if not tested and "run_tests" in turn.allowed_picks:
         return ("run_tests", {"focus": ""})
     if not turn.notices and "request_changes" in turn.allowed_picks:
         return ("request_changes", {"notes": "Name the test after what it checks.\nAdd a docstring to add()."})
+    if turn.workspace and not any(a.startswith("calc.py, lines") for a in turn.answers):
+        return ("workspace_read", {"path": "calc.py"})
     if "approve" in turn.allowed_picks:
         return ("approve", {"comment": "The tests pass and the notes were addressed."})
     return None

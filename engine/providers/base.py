@@ -26,7 +26,9 @@ __all__ = ["ToolCall", "Usage", "ModelRequest", "ModelReply", "TurnView", "Provi
 
 @dataclass(frozen=True)
 class TurnView:
-    """What a scripted model sees of its Turn (real models read the same things as text in `messages`)."""
+    """What a scripted model sees of its Turn (real models read the same things as text in `messages`).
+    `workspace` names the workspace tools the Agent has beside its Menu (none without a workspace); their answers
+    are among `answers`."""
 
     agent: str
     turn: str
@@ -37,6 +39,7 @@ class TurnView:
     notices: tuple[Any, ...] = ()
     workflow: str = ""
     run: str = ""
+    workspace: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

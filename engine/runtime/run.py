@@ -9,6 +9,7 @@ the Effects, the timer, and the channel layer groups `run-<id>` and `workflow-<n
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import logging
@@ -25,12 +26,15 @@ from engine.outputs import (
 from engine.session import PendingEffect, Session
 from engine.workflow import Machine
 
+from engine.prompts import WORKSPACE_BRIEFING
 from engine.providers import human
+from engine.workspace import Workspace, WorkspaceError
 
 from . import relay, store
-from .effects import run_effect
+from .effects import EffectOutcome, run_effect
 from .players import Player, player_for
 from .turns import Conversation, TurnLoop
+from .workspace_tools import effect_folder, workspace_for
 
 if TYPE_CHECKING:
     from .host import Host
@@ -175,6 +179,10 @@ class RunDriver:
     def next_call_seq(self) -> int:
         self._model_calls += 1
         return self._model_calls
+
+    def workspace_of(self, agent: str) -> Workspace | None:
+        """The Agent's workspace in this run (engine/workspace.py), or None when it asks for none."""
+        return workspace_for(self.run_id, agent, self.session.slot_of(agent))
 
     def new_conversation(self, base: str, agent: str | None = None) -> Conversation:
         """A fresh conversation; with `agent`, the one that Agent's next Turn that continues reads (a reroll)."""
@@ -406,6 +414,9 @@ class RunDriver:
     def _open_turn(self, started: TurnStarted, plan: _Plan) -> None:
         slot = self.session.slot_of(started.agent)
         declared = slot.model if slot is not None else "script/unknown"
+        system = started.system
+        if slot is not None and slot.workspace != "none":
+            system = f"{system}\n\n{WORKSPACE_BRIEFING}"
         player = player_for(self.workflow, started.agent, declared, self._holder(started.agent))
         if started.continues and started.agent in self._latest:
             conversation = self.conversations[self._latest[started.agent]]
@@ -415,7 +426,7 @@ class RunDriver:
         self.turns[started.turn] = TurnMeta(started.agent, player, dict(started.dials))
         plan.ops.append(store.TurnOpened(started.turn, started.agent, started.state, player.model, declared,
                                          player.scripted, _json(started.dials), conversation.id, started.prompt,
-                                         started.system))
+                                         system))
         unanswered = conversation.unanswered_calls()
         if unanswered:
             # Calls an earlier Turn left without a result (it ended on another call of the same reply, or a
@@ -426,7 +437,7 @@ class RunDriver:
                 {"type": "tool_result", "tool_use_id": call.get("id", ""), "content": UNANSWERED, "is_error": True}
                 for call in unanswered]))
         plan.ops.append(conversation.add(started.turn, "user", "prompt", [{"type": "text", "text": started.message}]))
-        loop = TurnLoop(self, started.turn, started.agent, player, conversation, started.prompt, started.system,
+        loop = TurnLoop(self, started.turn, started.agent, player, conversation, started.prompt, system,
                         tuple(started.notices))
         self.loops[started.turn] = loop
         plan.after.append(loop.start)
@@ -470,7 +481,12 @@ class RunDriver:
         await self.submit("effect_started", effect=pending.id, slot=pending.slot, attempt=attempt)
         if self.session.status != "active":
             return
-        outcome = await run_effect(pending.request(), self.session.effect_slot(pending.id))
+        try:
+            request = await self._in_workspace(pending.id, pending.request())
+        except WorkspaceError as err:
+            outcome = EffectOutcome(False, {"message": f"the workspace: {err}"}, 0.0)
+        else:
+            outcome = await run_effect(request, self.session.effect_slot(pending.id))
         kind = "effect_done" if outcome.ok else "effect_failed"
         try:
             await self.submit(kind, effect=pending.id, value=outcome.value, duration_ms=outcome.duration_ms)
@@ -478,6 +494,13 @@ class RunDriver:
             # Listed until its result is committed, so a draining host waits for the commit, not only the process.
             if self.effects.get(pending.id) is asyncio.current_task():
                 del self.effects[pending.id]
+
+    async def _in_workspace(self, effect_id: str, request: EffectRequested) -> EffectRequested:
+        """A command Effect given `workspace="<agent>"` runs in that Agent's folder (WorkspaceError: it cannot)."""
+        if "workspace" not in request.spec:
+            return request
+        folder = await asyncio.to_thread(effect_folder, self.run_id, effect_id, request.spec, self.session.slot_of)
+        return dataclasses.replace(request, spec={**request.spec, "cwd": folder})
 
     # -- time ------------------------------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@ picks (SPEC.md 4, "The Turn protocol with a model").
 Each request carries the Agent's system prompt, its Menu as the tools block (the same bytes on every request of the
 slot) and the conversation so far; each tool call is refused here when it is not on the Menu or its arguments are
 not a JSON object, else it goes to the run as a pick and its answer comes back as the tool result. An outstanding
-pick's answer is awaited before the model is asked again. `engine.turn_policy` decides re-prompts, rerolls and
+pick's answer is awaited before the model is asked again. An Agent with a workspace also has the workspace tools
+after its Menu; their calls are answered here (engine/runtime/workspace_tools.py), never reach the run as picks, and
+are recorded as messages of kind "workspace". `engine.turn_policy` decides re-prompts, rerolls and
 faults. Everything the model is sent or says is recorded before the next thing happens, so a restarted host can
 take the Turn up from its recorded conversation: a tool call recorded but not yet delivered is delivered, and a
 request that had no answer is asked again.
@@ -22,8 +24,10 @@ from engine.prompts import allowed_line, user_message
 from engine.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
 from engine.providers.human import SeatGivenBack
 from engine.turn_policy import TurnPolicy, TurnWatch
+from engine.workspace import Workspace
 
 from . import store
+from . import workspace_tools
 from .players import Player
 
 if TYPE_CHECKING:
@@ -96,6 +100,7 @@ class TurnLoop:
         self._in_model = False
         self._asking = False
         self.task: asyncio.Task[None] | None = None
+        self.workspace: Workspace | None = None
 
     # -- the driver's side -------------------------------------------------------------------------------------
 
@@ -131,6 +136,7 @@ class TurnLoop:
 
     async def run(self) -> None:
         try:
+            self.workspace = self.driver.workspace_of(self.agent)
             await self._run(self.policy.watch())
         except (_Ended, asyncio.CancelledError):
             pass
@@ -174,7 +180,7 @@ class TurnLoop:
         before the reply is committed asks again from the recorded conversation."""
         player = self._player()
         _, model_id = split_model(player.model)
-        tools = self.driver.session.menu_json(self.agent)
+        tools = workspace_tools.tools_json(self.driver.session.menu_json(self.agent), self.workspace is not None)
         self._asking = True
         request = ModelRequest(model=model_id, system=self.system, tools_json=tools,
                                messages=self.conversation.sent(), dials=self.driver.dials(self.turn),
@@ -240,8 +246,11 @@ class TurnLoop:
             return "waited"
         menu = self.driver.session.menu_names(self.agent)
         arguments = call.get("input") if "raw" not in call else None
+        if self.workspace is not None and name in workspace_tools.TOOL_NAMES:
+            return await self._workspace_call(call_id, name, arguments, call, watch)
         if name not in menu:
-            await self._refuse(call_id, f'"{name}" is not one of your tools (your tools: {", ".join(menu)}); '
+            tools = [*menu, *(workspace_tools.TOOL_NAMES if self.workspace is not None else ())]
+            await self._refuse(call_id, f'"{name}" is not one of your tools (your tools: {", ".join(tools)}); '
                                         "nothing was delivered.")
             return ""
         if not isinstance(arguments, dict):
@@ -266,6 +275,33 @@ class TurnLoop:
             self.pending_call = call_id
             await self._wait_for_answer(call_id)
             return "waited"
+        return ""
+
+    async def _workspace_call(self, call_id: str, name: str, arguments: Any, call: dict[str, Any],
+                              watch: TurnWatch) -> str:
+        """A workspace tool call: answered here, recorded as a "workspace" message, never a pick. It counts
+        toward the Turn's tool calls like a pick, so a model that loops on its files is rerolled too. Its answer
+        ends with the Allowed picks, as every answer does: a change of them may be waiting for it."""
+        if self.workspace is None:
+            raise _Ended()
+        if not isinstance(arguments, dict):
+            text, error = (f'the arguments of "{name}" are not a JSON object ({call.get("raw", "")!r:.200}); '
+                           "nothing was done."), True
+        else:
+            verdict = watch.call(name, arguments)
+            if verdict is not None:
+                await self._refuse(call_id, f"{verdict.reason}; nothing was done.")
+                if verdict.action == "fault":
+                    await self._fault(verdict.reason)
+                    raise _Ended()
+                await self._reroll(verdict.reason)
+                return "rerolled"
+            text, error = await workspace_tools.run_tool(self.workspace, name, arguments)
+        if self.closed:
+            raise _Ended()
+        await self._write("user", "workspace", [{"type": "tool_result", "tool_use_id": call_id,
+                                                 "content": f"{text}\n\n{allowed_line(self._allowed())}",
+                                                 "is_error": error}])
         return ""
 
     async def _wait_for_answer(self, call_id: str) -> None:
@@ -309,7 +345,8 @@ class TurnLoop:
         return TurnView(agent=self.agent, turn=self.turn, prompt=self.prompt,
                         menu=tuple(self.driver.session.menu(self.agent)), allowed_picks=self._allowed(),
                         answers=tuple(self.answers), notices=self.notices, workflow=self.driver.workflow,
-                        run=self.driver.run_id)
+                        run=self.driver.run_id,
+                        workspace=workspace_tools.TOOL_NAMES if self.workspace is not None else ())
 
     def _player(self) -> Player:
         """Who plays this Turn now: a seat can change hands between two requests."""

@@ -16,8 +16,11 @@ WORKFLOWS = {"notes": notes.machine, "code_review": code_review.machine, "triage
 NOTES_DOOR = {"changes": "Faster start-up.\nA new export button."}
 
 
-async def _until(host: Host, run_id: str, *statuses: str) -> None:
-    for _ in range(1000):
+async def _until(host: Host, run_id: str, *statuses: str, timeout: float = 90.0) -> None:
+    """Until the run has one of `statuses`. The deadline is long: code_review starts three real Python processes
+    (its checkout and two test runs), which take a while on a loaded machine."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
         if await host.db(lambda: Run.objects.filter(id=run_id, status__in=statuses).exists()):
             return
         await asyncio.sleep(0.02)

@@ -281,8 +281,8 @@ def test_code_review_runs_the_real_pytest_effect_and_loops_once(live: LiveServer
         assert time.monotonic() < deadline, "code_review did not finish within 90 s"
         time.sleep(0.02)
         run = client.get(f"/api/runs/{run_id}").json()
-        if run["effects"]:
-            assert [e["slot"] for e in run["effects"]] == ["tests"] and run["status"] == "running", run
+        if run["effects"] and run["effects"][0]["slot"] == "tests":
+            assert len(run["effects"]) == 1 and run["status"] == "running", run
             [turn] = run["turns"]
             assert turn["agent"] == "reviewer" and turn["outstanding"]["event"] == "run_tests", run
             seen_testing = True
@@ -297,8 +297,9 @@ def test_code_review_runs_the_real_pytest_effect_and_loops_once(live: LiveServer
     picks = [(e["entry"]["agent"], e["entry"]["event"]) for e in entries if e["kind"] == "pick"]
     assert picks == [("coder", "submit"), ("reviewer", "run_tests"), ("reviewer", "request_changes"),
                      ("coder", "submit"), ("reviewer", "run_tests"), ("reviewer", "approve")]
-    results = [e["entry"]["output"] for e in entries if e["kind"] == "effect_done"]
-    assert len(results) == 2 and len([e for e in entries if e["kind"] == "effect_started"]) == 2
+    checkout, *results = [e["entry"]["output"] for e in entries if e["kind"] == "effect_done"]
+    assert checkout["exit_code"] == 0, "the project was copied into the workspace first"
+    assert len(results) == 2 and len([e for e in entries if e["kind"] == "effect_started"]) == 3
     for output in results:
         assert output["exit_code"] == 0 and "100%" in output["stdout"], output
 
@@ -309,6 +310,11 @@ def test_code_review_runs_the_real_pytest_effect_and_loops_once(live: LiveServer
     test_answers = [m["content"][0]["content"] for t in turns if t["agent"] == "reviewer" for m in t["messages"]
                     if m["kind"] == "tool_result" and '"exit_code"' in str(m["content"][0].get("content"))]
     assert len(test_answers) == 2, turns
+    writes = [m["content"][0]["content"] for t in turns if t["agent"] == "coder" for m in t["messages"]
+              if m["kind"] == "workspace"]
+    assert [w.split("\n")[0].split(" (")[0] for w in writes] == [
+        "calc.py, lines 1-5 of 5:", "calc.py replaced", "test_calc.py replaced", "calc.py replaced",
+        "test_calc.py replaced"], writes
 
 
 def test_triage_desk_confirms_the_agents_proposal(live: LiveServer, client: httpx.Client) -> None:

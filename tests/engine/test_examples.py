@@ -198,7 +198,12 @@ TASK = "Add a --verbose flag to the CLI."
 
 
 def start_review():
+    """A code_review run past its checkout: the Effect that copies the project into the coder's workspace."""
     session = Session(code_review.machine, {"task": TASK})
+    checkout = one(session.drain(), EffectRequested)
+    assert (checkout.slot, checkout.spec["workspace"], checkout.idempotent) == ("checkout", "coder", True)
+    assert checkout.spec["argv"][-1] == code_review.REPO
+    assert session.effect_done(checkout.effect, {"exit_code": 0}).outcome == "delivered"
     return session, session.drain()
 
 
@@ -249,7 +254,7 @@ def test_code_review_whole_run_with_one_round_of_changes():
     assert (requested.slot, requested.effect_kind, requested.state) == (
         "tests", "command", "code_review.reviewing.testing")
     assert requested.spec["argv"] == [sys.executable, "-m", "pytest", "-q"]
-    assert requested.spec["cwd"] == code_review.REPO
+    assert (requested.spec["workspace"], requested.spec["cwd"]) == ("coder", None)
     assert requested.input == {"args": ["tests/test_cli.py"]}
     assert session.allowed_picks("reviewer") == []
     # every other pick is refused while it is outstanding, one that would end the Turn included

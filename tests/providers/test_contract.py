@@ -16,6 +16,7 @@ from engine.providers import aclose_all, provider_for, reset_providers
 from engine.providers.anthropic import AnthropicProvider
 from engine.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage
 from engine.providers.local import LocalProvider
+from engine.runtime.workspace_tools import TOOL_NAMES, tools_json
 from tests.fakes.model_server import ModelServer, closed_port_url, error, refusal, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -160,6 +161,23 @@ class ProviderContract:
         assert self.tool_names(bodies[0]) == ["ask", "done"]
         raw_tools = {_raw_member(r.raw, b"tools") for r in self.server.requests}
         assert len(raw_tools) == 1
+
+    async def test_the_workspace_tools_go_after_the_menu_in_the_same_bytes_on_every_request(self) -> None:
+        tools = tools_json(MENU, True)
+        write = {"path": "notes.md", "content": "- faster start\n"}
+        self.server.queue(tool_call("workspace_write", write, id="w-1"), text("ok"))
+        messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}]
+        reply = await self.complete(ModelRequest(model=self.model_id, system=SYSTEM, tools_json=tools,
+                                                 messages=messages))
+        [call] = reply.tool_calls
+        assert (call.id, call.name, call.arguments, call.error) == ("w-1", "workspace_write", write, None)
+        messages += [reply.message(), {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "w-1", "content": "notes.md created (15 bytes)."}]}]
+        await self.complete(ModelRequest(model=self.model_id, system=SYSTEM, tools_json=tools, messages=messages))
+        first, second = self.server.bodies
+        assert self.tool_names(first) == ["ask", "done", *TOOL_NAMES]
+        assert first["tools"] == second["tools"]
+        assert len({_raw_member(r.raw, b"tools") for r in self.server.requests}) == 1
 
     async def test_the_last_user_text_is_sent_verbatim_and_last(self) -> None:
         self.server.queue(text("ok"), text("ok"))
@@ -311,6 +329,15 @@ class TestAnthropic(ProviderContract):
         assert body["system"] == [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}]
         assert body["tools"][0] == {"name": "ask", "description": "Ask the editor one question.",
                                     "input_schema": json.loads(MENU)[0]["input_schema"]}
+
+    async def test_with_workspace_tools_cache_control_sits_on_the_last_of_them(self) -> None:
+        self.server.queue(text("ok"))
+        await self.complete(ModelRequest(model=self.model_id, system=SYSTEM, tools_json=tools_json(MENU, True),
+                                         messages=[{"role": "user", "content": [{"type": "text", "text": PROMPT}]}]))
+        tools = self.server.bodies[0]["tools"]
+        assert [(t["name"], t.get("cache_control")) for t in tools][-2:] == [
+            ("workspace_search", None), ("workspace_write", {"type": "ephemeral"})]
+        assert sum("cache_control" in t for t in tools) == 1
 
     async def test_missing_key_says_to_set_it_and_sends_nothing(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv("ANTHROPIC_API_KEY")

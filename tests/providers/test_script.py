@@ -54,6 +54,22 @@ async def test_the_call_id_counts_the_tool_uses_already_in_the_conversation() ->
     assert reply.tool_calls[0].id == "script-3"
 
 
+async def test_a_script_calls_a_workspace_tool_like_any_other_tool() -> None:
+    seen: list[TurnView] = []
+
+    def write(turn: TurnView) -> tuple[str, dict[str, Any]]:
+        seen.append(turn)
+        return ("workspace_write", {"path": "a.py", "content": "x = 1\n"})
+    scripted("coder")(write)
+    view = TurnView(agent="coder", turn="turn-1", prompt="Code.", menu=(), allowed_picks=("submit",),
+                    workspace=("workspace_list", "workspace_read", "workspace_search", "workspace_write"))
+    reply = await provider_for("script/coder").complete(request("coder", view=view))
+    assert reply.tool_calls == (ToolCall(id="script-1", name="workspace_write",
+                                         arguments={"path": "a.py", "content": "x = 1\n"},
+                                         raw='{"content": "x = 1\\n", "path": "a.py"}'),)
+    assert seen[0].workspace[-1] == "workspace_write"
+
+
 async def test_the_full_model_string_is_accepted_too() -> None:
     scripted("w")(lambda turn: ("ask", None))
     reply = await provider_for("script/w").complete(request("script/w"))

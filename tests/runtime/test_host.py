@@ -90,9 +90,10 @@ def test_code_review_runs_its_test_effect_for_real_and_finishes() -> None:
         assert run.output["rounds"] == 1 and run.output["verdict"]
         effects = await host.db(lambda: list(EffectRecord.objects.filter(run_id=run_id).values(
             "slot", "status", "attempts")))
-        assert effects == [{"slot": "tests", "status": "done", "attempts": 1}] * 2
+        assert effects == [{"slot": "checkout", "status": "done", "attempts": 1},
+                           *[{"slot": "tests", "status": "done", "attempts": 1}] * 2]
         kinds = await host.db(lambda: list(JournalEntry.objects.filter(run_id=run_id).values_list("kind", flat=True)))
-        assert kinds.count("effect_started") == 2 and kinds.count("effect_done") == 2
+        assert kinds.count("effect_started") == 3 and kinds.count("effect_done") == 3
     hosted({"code_review": code_review.machine}, body)
 
 

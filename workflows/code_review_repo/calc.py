@@ -1,5 +1,5 @@
-"""The sample project the code_review workflow's test Effect runs on (a real Agent would change it)."""
+"""The sample project of the code_review workflow: a calculator the coder changes."""
 
 
-def add(a: int, b: int) -> int:
-    return a + b
+def sub(a: int, b: int) -> int:
+    return a - b
