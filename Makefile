@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test bench bench-menu bench-runtime bench-graph bench-console install node clean system-up system-test screenshots
+.PHONY: up test soak bench bench-menu bench-runtime bench-graph bench-console install node clean system-up system-test screenshots
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -41,7 +41,7 @@ system-up:
 	$(call debian,dot:graphviz)
 
 system-test:
-	$(call debian,dot:graphviz chromium:chromium redis-server:redis-server)
+	$(call debian,dot:graphviz chromium:chromium redis-server:redis-server pg_ctlcluster:postgresql)
 
 up: install system-up
 	$(BIN)/jr2 up 127.0.0.1:8000
@@ -50,9 +50,18 @@ up: install system-up
 screenshots: install system-test
 	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py
 
+# The suite twice: on the embedded default (SQLite, in-memory channel layer), then on the fleet's engines
+# (PostgreSQL and Redis, private servers on local ports that scripts/services starts and stops), which also runs
+# the short kill soak (tests/fleet).
 test: install node system-test
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+	scripts/services run $(BIN)/python -m pytest
+
+# The kill soak (docs/reliability.md): 200 runs, 2 web and 3 worker processes, 50 worker and 5 web SIGKILLs.
+soak: install system-test
+	mkdir -p bench/results
+	scripts/services run $(BIN)/python -m bench.soak --report bench/results/soak.json
 
 bench: install node system-up
 	$(BIN)/python -m bench.statechart

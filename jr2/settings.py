@@ -130,10 +130,19 @@ JR2_PROVIDER_TIMEOUT = float(os.environ.get("JR2_PROVIDER_TIMEOUT", "600"))
 JR2_SCRIPTED = os.environ.get("JR2_SCRIPTED", "") == "1"
 
 # The runtime: how often a run's whole state is snapshotted (journal entries), how long a host's lease on a run
-# lasts (seconds) and who this host is (default: host name and process id).
+# lasts (seconds: a dead worker's runs are taken over this long after its last renewal) and who this host is
+# (default: `<host name>:up` for `jr2 up`, `<host name>:<role>:<pid>` for `jr2 worker` and `jr2 web`).
 JR2_SNAPSHOT_EVERY = int(os.environ.get("JR2_SNAPSHOT_EVERY", "50"))
 JR2_LEASE_SECONDS = float(os.environ.get("JR2_LEASE_SECONDS", "15"))
 JR2_HOST_ID = os.environ.get("JR2_HOST_ID", "")
+# The fleet (docs/deploy.md): how often a worker looks for runs to claim and inputs relayed to it without being woken
+# through Redis (seconds), how many runs it claims at a time and at most, how long a web process waits for a worker
+# to take a relayed input (seconds), and how long a worker draining on SIGTERM lets running Effects finish.
+JR2_SCAN_SECONDS = float(os.environ.get("JR2_SCAN_SECONDS", "1"))
+JR2_CLAIM_BATCH = int(os.environ.get("JR2_CLAIM_BATCH", "25"))
+JR2_MAX_RUNS = int(os.environ.get("JR2_MAX_RUNS", "10000"))
+JR2_RELAY_TIMEOUT = float(os.environ.get("JR2_RELAY_TIMEOUT", "30"))
+JR2_DRAIN_SECONDS = float(os.environ.get("JR2_DRAIN_SECONDS", "10"))
 # Agents' workspaces (agent(..., workspace="run" | "shared")): one folder per run under this root, beside the SQLite
 # file by default; and their caps (JSON: file_bytes, read_bytes, total_bytes, files).
 JR2_WORKSPACE_ROOT = os.environ.get("JR2_WORKSPACE_ROOT") or str(

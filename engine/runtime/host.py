@@ -123,7 +123,9 @@ class Host:
         self._stopped = True
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        _, late = await asyncio.wait(self._tasks, timeout=5) if self._tasks else (set(), set())
+        for task in late:
+            log.warning("host %s: %s did not stop within 5 s; going on without it", self.owner, task.get_name())
         drivers = list(self.drivers.values())
         await asyncio.gather(*(d.stop() for d in drivers), *self._releasing, return_exceptions=True)
         await self.db(store.release_leases, self.owner, [d.run_id for d in drivers])
@@ -261,12 +263,14 @@ class Host:
         channel = await layer.new_channel()
         await layer.group_add(relay.HOSTS_GROUP, channel)
         try:
-            while True:
+            while not self._stopped:
                 try:
                     await layer.receive(channel)
                 except asyncio.CancelledError:
                     raise
                 except Exception as err:  # noqa: BLE001 - the layer went away: the rounds still run on time
+                    if self._stopped:  # channels_redis may turn the cancel of a stopping host into its own error
+                        return
                     log.warning("listening for new runs and inputs failed: %r", err)
                     await asyncio.sleep(self.scan_seconds)
                     continue
