@@ -240,3 +240,31 @@ def test_runs_a_worker_hands_back_are_taken_at_once_not_after_their_lease(tmp_pa
         finally:
             await other.stop()
     fleet(body, "web", "worker", "worker", lease_seconds=30)
+
+
+def test_a_timer_fires_at_its_due_time_on_the_worker_that_takes_the_run_over() -> None:
+    """A 1.5 s timer; its worker dies after 0.3 s; another worker takes the run over once the lease (0.4 s) has
+    expired and fires the timer at its due time, not 1.5 s after taking the run."""
+    from tests.runtime.test_host import timed_machine
+    machine = timed_machine(delay=1500)
+
+    async def body(web: Host, first: Host, second: Host) -> None:
+        await die(second)
+        clock = asyncio.get_running_loop().time
+        started = clock()
+        run_id = await web.start_run("timed", None)
+        await until(web, lambda: Run.objects.filter(id=run_id, lease_owner="worker-1").exists())
+        await asyncio.sleep(0.3)
+        await die(first)
+        other = Host({"timed": machine}, owner="worker-3", role="worker", scan_seconds=0.05, lease_seconds=0.4)
+        await other.start()
+        try:
+            await until(web, lambda: Run.objects.filter(id=run_id, lease_owner="worker-3").exists())
+            taken = clock()
+            run = await until(web, status(run_id, "done"), timeout=5)
+            assert run.output == {"ok": True}
+            assert clock() - started >= 1.4
+            assert clock() - taken < 1.3, "the timer started over on the new worker"
+        finally:
+            await other.stop()
+    fleet(body, "web", "worker", "worker", workflows={"timed": machine}, lease_seconds=0.4)
