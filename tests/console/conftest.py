@@ -27,9 +27,10 @@ async def _until(host: Host, run_id: str, *statuses: str, timeout: float = 90.0)
     raise AssertionError(f"run {run_id} never reached {statuses}")
 
 
-def make_runs() -> dict[str, str]:
+def make_runs(code_review: bool = False) -> dict[str, str]:
     """One run per status the pages show: waiting (notes at its Gate), done, cancelled, failed (a fault), triage
-    waiting at its desk, and code_review done (with Effects)."""
+    waiting at its desk, and with `code_review`, a code_review run done (with Effects: three real Python processes,
+    so only the tests that read it pay for it)."""
     made: dict[str, str] = {}
 
     async def main() -> None:
@@ -52,8 +53,9 @@ def make_runs() -> dict[str, str]:
             await _until(host, made["failed"], "failed")
             made["triage"] = await host.start_run("triage", {"title": "Export crash", "body": "It crashes."})
             await _until(host, made["triage"], "waiting")
-            made["code_review"] = await host.start_run("code_review", {"task": "Add add()."})
-            await _until(host, made["code_review"], "done")
+            if code_review:
+                made["code_review"] = await host.start_run("code_review", {"task": "Add add()."})
+                await _until(host, made["code_review"], "done")
         finally:
             await host.stop()
     asyncio.run(main())
@@ -64,6 +66,13 @@ def make_runs() -> dict[str, str]:
 def runs(settings: Any, transactional_db: Any) -> Iterator[dict[str, str]]:
     settings.JR2_SCRIPTED = True
     yield make_runs()
+
+
+@pytest.fixture
+def runs_with_code_review(settings: Any, transactional_db: Any) -> Iterator[dict[str, str]]:
+    """`runs`, and a code_review run done."""
+    settings.JR2_SCRIPTED = True
+    yield make_runs(code_review=True)
 
 
 def ensure_groups() -> None:

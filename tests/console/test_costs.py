@@ -440,8 +440,8 @@ def test_a_run_with_no_model_calls_shows_zeros(transactional_db: Any) -> None:
 
 # -- real runs -----------------------------------------------------------------------------------------------------
 
-def test_a_code_review_run_by_a_real_host_shows_its_recorded_rows(runs: dict[str, str]) -> None:
-    run = Run.objects.get(id=runs["code_review"])
+def test_a_code_review_run_by_a_real_host_shows_its_recorded_rows(runs_with_code_review: dict[str, str]) -> None:
+    run = Run.objects.get(id=runs_with_code_review["code_review"])
     found = by_path(state_costs(run, code_review.machine))
     for path in ("coding", "reviewing", "fixing"):
         turns = TurnRecord.objects.filter(run=run, state=f"code_review.{path}")

@@ -159,7 +159,7 @@ def test_an_observer_sees_the_gate_but_no_form_and_no_cancel(observer: Any, runs
     assert 'name="text"' not in page and "Cancel run" not in page
 
 
-@pytest.mark.parametrize("status", ["done", "cancelled", "failed", "triage", "code_review"])
+@pytest.mark.parametrize("status", ["done", "cancelled", "failed", "triage"])
 def test_every_run_status_renders(status: str, operator: Any, runs: dict[str, str]) -> None:
     run = Run.objects.get(id=runs[status])
     page = logged_in(operator).get(f"/runs/{run.id}/").content.decode()
@@ -170,6 +170,13 @@ def test_every_run_status_renders(status: str, operator: Any, runs: dict[str, st
         assert "the model stopped answering" in page
     if run.status == "cancelled":
         assert "Cancelled" in page and "Cancel run" not in page
+
+
+def test_a_code_review_run_with_effects_renders(operator: Any, runs_with_code_review: dict[str, str]) -> None:
+    run = Run.objects.get(id=runs_with_code_review["code_review"])
+    page = logged_in(operator).get(f"/runs/{run.id}/").content.decode()
+    assert f'id="run-status-badge">{run.status}<' in page and run.status == "done"
+    assert "Output" in page and "visited" in page
 
 
 def test_a_run_page_for_no_such_run_is_404(observer: Any, transactional_db: Any) -> None:
