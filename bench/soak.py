@@ -104,9 +104,20 @@ class Fleet:
     def start_worker(self, index: int) -> Proc:
         return Proc("worker", index, self._spawn("worker", index))
 
+    def ready(self, proc: Proc, timeout: float = 60) -> None:
+        """Wait until a worker says it drives runs (it has checked the workflows and migrated)."""
+        log = self.folder / f"worker-{proc.index}.log"
+        deadline = time.monotonic() + timeout
+        while f"host {socket.gethostname()}:worker:{proc.popen.pid} is driving" not in log.read_text():
+            if proc.popen.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"jr2 worker {proc.index} did not start: see {log}")
+            time.sleep(0.1)
+
     def start(self, webs: int, workers: int) -> None:
         self.webs = [self.start_web(i) for i in range(webs)]
         self.workers = [self.start_worker(i) for i in range(workers)]
+        for worker in self.workers:
+            self.ready(worker)
 
     def kill(self, proc: Proc) -> None:
         """SIGKILL, as a crash (the worker's Effect processes die with it: PR_SET_PDEATHSIG)."""
@@ -186,6 +197,21 @@ class Soak:
         except httpx.HTTPError:
             return None
 
+    def live_runs(self) -> dict[str, int] | None:
+        """Every live run's open Gate count, from the runs list (one request a page, not one a run)."""
+        found: dict[str, int] = {}
+        page = 1
+        while True:
+            response = self.call("GET", "/api/runs", params={"status": "running,waiting", "page_size": 500,
+                                                             "page": page})
+            if response is None or response.status_code != 200:
+                return None
+            listing = response.json()
+            found.update({r["id"]: r["open_gates"] for r in listing["results"]})
+            if page >= listing["pages"]:
+                return found
+            page += 1
+
     def run_phase(self, phase: Phase, runs: list[tuple[str, str, dict[str, Any]]], timeout: float) -> None:
         started = time.monotonic()
         for key, workflow, door in runs:
@@ -205,9 +231,12 @@ class Soak:
                 left = sorted(set(phase.run_ids) - set(phase.ended))
                 raise RuntimeError(f"{phase.name}: {len(left)} runs did not end within {timeout:g} s: "
                                    f"{[(k, phase.run_ids[k]) for k in left[:10]]}")
+            live = self.live_runs()
+            if live is None:
+                continue
             for key, run_id in phase.run_ids.items():
-                if key in phase.ended:
-                    continue
+                if key in phase.ended or live.get(run_id, 1) == 0:
+                    continue  # ended and recorded, or live with no open Gate
                 response = self.call("GET", f"/api/runs/{run_id}")
                 if response is None or response.status_code != 200:
                     continue
@@ -229,7 +258,7 @@ class Soak:
                         phase.answer_errors["connection lost (web process killed)"] += 1
                     elif sent.status_code != 200:
                         phase.answer_errors[f"{sent.status_code}"] += 1
-            time.sleep(0.1)
+            time.sleep(0.2)
         phase.seconds = time.monotonic() - started
 
 
@@ -377,7 +406,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--webs", type=int, default=2)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--lease", type=float, default=3.0, help="JR2_LEASE_SECONDS of the workers")
-    parser.add_argument("--answer-within", type=float, default=30.0,
+    parser.add_argument("--answer-within", type=float, default=45.0,
                         help="each Gate is answered after a random wait up to this many seconds")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=900.0)
