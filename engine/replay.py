@@ -6,9 +6,9 @@
     report.message                        # "same (7 steps)" or "step 7: writer picked done {notes: "…"}: now unmoved:
                                           # not allowed in notes.writing.drafting (allowed now: ask)"
 
-A fresh `Session` of the Machine is fed the recorded inputs in order: the start (the door input), picks, Gate
-answers, Effect results, time passing, faults, a cancel. Nothing is called: no model, no Effect; what they answered
-is in the journal. Entries a host writes for itself (`HOST_KINDS`: an Effect having started) are skipped. Each
+A fresh `Session` of the Machine (for a fork, the Session its `fork` entry carries) is fed the recorded inputs in
+order: the start (the door input), picks, Gate answers, Effect results, time passing, faults, a cancel. Nothing is
+called: no model, no Effect; what they answered is in the journal. Entries a host writes for itself (`HOST_KINDS`: an Effect having started) are skipped. Each
 entry must apply as it did (a pick's outcome, a Gate answer or an Effect result delivered) and produce the same
 outputs (the digest in its `out`); the first one that does not is described: the step number is the entry's `seq`,
 then the entry as a person reads it, then what happens now, at the state the Session is in when the entry comes.
@@ -67,7 +67,7 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
     is not a run's journal (empty, no start entry first, an unknown kind)."""
     entries = numbered(journal)
     if not entries or entries[0][1].get("kind") not in ("start", "fork"):
-        raise ValueError("a run's journal starts with its 'start' entry (or a fork's 'fork' entry); this one "
+        raise ValueError("a run's journal starts with its 'start' entry; this one "
                          + ("is empty" if not entries else f"starts with {entries[0][1].get('kind')!r}"))
     seq, start = entries[0]
     root = machine.id
