@@ -48,7 +48,7 @@ up: install system-up
 
 # The README's screenshots of the Console, taken by the browser tests as they go.
 screenshots: install system-test
-	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py
+	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py tests/e2e/test_browser_forks.py
 
 test: install node system-test
 	$(BIN)/mypy
