@@ -10,7 +10,7 @@ import pytest
 
 from engine.exchange import ExchangeError, export_run, import_run, schema, validate
 from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage, TurnRecord
-from engine.runtime.host import Host
+from engine.runtime.host import Host, RunNotHosted
 from tests.runtime.hosting import hosted, status, until
 from workflows import code_review, notes
 
@@ -71,6 +71,8 @@ def test_importing_again_gives_a_new_id_and_an_imported_live_run_is_never_hosted
 
     async def body(host: Host) -> None:
         assert made["notes"] in host.drivers and again.id not in host.drivers
+        with pytest.raises(RunNotHosted, match=r"imported, read-only\); nothing was delivered"):
+            await host.deliver(again.id, "gate", gate="writing.asking", event="reply", params={"text": "x"})
     hosted(WORKFLOWS, body)
 
 

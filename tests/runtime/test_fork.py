@@ -2,6 +2,7 @@
 answer, driven by a real Host on SQLite; the parent never changes, and a bad fork makes nothing."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from engine import define_event, jr2_setup
 from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage, TurnRecord
+from engine.providers import aclose_all
 from engine.replay import replay
 from engine.runtime.host import Host, HostError
 from tests.runtime.hosting import hosted, status, until
@@ -155,3 +157,25 @@ def test_a_run_cannot_be_forked_after_it_ended_or_when_it_does_not_exist() -> No
             await host.fork_run("nosuchrun", 1)
         assert await host.db(lambda: Run.objects.count()) == 1
     hosted(WORKFLOWS, body)
+
+
+def test_a_web_host_writes_the_fork_and_a_worker_takes_it_up_and_takes_its_gate_answer() -> None:
+    async def main() -> None:
+        web = Host(WORKFLOWS, owner="web-1", role="web", scan_seconds=0.05)
+        worker = Host(WORKFLOWS, owner="worker-1", role="worker", scan_seconds=0.05)
+        await web.start()
+        await worker.start()
+        try:
+            parent = await web.start_run("notes", DOOR)
+            await until(web, status(parent, "waiting"))
+            step = await web.db(_asked_step, parent)
+            fork = await web.fork_run(parent, step, answer=("writing.asking", "reply", {"text": "Night owls"}))
+            assert fork not in web.drivers
+            done = await until(web, status(fork, "done"))
+            assert done.lease_owner in ("", "worker-1") and "Written for: Night owls" in done.output["notes"]
+            assert await web.db(lambda: Run.objects.get(id=parent).status) == "waiting"
+        finally:
+            await web.stop()
+            await worker.stop()
+            await aclose_all()
+    asyncio.run(main())
