@@ -48,7 +48,7 @@ up: install system-up
 
 # The README's screenshots of the Console, taken by the browser tests as they go.
 screenshots: install system-test
-	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py
+	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py tests/e2e/test_browser_forks.py
 
 # The suite twice: on the embedded default (SQLite, in-memory channel layer), then on the fleet's engines
 # (PostgreSQL and Redis, private servers on local ports that scripts/services starts and stops), which also runs

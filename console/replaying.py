@@ -8,6 +8,7 @@ from typing import Any
 from engine.models import JournalEntry, Run, RunSnapshot
 from engine.replay import describe
 from engine.session import HOST_KINDS, Session, SessionError
+from engine.trace import start_session
 from engine.workflow import Machine
 
 __all__ = ["Step", "steps_of", "session_at"]
@@ -41,7 +42,7 @@ def session_at(run: Run, machine: Machine, step: int) -> Session:
         first = JournalEntry.objects.filter(run=run, seq=1).first()
         if first is None:
             raise SessionError(f"run {run.id} has no journal")
-        session = Session.replay(machine, [first.entry])
+        session = start_session(machine, first.entry)
         start = 1
     for row in JournalEntry.objects.filter(run=run, seq__gt=start, seq__lte=step).order_by("seq"):
         if row.kind not in HOST_KINDS:

@@ -2,8 +2,10 @@
 from django.urls import path
 
 from .live import RunConsumer, WorkflowConsumer
+from .timeline_live import TimelineConsumer
 
 websocket_urlpatterns = [
     path("ws/runs/<str:run_id>/", RunConsumer.as_asgi()),
+    path("ws/runs/<str:run_id>/timeline/", TimelineConsumer.as_asgi()),
     path("ws/workflows/<str:name>/", WorkflowConsumer.as_asgi()),
 ]

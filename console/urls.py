@@ -1,7 +1,7 @@
 """The Console's addresses: users bookmark and share them, so they are part of the product."""
 from django.urls import path
 
-from console import views
+from console import forkviews, views
 
 app_name = "console"
 urlpatterns = [
@@ -10,6 +10,8 @@ urlpatterns = [
     path("workflows/<str:name>/graph.svg", views.workflow_graph, name="workflow-graph"),
     path("workflows/<str:name>/runs/", views.start_run, name="start"),
     path("runs/", views.runs, name="runs"),
+    path("runs/compare/", forkviews.compare, name="compare"),
+    path("runs/import/", forkviews.import_runs, name="import"),
     path("runs/<str:run_id>/", views.run, name="run"),
     path("runs/<str:run_id>/gates/<path:gate>/", views.answer_gate, name="answer"),
     path("runs/<str:run_id>/cancel/", views.cancel_run, name="cancel"),
@@ -17,4 +19,7 @@ urlpatterns = [
     path("runs/<str:run_id>/seats/<path:agent>/give/", views.give_seat, name="seat-give"),
     path("runs/<str:run_id>/seats/<path:agent>/pick/", views.seat_pick, name="seat-pick"),
     path("runs/<str:run_id>/replay/", views.replay, name="replay"),
+    path("runs/<str:run_id>/timeline/", forkviews.timeline, name="timeline"),
+    path("runs/<str:run_id>/fork/", forkviews.fork, name="fork"),
+    path("runs/<str:run_id>/export.json", forkviews.export, name="export"),
 ]

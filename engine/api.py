@@ -273,7 +273,9 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
             "input": run.input, "output": run.output, "reason": run.reason, "scripted": run.scripted,
             "value": view.get("value"), "context": view.get("context"), "gates": gates,
             "turns": view.get("turns", []), "effects": view.get("effects", []), "next_due": view.get("next_due"),
-            "seq": run.seq, "created_at": run.created_at.isoformat(), "updated_at": run.updated_at.isoformat()}
+            "seq": run.seq, "parent": run.parent_id, "parent_step": run.parent_step,
+            "forks": list(run.forks.values_list("id", flat=True)), "imported_from": run.imported_from or None,
+            "created_at": run.created_at.isoformat(), "updated_at": run.updated_at.isoformat()}
 
 
 @api.get("/runs/{run_id}/turns", auth=READ, summary="The run's Turns: conversations, model calls, usage")
@@ -319,6 +321,7 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
     await sync_to_async(require)(request, "answer_gate", "answer Gates")
     run = await sync_to_async(_run)(run_id)
     open_gates = [g["id"] for g in (run.view or {}).get("gates", [])]
+    _refuse_imported(run, "its Gates cannot be answered here")
     if not run.live:
         raise HttpError(409, f"run {run_id} has ended ({run.status}); its Gates are closed")
     if gate not in open_gates:
@@ -355,6 +358,7 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
 async def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     await sync_to_async(require)(request, "cancel_run", "cancel runs")
     run = await sync_to_async(_run)(run_id)
+    _refuse_imported(run, "it cannot be cancelled")
     if not run.live:
         raise HttpError(409, f"run {run_id} has already ended ({run.status})")
     host = await _host()
@@ -366,7 +370,70 @@ async def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     return {"outcome": "cancelled", "run": run_id, "status": status}
 
 
+# -- forks, export and import ----------------------------------------------------------------------------------
+
+class GateAnswer(Schema):
+    gate: str
+    event: str
+    input: dict[str, Any] = {}
+
+
+class ForkBody(Schema):
+    step: int
+    context: dict[str, Any] | None = None
+    answer: GateAnswer | None = None
+
+
+class Forked(Schema):
+    id: str
+    workflow: str
+    status: str
+    parent: str
+    parent_step: int
+    url: str
+
+
+@api.post("/runs/{run_id}/fork", auth=WRITE, response={201: Forked},
+          summary="Fork a run from a step: a new run from the Session it had after that journal entry, with its "
+                  "context edited or a Gate answered differently; the run itself never changes")
+async def fork_run(request: HttpRequest, run_id: str, body: ForkBody) -> tuple[int, dict[str, Any]]:
+    await sync_to_async(require)(request, "start_run", "fork runs")
+    await sync_to_async(_run)(run_id)
+    host = await _host()
+    answer = (body.answer.gate, body.answer.event, body.answer.input) if body.answer is not None else None
+    fork_id = await host.fork_run(run_id, body.step, context=body.context, answer=answer, user_id=request.user.pk)
+    run = await sync_to_async(Run.objects.get)(id=fork_id)
+    return 201, {"id": fork_id, "workflow": run.workflow, "status": run.status, "parent": run_id,
+                 "parent_step": body.step, "url": f"/api/runs/{fork_id}"}
+
+
+@api.get("/runs/{run_id}/export", auth=READ,
+         summary="The run as one JSON file (format jr2.run, version 1): journal, snapshots, Turns, messages, model "
+                 "calls, Effects")
+def export(request: HttpRequest, run_id: str) -> dict[str, Any]:
+    from engine.exchange import export_run
+    _run(run_id)
+    return export_run(run_id)
+
+
+@api.post("/runs/import", auth=WRITE, response={201: Created},
+          summary="Import a run exported by GET /api/runs/<id>/export, read-only; a bad file changes nothing")
+def import_(request: HttpRequest) -> tuple[int, dict[str, Any]]:
+    from engine.exchange import ExchangeError, import_run
+    require(request, "start_run", "import runs")
+    try:
+        run = import_run(_json_body(request), user_id=request.user.pk)
+    except ExchangeError as err:
+        raise _Invalid(str(err), [{"field": "", "message": e} for e in err.errors]) from err
+    return 201, {"id": run.id, "workflow": run.workflow, "status": run.status, "url": f"/api/runs/{run.id}"}
+
+
 # -- helpers --------------------------------------------------------------------------------------------------
+
+def _refuse_imported(run: Run, what: str) -> None:
+    if run.imported:
+        raise HttpError(409, f"run {run.id} was imported (from run {run.imported_from}) and is read-only: {what}")
+
 
 def _run(run_id: str) -> Run:
     run = Run.objects.filter(id=run_id).first()

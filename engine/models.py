@@ -51,6 +51,13 @@ class Run(models.Model):
     scripted = models.BooleanField(default=False, help_text="some Agent of the run is played by a scripted model")
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="runs")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks",
+                               help_text="the run this one was forked from")
+    parent_step = models.PositiveIntegerField(null=True, blank=True,
+                                              help_text="the parent's journal entry the fork started from")
+    imported_from = models.CharField(max_length=16, blank=True, default="",
+                                     help_text="the run's id where it was exported from: an imported run is "
+                                               "read-only, never hosted, resumed, answered or cancelled")
     lease_owner = models.CharField(max_length=100, blank=True, default="", db_index=True)
     lease_expires = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -69,8 +76,14 @@ class Run(models.Model):
         return f"{self.workflow} {self.id} ({self.status})"
 
     @property
+    def imported(self) -> bool:
+        return bool(self.imported_from)
+
+    @property
     def live(self) -> bool:
-        return self.status in self.LIVE
+        """Running or waiting and driven here: an imported run keeps the status it was exported with, but nothing
+        moves it."""
+        return self.status in self.LIVE and not self.imported
 
 
 class JournalEntry(models.Model):

@@ -6,9 +6,9 @@
     report.message                        # "same (7 steps)" or "step 7: writer picked done {notes: "…"}: now unmoved:
                                           # not allowed in notes.writing.drafting (allowed now: ask)"
 
-A fresh `Session` of the Machine is fed the recorded inputs in order: the start (the door input), picks, Gate
-answers, Effect results, time passing, faults, a cancel. Nothing is called: no model, no Effect; what they answered
-is in the journal. Entries a host writes for itself (`HOST_KINDS`: an Effect having started) are skipped. Each
+A fresh `Session` of the Machine (for a fork, the Session its `fork` entry carries) is fed the recorded inputs in
+order: the start (the door input), picks, Gate answers, Effect results, time passing, faults, a cancel. Nothing is
+called: no model, no Effect; what they answered is in the journal. Entries a host writes for itself (`HOST_KINDS`: an Effect having started) are skipped. Each
 entry must apply as it did (a pick's outcome, a Gate answer or an Effect result delivered) and produce the same
 outputs (the digest in its `out`); the first one that does not is described: the step number is the entry's `seq`,
 then the entry as a person reads it, then what happens now, at the state the Session is in when the entry comes.
@@ -30,7 +30,8 @@ from .outputs import (
     AllowedChanged, EffectCancelled, EffectRequested, GateClosed, GateOpened, NoticeKept, Output, PickAnswered,
     PickStopped, RunEnded, TurnEnded, TurnStarted,
 )
-from .session import HOST_KINDS, Session
+from .session import HOST_KINDS, Session, SessionError
+from .trace import numbered, start_session
 from .workflow import Machine
 
 __all__ = ["ReplayReport", "replay", "describe", "brief", "state_paths", "numbered"]
@@ -60,36 +61,30 @@ class ReplayReport:
         return self.message
 
 
-def numbered(journal: Iterable[Mapping[str, Any]]) -> list[tuple[int, Mapping[str, Any]]]:
-    """(seq, entry) for database or API rows (`{"seq", "entry", ...}`) and for bare Session entries alike."""
-    out: list[tuple[int, Mapping[str, Any]]] = []
-    for index, item in enumerate(journal, start=1):
-        if isinstance(item.get("entry"), Mapping):
-            out.append((int(item.get("seq", index)), item["entry"]))
-        else:
-            out.append((index, item))
-    return out
-
-
 def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayReport:
     """Feed the recorded journal to a fresh Session of `machine`; the first entry that does not apply the same way
     or produces different outputs is described (see the module docstring). Raises ValueError for a journal that
     is not a run's journal (empty, no start entry first, an unknown kind)."""
     entries = numbered(journal)
-    if not entries or entries[0][1].get("kind") != "start":
+    if not entries or entries[0][1].get("kind") not in ("start", "fork"):
         raise ValueError("a run's journal starts with its 'start' entry; this one "
                          + ("is empty" if not entries else f"starts with {entries[0][1].get('kind')!r}"))
     seq, start = entries[0]
     root = machine.id
     try:
-        session = Session(machine, input=start.get("input"), clock=SimulatedClock(start.get("at", 0)))
+        if start.get("kind") == "fork":
+            session = start_session(machine, start)
+        else:
+            session = Session(machine, input=start.get("input"), clock=SimulatedClock(start.get("at", 0)))
+    except SessionError as err:
+        return _diverged(1, seq, start, f"now cannot start from there: {err}", root)
     except ValidationError as err:
         return _diverged(1, seq, start, f"now refused: the door says {_door_error(err)}", root)
     except Exception as err:  # noqa: BLE001 - the workflow's own code raised while starting
         return _diverged(1, seq, start, f"now raises {type(err).__name__}: {err}", root)
     outputs = session.drain()
     first: ReplayReport | None = None
-    if _differs(start, session.journal[0].get("out")):
+    if session.journal and _differs(start, session.journal[0].get("out")):
         first = _diverged(1, seq, start, _different_outputs(outputs, session), root)
     steps = 1
     for seq, entry in entries[1:]:
@@ -236,6 +231,9 @@ def describe(entry: Mapping[str, Any], slots: Mapping[str, str] | None = None) -
     kind = entry.get("kind")
     if kind == "start":
         return f"the run started with {brief(entry.get('input'))}"
+    if kind == "fork":
+        edited = " with its context edited" if entry.get("context") is not None else ""
+        return f"forked from run {entry.get('parent')} at step {entry.get('step')}{edited}"
     if kind == "pick":
         return f"{entry.get('agent')} picked {entry.get('event')} {brief(entry.get('params') or {})}"
     if kind == "gate":

@@ -3,6 +3,7 @@
     host = Host(workflows)              # {name: Machine}; default: the workflows folder
     await host.start()                  # resumes every live run whose lease it can take
     run_id = await host.start_run("notes", {"changes": "..."})
+    fork_id = await host.fork_run(run_id, step=2, context={...})   # engine/forking.py; the parent is only read
     delivery = await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "..."})
     await host.cancel(run_id)
     await host.stop()
@@ -30,12 +31,13 @@ from typing import Any, Callable, Mapping, TypeVar
 from django.conf import settings
 from django.db import connections
 
+from engine.forking import ForkError, plan_fork
 from engine.models import Run
 from engine.session import Session, SessionError
 from engine.statechart.clock import SimulatedClock
 from engine.workflow import Machine
 
-from . import relay, store
+from . import forks, relay, store
 from .notify import notify
 from .run import RunDriver, wall_ms
 
@@ -174,6 +176,40 @@ class Host:
         if not self.drives:
             await relay.wake_hosts("runs.posted", run_id)
         return run_id
+
+    async def fork_run(self, run_id: str, step: int, *, context: Any = None,
+                       answer: tuple[str, str, dict[str, Any]] | None = None, user_id: int | None = None) -> str:
+        """Start a run from the Session run `run_id` had after journal entry `step`, maybe with its context edited
+        or `answer` (Gate, event, input) delivered to a Gate open there. The fork is written as a restarted run
+        would find it (engine/runtime/forks.py) and taken up the same way: here, or by a worker when this host
+        drives no runs. HostError says why not, and then nothing was made."""
+        source = await self.db(forks.load_source, run_id, step)
+        if source is None:
+            raise HostError(f"no run {run_id}")
+        workflow = source.run.workflow
+        machine = self.workflows.get(workflow)
+        if machine is None or machine.digest != source.run.digest:
+            raise HostError(f'run {run_id} cannot be forked: its workflow "{workflow}" '
+                            + ("is not loaded here" if machine is None else "changed shape since the run was written"))
+        try:
+            plan = plan_fork(machine, source.journal, step, parent=run_id, now=wall_ms(), context=context,
+                             answer=answer)
+        except ForkError as err:
+            raise HostError(str(err)) from err
+        fork_id = Run._meta.get_field("id").get_default()
+        view = RunDriver(self, fork_id, workflow, machine, plan.session, seq=1, snapshot_seq=1)
+        view.visited.update(plan.visited)
+        lease = (self.owner, self.lease_seconds) if self.drives else None
+        updated = await self.db(forks.commit_fork, fork_id, source, plan, view._run_fields(view.status), user_id,
+                                lease)
+        if self.drives:
+            await self._take_up(fork_id, workflow)
+        else:
+            await relay.wake_hosts("runs.posted", fork_id)
+        self.notify(fork_id, workflow, view.status, 1, updated)
+        if answer is not None:
+            await self.deliver(fork_id, "gate", gate=answer[0], event=answer[1], params=dict(answer[2]))
+        return fork_id
 
     async def deliver(self, run_id: str, kind: str, **args: Any) -> Any:
         """An outside input (a Gate answer, a cancel, a seat change) to a run; its result once committed. A run

@@ -107,7 +107,11 @@ def decode(outcome: Any) -> Any:
 
 
 def _status(run_id: str) -> str:
-    return Run.objects.filter(id=run_id).values_list("status", flat=True).first() or ""
+    """The run's status; an imported run (read-only, never hosted) says so instead, so nothing is relayed to it."""
+    row = Run.objects.filter(id=run_id).values_list("status", "imported_from").first()
+    if row is None:
+        return ""
+    return "imported, read-only" if row[1] else str(row[0])
 
 
 def _read(input_id: int, run_id: str) -> tuple[str, Any, str]:

@@ -362,8 +362,9 @@ def expire_in_flight(run_id: str) -> None:
 
 
 def live_run_ids() -> list[tuple[str, str]]:
-    """(id, workflow) of every run that is running or waiting, oldest first."""
-    return list(Run.objects.filter(status__in=Run.LIVE).order_by("created_at").values_list("id", "workflow"))
+    """(id, workflow) of every run that is running or waiting, oldest first (an imported run is never hosted)."""
+    return list(Run.objects.filter(status__in=Run.LIVE, imported_from="").order_by("created_at").values_list(
+        "id", "workflow"))
 
 
 def take_lease(run_id: str, owner: str, seconds: float) -> bool:
@@ -390,7 +391,8 @@ def release_leases(owner: str, run_ids: Iterable[str]) -> None:
 
 def claim_runs(owner: str, seconds: float, limit: int, mine: bool = False) -> list[tuple[str, str]]:
     """Take up to `limit` live runs nobody holds (new, handed back, or whose holder's lease expired), oldest first;
-    with `mine`, also those `owner` held (a host restarted under the same id takes its own runs up at once).
+    with `mine`, also those `owner` held (a host restarted under the same id takes its own runs up at once). An
+    imported run is never claimed.
     On PostgreSQL the candidates are locked with SKIP LOCKED, so workers claiming at once split the runs instead of
     queueing on the same rows; each is then taken with the lease compare-and-set, which alone is enough on SQLite
     (whose writers are serialised anyway)."""
@@ -400,7 +402,7 @@ def claim_runs(owner: str, seconds: float, limit: int, mine: bool = False) -> li
         free |= Q(lease_owner=owner)
     claimed: list[tuple[str, str]] = []
     with transaction.atomic():
-        candidates = list(Run.objects.filter(free, status__in=Run.LIVE).order_by("created_at")
+        candidates = list(Run.objects.filter(free, status__in=Run.LIVE, imported_from="").order_by("created_at")
                           .select_for_update(skip_locked=True).values_list("id", "workflow")[:limit])
         expires = now + dt.timedelta(seconds=seconds)
         for run_id, workflow in candidates:

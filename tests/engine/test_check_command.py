@@ -179,7 +179,8 @@ def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(real_fo
     from engine import __version__
     from engine.management.commands.jr2 import SUBCOMMANDS, Command
 
-    implemented = ["check", "up", "web", "worker", "token", "run", "runs", "status", "send", "cancel", "replay"]
+    implemented = ["check", "up", "web", "worker", "token", "run", "runs", "status", "send", "cancel", "replay", "fork",
+                   "export", "import"]
     assert [sub.name for sub in SUBCOMMANDS] == implemented
     assert all(callable(getattr(Command, "handle_" + name, None)) for name in implemented)
     helped = _jr2("--help", folder=real_folder, via=via, cwd=tmp_path)

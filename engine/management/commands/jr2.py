@@ -41,6 +41,21 @@ Replaying reads this project's database and workflows folder, like `check` (engi
         workflow's now is not replayed unless --against-current is given (exit 1, naming both digests). --url
         reads the run and its journal through a server's API instead of the database ($JR2_URL is not used here).
 
+Forks go through a server's API; export and import read and write this project's database (or a server's API
+with --url):
+
+    jr2 fork <run> --step N [--context JSON] [--gate G --event E [--input JSON]]
+        Start a run from the Session the run had after journal entry N, its context replaced by --context (an
+        object keeping the keys and JSON types of the context then) and/or the Gate G answered with E (with
+        neither, the fork goes on as it is: its Agents are asked again); prints the new run as JSON. The run
+        itself never changes.
+    jr2 export <run> [-o FILE] [--schema] [--url URL [--token T]]
+        The run as one JSON file (format jr2.run, version 1: the run, its journal, snapshots, Turns, messages, model
+        calls and Effects) on stdout or in FILE; --schema prints the format's JSON schema instead.
+    jr2 import <file> [--url URL [--token T]]
+        Read an export in, read-only (marked imported: never hosted, resumed, answered or cancelled), in one
+        transaction; a bad file is refused naming each problem and changes nothing (exit 2). Prints the run's id.
+
 Exit codes: 0 done (and, for run/status, a live run: running or waiting), 1 failed (replay: diverged or not
 replayed), 2 usage and API errors, 3 cancelled, 4 drifted, 130 interrupted. Every API error is one line on
 stderr, `jr2 <command>: <HTTP status>: <the API's detail>`; a server that does not answer is named with its URL
@@ -144,6 +159,31 @@ def _replay_arguments(parser: ArgumentParser) -> None:
     parser.add_argument("--token", help="with --url: an API token (default: $JR2_TOKEN)")
 
 
+def _fork_arguments(parser: ArgumentParser) -> None:
+    _run_id(parser)
+    parser.add_argument("--step", type=int, required=True, help="the journal entry to fork after (see `jr2 replay`)")
+    parser.add_argument("--context", metavar="JSON",
+                        help="the fork's context, a JSON object (@FILE reads a file, - reads stdin)")
+    parser.add_argument("--gate", help="a Gate open at that step, to answer differently")
+    parser.add_argument("--event", help="with --gate: the event to send it")
+    parser.add_argument("--input", metavar="JSON", help="with --gate: the event's input, a JSON object (default {})")
+    _server_arguments(parser)
+
+
+def _export_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument("run", nargs="?", help="the run's id, or 4 or more of its first characters")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the export here instead of stdout")
+    parser.add_argument("--schema", action="store_true", help="print the export format's JSON schema")
+    parser.add_argument("--url", help="read the run from this server's API instead of the database")
+    parser.add_argument("--token", help="with --url: an API token (default: $JR2_TOKEN)")
+
+
+def _import_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument("file", help="a file written by `jr2 export` (- reads stdin)")
+    parser.add_argument("--url", help="import through this server's API instead of into the database")
+    parser.add_argument("--token", help="with --url: an API token (default: $JR2_TOKEN)")
+
+
 def _token_arguments(parser: ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="<action>", required=True)
     create = actions.add_parser("create", help="create a token for a user and print it once")
@@ -194,6 +234,11 @@ SUBCOMMANDS = [
                "No model or Effect is called: the journal holds what they answered. Prints \"same (N steps)\" "
                "(exit 0) or the first step where the run diverges (exit 1). A run written under another shape of "
                "the Machine is replayed only with --against-current (else exit 1). Usage errors exit 2."),
+    Subcommand("fork", "start a run from a step of another, with its context edited or a Gate answered differently",
+               _fork_arguments),
+    Subcommand("export", "write a run as one JSON file: journal, snapshots, Turns, messages, model calls, Effects",
+               _export_arguments),
+    Subcommand("import", "read a run exported elsewhere, read-only; a bad file changes nothing", _import_arguments),
 ]
 
 
@@ -531,6 +576,102 @@ class Command(BaseCommand):
                     break
         return {"id": run_id, "workflow": body["workflow"], "status": body.get("status"),
                 "digest": body.get("digest"), "journal": journal}
+
+    # -- jr2 fork, export, import ----------------------------------------------------------------------------------
+
+    def handle_fork(self, run: str, step: int, context: str | None = None, gate: str | None = None,
+                    event: str | None = None, input: str | None = None, url: str | None = None,
+                    token: str | None = None, **options: Any) -> None:
+        """POST /api/runs/<id>/fork; prints the new run as JSON."""
+        body: dict[str, Any] = {"step": step}
+        if context is not None:
+            body["context"] = parse_json("fork", "--context", context)
+            if not isinstance(body["context"], dict):
+                raise CliError(f"jr2 fork: --context must be a JSON object; got {type(body['context']).__name__}")
+        if (gate is None) != (event is None):
+            raise CliError("jr2 fork: --gate and --event go together (the Gate to answer and the event to send it)")
+        if gate is not None:
+            params = parse_json("fork", "--input", input, default={})
+            if not isinstance(params, dict):
+                raise CliError(f"jr2 fork: --input must be a JSON object; got {type(params).__name__}")
+            body["answer"] = {"gate": gate, "event": event, "input": params}
+        elif input is not None:
+            raise CliError("jr2 fork: --input is the input of a Gate answer: give --gate and --event too")
+        with Client.connect("fork", url, token) as api:
+            run_id = api.resolve(run)
+            self._json(api.post(f"/api/runs/{run_id}/fork", body))
+
+    def handle_export(self, run: str | None = None, output: str | None = None, schema: bool = False,
+                      url: str | None = None, token: str | None = None, **options: Any) -> None:
+        """The run as one JSON file (engine/exchange.py), from the database or with --url from a server's API."""
+        from engine import exchange
+
+        if schema:
+            data: Any = exchange.schema()
+        elif run is None:
+            raise CliError("jr2 export: name the run to export (or give --schema)")
+        elif url:
+            with Client.connect("export", url, token) as api:
+                data = api.get(f"/api/runs/{api.resolve(run)}/export")
+        else:
+            data = exchange.export_run(self._one_run("export", run))
+        text = json_dumps(data, indent=1, ensure_ascii=False)
+        if output is None:
+            self.stdout.write(text)
+            return
+        try:
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        except OSError as err:
+            raise CliError(f"jr2 export: cannot write {output}: {err.strerror or err}") from err
+        self._progress(f"jr2 export: run {data['run']['id']} ({len(data['journal'])} journal entries) written to "
+                       f"{output}" if not schema else f"jr2 export: the schema written to {output}")
+
+    def handle_import(self, file: str, url: str | None = None, token: str | None = None, **options: Any) -> None:
+        """Read an export in, read-only, in one transaction; prints the run's id."""
+        from django.db import DatabaseError
+
+        from engine.exchange import ExchangeError, import_run
+
+        data = parse_json("import", "file", file if file == "-" else "@" + file)
+        if url:
+            with Client.connect("import", url, token) as api:
+                created = api.post("/api/runs/import", data)
+            self.stdout.write(str(created["id"]))
+            return
+        try:
+            run = import_run(data)
+        except ExchangeError as err:
+            raise CliError(f"jr2 import: {file}: {err}") from err
+        except DatabaseError as err:
+            raise CliError(f"jr2 import: cannot write to the database ({_database_name()}): {one_line(str(err))}; "
+                           "`jr2 up` migrates it") from err
+        kept = "" if run.id == run.imported_from else f" (its id {run.imported_from} is taken here)"
+        self._progress(f"jr2 import: run {run.id} of {run.workflow} ({run.status}, {run.seq} journal entries) "
+                       f"imported read-only{kept}")
+        self.stdout.write(run.id)
+
+    def _one_run(self, command: str, prefix: str) -> str:
+        """The id of the one run in the database whose id starts with `prefix`."""
+        from django.db import DatabaseError
+
+        from engine.models import Run
+
+        if len(prefix) < 4:
+            raise CliError(f"jr2 {command}: a run id or a prefix of at least 4 characters is needed; got {prefix!r}")
+        try:
+            ids = list(Run.objects.filter(id__startswith=prefix).order_by("-created_at").values_list("id", flat=True)[
+                :20])
+        except DatabaseError as err:
+            raise CliError(f"jr2 {command}: cannot read the runs in the database ({_database_name()}): "
+                           f"{one_line(str(err))}") from err
+        if prefix in ids:
+            return prefix
+        if len(ids) != 1:
+            raise CliError(f"jr2 {command}: no run id starts with {prefix!r} in the database ({_database_name()})"
+                           if not ids else f"jr2 {command}: {len(ids)} runs start with {prefix!r}: {', '.join(ids)}; "
+                                           "give more characters")
+        return ids[0]
 
     def _write_ok(self, loaded: Loaded) -> None:
         machine = loaded.machine

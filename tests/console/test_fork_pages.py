@@ -1,0 +1,126 @@
+"""The Console's fork form, Export and Import: who may use them, the engine's refusals shown in words with nothing
+made, and a fork or an import landing on its new run's page."""
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import AsyncClient, Client
+
+from engine.models import JournalEntry, Run
+from engine.runtime.host import Host
+from tests.console.conftest import WORKFLOWS
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def logged_in(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def asked(run_id: str) -> int:
+    return int(JournalEntry.objects.get(run_id=run_id, kind="pick", entry__event="ask").seq)
+
+
+def post_fork(user: Any, run_id: str, data: dict[str, Any]) -> Any:
+    """POST the fork form with a host running in this process; wait until no run is running."""
+    async def post() -> Any:
+        host = Host(WORKFLOWS, owner="console-tests")
+        await host.start()
+        try:
+            client = AsyncClient()
+            await client.aforce_login(user)
+            response = await client.post(f"/runs/{run_id}/fork/", data)
+            for _ in range(500):
+                if not await host.db(lambda: Run.objects.filter(status="running").exists()):
+                    break
+                await asyncio.sleep(0.02)
+            return response
+        finally:
+            await host.stop()
+    return asyncio.run(post())
+
+
+def test_the_fork_form_shows_the_context_and_the_gates_open_after_the_step(operator: Any, observer: Any,
+                                                                           runs: dict[str, str]) -> None:
+    run_id = runs["waiting"]
+    step = asked(run_id)
+    page = logged_in(operator).get(f"/runs/{run_id}/fork/?step={step}").content.decode()
+    assert 'id="fork-form"' in page and "&quot;replies&quot;: 0" in page
+    assert 'value="writing.asking|reply"' in page and "(text)" in page
+    before = logged_in(operator).get(f"/runs/{run_id}/fork/?step=1").content.decode()
+    assert 'value="writing.asking|reply"' not in before, "no Gate is open after step 1"
+    assert 'id="fork-form"' not in logged_in(observer).get(f"/runs/{run_id}/fork/").content.decode()
+    ended = logged_in(operator).get(f"/runs/{runs['done']}/fork/").content.decode()
+    assert "had already ended (done)" in ended and 'id="fork-form"' not in ended
+    assert logged_in(operator).get("/runs/nosuchrun/fork/").status_code == 404
+
+
+@pytest.mark.parametrize(("data", "words"), [
+    ({"context": "{not json"}, "the context is not JSON"),
+    ({"context": json.dumps({"changes": "x"})}, "context.replies is missing"),
+    ({"answer": "writing.asking|reply", "answer_input": "[]"}, "must be a JSON object; got list"),
+    ({"answer": "writing.asking|reply", "answer_input": "{}"}, "text: Field required"),
+])
+def test_a_refused_fork_is_shown_on_the_form_and_makes_nothing(data: dict[str, Any], words: str, operator: Any,
+                                                              runs: dict[str, str]) -> None:
+    run_id = runs["waiting"]
+    count = Run.objects.count()
+    response = post_fork(operator, run_id, {"step": asked(run_id), **data})
+    body = response.content.decode()
+    assert response.status_code == 400 and 'id="fork-errors"' in body and words in body
+    assert Run.objects.count() == count
+
+
+def test_a_fork_with_another_answer_lands_on_its_page_and_runs_on(operator: Any, runs: dict[str, str]) -> None:
+    run_id = runs["waiting"]
+    response = post_fork(operator, run_id, {"step": asked(run_id), "answer": "writing.asking|reply",
+                                            "answer_input": json.dumps({"text": "Night owls"})})
+    assert response.status_code == 302
+    fork = Run.objects.get(id=response["Location"].strip("/").split("/")[-1])
+    assert fork.parent_id == run_id and fork.status == "done" and "Night owls" in fork.output["notes"]
+    assert Run.objects.get(id=run_id).status == "waiting"
+
+
+def test_forking_needs_the_start_permission(answerer: Any, runs: dict[str, str]) -> None:
+    count = Run.objects.count()
+    response = post_fork(answerer, runs["waiting"], {"step": 1, "context": "{}"})
+    assert response.status_code == 403 and Run.objects.count() == count
+
+
+def test_export_then_import_gives_a_read_only_copy(operator: Any, observer: Any, runs: dict[str, str]) -> None:
+    run_id = runs["waiting"]
+    response = logged_in(observer).get(f"/runs/{run_id}/export.json")
+    assert response["Content-Disposition"] == f'attachment; filename="jr2-run-{run_id}.json"'
+    data = json.loads(response.content)
+    assert data["format"] == "jr2.run" and data["run"]["id"] == run_id
+    upload = SimpleUploadedFile("run.json", response.content, content_type="application/json")
+    made = logged_in(operator).post("/runs/import/", {"file": upload})
+    assert made.status_code == 302
+    copy = Run.objects.get(id=made["Location"].strip("/").split("/")[-1])
+    assert copy.imported_from == run_id and copy.status == "waiting"
+    page = logged_in(operator).get(f"/runs/{copy.id}/").content.decode()
+    assert 'id="run-imported"' in page and "Cancel run" not in page and "Send reply" not in page
+    assert "Cancel run" in logged_in(operator).get(f"/runs/{run_id}/").content.decode()
+
+
+def test_a_bad_import_is_refused_in_words_and_changes_nothing(operator: Any, observer: Any,
+                                                              runs: dict[str, str]) -> None:
+    count = Run.objects.count()
+    data = json.loads(logged_in(operator).get(f"/runs/{runs['done']}/export.json").content)
+    data["journal"][1]["seq"] = 7
+    upload = SimpleUploadedFile("bad.json", json.dumps(data).encode(), content_type="application/json")
+    response = logged_in(operator).post("/runs/import/", {"file": upload})
+    assert response.status_code == 400
+    assert "bad.json: the run export is refused, nothing was imported: journal: the seqs must run" in \
+        response.content.decode()
+    garbage = SimpleUploadedFile("x.json", b"<html>", content_type="application/json")
+    assert "x.json is not JSON" in logged_in(operator).post("/runs/import/", {"file": garbage}).content.decode()
+    denied = logged_in(observer).post("/runs/import/", {"file": SimpleUploadedFile("y.json", b"{}")})
+    assert denied.status_code == 403
+    assert Run.objects.count() == count
