@@ -1,7 +1,7 @@
 """The Console's addresses: users bookmark and share them, so they are part of the product."""
 from django.urls import path
 
-from console import views
+from console import inbox_views, views
 
 app_name = "console"
 urlpatterns = [
@@ -10,6 +10,8 @@ urlpatterns = [
     path("workflows/<str:name>/graph.svg", views.workflow_graph, name="workflow-graph"),
     path("workflows/<str:name>/runs/", views.start_run, name="start"),
     path("runs/", views.runs, name="runs"),
+    path("gates/", inbox_views.inbox, name="gates"),
+    path("gates/answer/", inbox_views.answer, name="gates-answer"),
     path("runs/<str:run_id>/", views.run, name="run"),
     path("runs/<str:run_id>/gates/<path:gate>/", views.answer_gate, name="answer"),
     path("runs/<str:run_id>/cancel/", views.cancel_run, name="cancel"),

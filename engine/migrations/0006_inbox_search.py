@@ -27,8 +27,9 @@ def backfill(apps, schema_editor):
         RunMark.objects.bulk_create([RunMark(run_id=run.id, kind=k, name=n) for k, n in marks], ignore_conflicts=True)
         if run.status in ("running", "waiting"):
             GateRecord.objects.bulk_create(
-                GateRecord(run_id=run.id, workflow=run.workflow, gate=g["id"], state=g.get("path") or g.get("state", ""),
-                           accepts=list(g.get("accepts", ())), meta=g.get("meta") or {}, opened_at=run.updated_at)
+                GateRecord(run_id=run.id, workflow=run.workflow, gate=g["id"],
+                           state=g.get("path") or g.get("state", ""), accepts=list(g.get("accepts", ())),
+                           meta=g.get("meta") or {}, opened_at=run.updated_at)
                 for g in view.get("gates", ()))
 
 
