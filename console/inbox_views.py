@@ -89,6 +89,7 @@ def _answered(request: HttpRequest, batch: Any, outcomes: list[Outcome]) -> str:
         items.append(item)
     return render_to_string("console/gates/_result.html", {
         "batch": batch, "outcomes": outcomes, "items": items, "oob": True,
+        "answered": f"answered by {request.user.get_username()} with {batch.event}",
         "delivered": [o for o in outcomes if o.result == "delivered"],
         "closed": [o for o in outcomes if o.result == "closed"],
         "refused": [o for o in outcomes if o.result == "refused"]}, request)

@@ -50,7 +50,7 @@ class Search:
 
     @property
     def active(self) -> bool:
-        return bool(self.values or self.after or self.before)
+        return bool(self.values or self.after or self.before or self.errors)
 
     def apply(self, runs: QuerySet[Run]) -> QuerySet[Run]:
         """The runs that pass every filter (a search with errors matches none: nothing is guessed)."""

@@ -210,6 +210,34 @@
       });
     });
 
+    // While an answer is on its way, the live socket leaves its Gates alone: replacing one would take away the
+    // form whose answer is coming back (htmx drops an answer to a form no longer in the page), and that answer
+    // brings each Gate's own end (delivered, or closed and by whom).
+    var responding = false;
+    root.addEventListener("htmx:beforeRequest", function (event) {
+      var form = event.target.closest ? event.target.closest("form.inbox-form") : null;
+      if (!form) return;
+      var own = form.closest("article.inbox-item");
+      var box = own.querySelector(".inbox-select");
+      own.classList.add("sending");
+      if (box && box.checked) {
+        selected().forEach(function (other) { other.closest("article").classList.add("sending"); });
+      }
+    });
+    root.addEventListener("htmx:beforeOnLoad", function () { responding = true; });
+    function answered() {
+      responding = false;
+      root.querySelectorAll("article.sending").forEach(function (item) { item.classList.remove("sending"); });
+    }
+    root.addEventListener("htmx:afterOnLoad", answered);
+    root.addEventListener("htmx:afterRequest", answered);
+    document.body.addEventListener("htmx:oobBeforeSwap", function (event) {
+      var target = event.detail.target;
+      if (!responding && target && target.classList && target.classList.contains("sending")) {
+        event.detail.shouldSwap = false;
+      }
+    });
+
     // Answered or closed items leave the selection.
     document.body.addEventListener("htmx:oobAfterSwap", selectionChanged);
   }

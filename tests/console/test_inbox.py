@@ -128,7 +128,7 @@ def test_answering_one_gate_delivers_it_and_records_who(answerer: Any, settings:
     response, run_id = with_host(body)
     html = response.content.decode()
     assert response.status_code == 200 and "1 delivered" in html
-    assert "closed: answered by you with reply" in html and 'hx-swap-oob="true"' in html
+    assert "closed: answered by ann with reply" in html and 'hx-swap-oob="true"' in html
     closed = record(run_id)
     assert closed.answered_by == "ann" and closed.event == "reply" and closed.closed_at is not None
 
