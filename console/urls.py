@@ -1,7 +1,7 @@
 """The Console's addresses: users bookmark and share them, so they are part of the product."""
 from django.urls import path
 
-from console import forkviews, views
+from console import forkviews, inbox_views, views
 
 app_name = "console"
 urlpatterns = [
@@ -12,6 +12,8 @@ urlpatterns = [
     path("runs/", views.runs, name="runs"),
     path("runs/compare/", forkviews.compare, name="compare"),
     path("runs/import/", forkviews.import_runs, name="import"),
+    path("gates/", inbox_views.inbox, name="gates"),
+    path("gates/answer/", inbox_views.answer, name="gates-answer"),
     path("runs/<str:run_id>/", views.run, name="run"),
     path("runs/<str:run_id>/gates/<path:gate>/", views.answer_gate, name="answer"),
     path("runs/<str:run_id>/cancel/", views.cancel_run, name="cancel"),

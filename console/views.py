@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 import engine
+from engine import search as run_search
 from engine.models import Run
 from engine.registry import workflows
 from engine.runtime.host import HostError, current_host
@@ -188,12 +189,11 @@ async def start_run(request: HttpRequest, name: str) -> HttpResponse:
 
 @readers_only
 def runs(request: HttpRequest) -> HttpResponse:
-    rows = Run.objects.all()
-    workflow_name, status = request.GET.get("workflow", ""), request.GET.get("status", "")
-    if workflow_name:
-        rows = rows.filter(workflow=workflow_name)
-    if status:
-        rows = rows.filter(status__in=status.split(","))
+    """Every run, or those a search matches (engine/search.py: every filter a query on the server, in the URL)."""
+    from .search_form import search_context
+
+    search = run_search.parse(request.GET)
+    rows = search.apply(Run.objects.all())
     count = rows.count()
     pages = max(1, math.ceil(count / PAGE_SIZE))
     try:
@@ -203,10 +203,11 @@ def runs(request: HttpRequest) -> HttpResponse:
     shown = rows.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
     statuses = dict(Run.objects.values_list("status").annotate(n=Count("id")))
     return render(request, "console/runs.html", {
-        "runs": shown, "count": count, "page": page, "pages": pages, "workflow": workflow_name, "status": status,
+        "runs": shown, "count": count, "page": page, "pages": pages, "search": search,
+        "workflow": request.GET.get("workflow", ""), "status": request.GET.get("status", ""),
         "workflows": workflows().names(), "statuses": [(s, statuses.get(s, 0)) for s in Run.Status.values],
-        "query": _query(request, page=None),
-    })
+        "query": _query(request, page=None), **search_context(request.GET, search),
+    }, status=400 if search.errors else 200)
 
 
 def _query(request: HttpRequest, **changes: Any) -> str:
@@ -264,7 +265,8 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
         else:
             await host.ready.wait()
             try:
-                delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=values)
+                delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=values,
+                                              by=user.get_username())
             except Exception as err:  # noqa: BLE001 - the run ended or moved to another host: say so on the form
                 form.add_error(None, str(err))
             else:

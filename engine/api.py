@@ -24,9 +24,10 @@ from ninja import NinjaAPI, Query, Schema
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from engine import __version__
+from engine import search as run_search
 from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.registry import workflows
 from engine.runtime.host import HostError, NoHostAnswered, RunNotHosted, current_host
@@ -149,8 +150,27 @@ class RunPage(Schema):
 
 
 class RunFilters(Schema):
+    """The search's filters (engine/search.py reads them from the query; they are listed here for the OpenAPI
+    document)."""
+
     workflow: str | None = None
     status: str | None = None
+    in_: str | None = Field(None, alias="in")
+    passed: str | None = None
+    event: str | None = None
+    agent: str | None = None
+    gate: str | None = None
+    text: str | None = None
+    not_workflow: str | None = None
+    not_status: str | None = None
+    not_in: str | None = None
+    not_passed: str | None = None
+    not_event: str | None = None
+    not_agent: str | None = None
+    not_gate: str | None = None
+    not_text: str | None = None
+    after: str | None = None
+    before: str | None = None
     prefix: str | None = None
     page: int = 1
     page_size: int = 50
@@ -227,22 +247,19 @@ def _invalid_input(request: HttpRequest, exc: _Invalid) -> HttpResponse:
 # -- runs -----------------------------------------------------------------------------------------------------
 
 @api.get("/runs", auth=READ, response=RunPage,
-         summary="Runs, newest first; ?workflow=, ?status= (comma-separated), ?prefix= (4+ characters of an id), "
-                 "?page=, ?page_size=")
+         summary="Runs, newest first, searched on the server: ?workflow=, ?status=, ?in= (state now), ?passed= "
+                 "(state passed through), ?event= (taken), ?agent=, ?gate= (waiting at), ?text= (in the input or "
+                 "output), each comma-separated (any of) with a not_ twin (none of); ?after=, ?before= (start time, "
+                 "ISO); ?prefix= (4+ characters of an id), ?page=, ?page_size=")
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> dict[str, Any]:
-    runs = Run.objects.all()
-    if filters.workflow:
-        runs = runs.filter(workflow=filters.workflow)
+    search = run_search.parse(request.GET)
+    if search.errors:
+        raise HttpError(400, "; ".join(search.errors))
+    runs = search.apply(Run.objects.all())
     if filters.prefix is not None:
         if len(filters.prefix) < 4:
             raise HttpError(400, f"a run id prefix needs at least 4 characters; got {filters.prefix!r}")
         runs = runs.filter(id__startswith=filters.prefix)
-    if filters.status:
-        statuses = filters.status.split(",")
-        unknown = sorted(set(statuses) - set(Run.Status.values))
-        if unknown:
-            raise HttpError(400, f"unknown status {', '.join(unknown)} (statuses: {', '.join(Run.Status.values)})")
-        runs = runs.filter(status__in=statuses)
     size = min(max(filters.page_size, 1), 500)
     count = runs.count()
     pages = max(1, math.ceil(count / size))
@@ -337,7 +354,8 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
     event = body.pop("type")
     host = await _host()
     try:
-        delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=body)
+        delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=body,
+                                      by=request.user.get_username())
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
     if delivery.outcome == "refused":

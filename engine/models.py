@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 
 __all__ = ["Run", "JournalEntry", "RunSnapshot", "TurnRecord", "TurnMessage", "ModelCall", "EffectRecord",
-           "ApiToken", "Seat", "RunInput", "new_run_id"]
+           "ApiToken", "Seat", "RunInput", "GateRecord", "RunMark", "RunText", "new_run_id"]
 
 ID_ALPHABET = "abcdefghijkmnopqrstuvwxyz23456789"
 
@@ -318,3 +318,59 @@ class RunInput(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.run_id} ({self.status})"
+
+
+# -- what the Gate inbox and the runs search read (written by engine/runtime/index.py with each step) ----------------
+
+class GateRecord(models.Model):
+    """One opening of a Gate in a run, until it closes: the inbox lists the open ones (with how long they waited),
+    and a closed one says how and by whom it was answered. A Gate that opens again gets a new record."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="gate_records")
+    workflow = models.CharField(max_length=200, help_text="the run's workflow, so the inbox filters without a join")
+    gate = models.CharField(max_length=300, help_text="the Gate's id, e.g. writing.asking")
+    state = models.CharField(max_length=300, help_text="the state that invokes it")
+    accepts = models.JSONField(default=list, blank=True)
+    meta = models.JSONField(default=dict, blank=True)
+    opened_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+    event = models.CharField(max_length=120, blank=True, default="", help_text="the event that answered it")
+    answered_by = models.CharField(max_length=150, blank=True, default="",
+                                   help_text="who answered it (a username), empty when unknown or not answered")
+
+    class Meta:
+        ordering = ["opened_at", "id"]
+        indexes = [models.Index(fields=["closed_at", "workflow", "gate"], name="gate_open_kind")]
+        constraints = [models.UniqueConstraint(fields=["run", "gate"], condition=models.Q(closed_at=None),
+                                               name="one_open_gate_record")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.gate} ({'open' if self.closed_at is None else 'closed'})"
+
+
+class RunMark(models.Model):
+    """One fact about a run that search filters on: a state it is in (`in`), a state it passed through
+    (`passed`), an event it took (`event`), an Agent that took a Turn in it (`agent`)."""
+
+    class Kind(models.TextChoices):
+        IN = "in", "in"
+        PASSED = "passed", "passed"
+        EVENT = "event", "event"
+        AGENT = "agent", "agent"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="marks")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    name = models.CharField(max_length=300)
+
+    class Meta:
+        indexes = [models.Index(fields=["kind", "name", "run"], name="mark_lookup")]
+        constraints = [models.UniqueConstraint(fields=["run", "kind", "name"], name="mark_unique")]
+
+
+class RunText(models.Model):
+    """The words of a run's door input and output, case-folded, for "a text in the input or output" (the JSON
+    columns hold escapes, keys and punctuation a person does not search for)."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="text")
+    input = models.TextField(blank=True, default="")
+    output = models.TextField(blank=True, default="")

@@ -18,3 +18,13 @@ def ago(moment: dt.datetime | None) -> str:
     if timezone.now() - moment < dt.timedelta(minutes=1):
         return "just now"
     return f"{timesince(moment)} ago"
+
+
+@register.filter
+def waited(moment: dt.datetime | None) -> str:
+    """How long something has waited: "under a minute", else Django's "3 minutes"."""
+    if moment is None:
+        return ""
+    if timezone.now() - moment < dt.timedelta(minutes=1):
+        return "under a minute"
+    return timesince(moment)

@@ -349,7 +349,7 @@ class Host:
 
     async def _drift(self, run_id: str, workflow: str, reason: str) -> None:
         await self.db(store.mark_drifted, run_id, reason)
-        self.notify(run_id, workflow, "drifted", 0)
+        self.notify(run_id, workflow, "drifted", 0, gates=True)
 
     async def _renew(self) -> None:
         while True:
@@ -368,8 +368,9 @@ class Host:
 
     # -- telling the world -----------------------------------------------------------------------------------
 
-    def notify(self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None) -> None:
-        notify(run_id, workflow, status, seq, updated.isoformat() if updated is not None else "")
+    def notify(self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None,
+               gates: bool = False) -> None:
+        notify(run_id, workflow, status, seq, updated.isoformat() if updated is not None else "", gates=gates)
 
     def crash_point(self, entries: list[dict[str, Any]]) -> None:
         """For the crash tests: `JR2_CRASH_AFTER_COMMIT=<kind>` kills the process right after committing an entry

@@ -1,6 +1,7 @@
 """Telling viewers a run moved: one message to the channel layer groups `run-<id>` and `workflow-<name>` after
-each commit. Group messages are lossy notices (Channels drops them when a channel is full), so they carry no state:
-a listener reads the committed run when it hears one."""
+each commit, and to the group `gates` when the commit opened or closed a Gate (the Gate inbox and every page's
+count of open Gates listen there). Group messages are lossy notices (Channels drops them when a channel is full),
+so they carry no state: a listener reads the committed run when it hears one."""
 from __future__ import annotations
 
 import asyncio
@@ -9,7 +10,10 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-__all__ = ["notify", "run_group", "workflow_group"]
+__all__ = ["notify", "run_group", "workflow_group", "GATES_GROUP"]
+
+#: The group told when any run's open Gates change.
+GATES_GROUP = "gates"
 
 log = logging.getLogger("engine.runtime")
 
@@ -22,16 +26,18 @@ def workflow_group(workflow: str) -> str:
     return f"workflow-{workflow}"
 
 
-def notify(run_id: str, workflow: str, status: str, seq: int, updated: str = "") -> None:
-    """Send `run.updated` to both groups without waiting (a slow layer never holds a run up). `updated` is the
-    commit's time (the Run row's `updated_at`), by which a listener knows whether its view is current."""
+def notify(run_id: str, workflow: str, status: str, seq: int, updated: str = "", gates: bool = False) -> None:
+    """Send `run.updated` to both groups (and to `gates` when `gates`: the commit opened or closed a Gate, or the
+    run stopped) without waiting (a slow layer never holds a run up). `updated` is the commit's time (the Run
+    row's `updated_at`), by which a listener knows whether its view is current."""
     layer = get_channel_layer()
     if layer is None:
         return
     message: dict[str, Any] = {"type": "run.updated", "run": run_id, "workflow": workflow, "status": status,
                                "seq": seq, "updated": updated}
     loop = asyncio.get_running_loop()
-    for group in (run_group(run_id), workflow_group(workflow)):
+    groups = (run_group(run_id), workflow_group(workflow)) + ((GATES_GROUP,) if gates else ())
+    for group in groups:
         task = loop.create_task(layer.group_send(group, dict(message)))
         task.add_done_callback(_report)
 

@@ -17,7 +17,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from engine.outputs import (
     AllowedChanged, EffectCancelled, EffectRequested, Output, PickAnswered, PickResult, PickStopped, TurnEnded,
@@ -32,6 +32,7 @@ from engine.workspace import Workspace, WorkspaceError
 
 from . import relay, store
 from .effects import EffectOutcome, run_effect
+from .index import Indexed
 from .players import Player, player_for
 from .turns import Conversation, TurnLoop
 from .workspace_tools import effect_folder, workspace_for
@@ -55,12 +56,14 @@ def wall_ms() -> float:
     return float(int(time.time() * 1000))
 
 
-def run_status(session: Session) -> str:
-    """running, or waiting when only a Gate or a timer can move the run (no Effect runs and every open Turn
-    waits on an outstanding pick), or how it ended."""
+def run_status(session: Session, seated: Iterable[str] = ()) -> str:
+    """running, or waiting when only a person (a Gate, or an Agent's seat a person holds) or a timer can move the
+    run: no Effect runs, and every open Turn waits on an outstanding pick or on the person in its seat. Or how it
+    ended."""
     if session.status != "active":
         return SESSION_STATUS[session.status]
-    if session.effects or any(turn.outstanding is None for turn in session.turns):
+    people = set(seated)
+    if session.effects or any(turn.outstanding is None and turn.agent not in people for turn in session.turns):
         return "running"
     return "waiting"
 
@@ -122,7 +125,9 @@ class RunDriver:
         self.visited: set[str] = set(resume.run.view.get("visited", [])) if resume is not None else set()
         #: The people playing Agents' seats: agent -> (user id, username).
         self.seats: dict[str, tuple[int, str]] = dict(resume.seats if resume is not None else seats or {})
-        self.status = run_status(session)
+        self.status = run_status(session, self.seats)
+        #: The view last committed: the next step's search and inbox records are what changed since.
+        self.committed_view: dict[str, Any] = dict(resume.run.view or {}) if resume is not None else {}
         self._relayed: set[int] = set()
 
     # -- what Turn loops and the host call -------------------------------------------------------------------
@@ -210,19 +215,30 @@ class RunDriver:
         plan = _Plan([store.SeatChanged(agent, user_id) for agent, (user_id, _) in self.seats.items()])
         for output in session.drain():
             self._plan_output(output, plan)
-        self.status = run_status(session)
+        self.status = run_status(session, self.seats)
         scripted = any(meta.player.scripted for meta in self.turns.values()) or any(
             slot.model.startswith("script/") for slot in self.machine.agents.values())
+        run_fields = self._run_fields(self.status)
+        plan.ops.append(self._indexed(run_fields, entries, plan.ops, door=create.get("input")))
         updated = await self.host.db(store.commit, store.Step(
-            self.run_id, 1, entries, self._run_fields(self.status), session.to_json(), plan.ops,
+            self.run_id, 1, entries, run_fields, session.to_json(), plan.ops,
             create={**create, "scripted": scripted}, lease=lease))
+        self.committed_view = run_fields["view"]
         self.seq = self.snapshot_seq = len(entries)
         if session.status == "active" and lease is not None:
             self.host.drivers[self.run_id] = self  # only now: the lease is in the row, so a renewal keeps it
             self.start()
             for after in plan.after:
                 after()
-        self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated)
+        self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated, gates=bool(
+            self.committed_view.get("gates")))
+
+    def _indexed(self, run_fields: dict[str, Any], entries: list[dict[str, Any]], ops: list[store.Op],
+                 door: Any = None) -> Indexed:
+        """The step's inbox and search records: what changed since the view last committed."""
+        return Indexed(self.workflow, self.committed_view, run_fields["view"], entries,
+                       [op.agent for op in ops if isinstance(op, store.TurnOpened)], first=not self.committed_view,
+                       door=door, output=run_fields.get("output"))
 
     def _run_fields(self, status: str) -> dict[str, Any]:
         session = self.session
@@ -279,10 +295,15 @@ class RunDriver:
             self._pick_records(item, result, plan)
         if item.input_id is not None:
             plan.ops.append(store.InputAnswered(item.input_id, relay.encode(result), self.host.owner))
+        if item.kind == "gate" and item.args.get("by"):
+            for entry in entries:
+                if entry.get("kind") == "gate" and entry.get("gate") == item.args["gate"]:
+                    entry["by"] = str(item.args["by"])
         for output in session.drain():
             self._plan_output(output, plan)
-        status = run_status(session)
+        status = run_status(session, self.seats)
         run_fields = self._run_fields(status)
+        gates_before = [g["id"] for g in self.committed_view.get("gates", ())]
         first = self.seq + 1
         last = self.seq + len(entries)
         snapshot = None
@@ -291,8 +312,10 @@ class RunDriver:
             snapshot = session.to_json()
         updated = None
         if entries or plan.ops:
+            plan.ops.append(self._indexed(run_fields, entries, plan.ops))
             updated = await self.host.db(store.commit, store.Step(self.run_id, first, entries, run_fields, snapshot,
                                                                   plan.ops, owner=self.host.owner))
+            self.committed_view = run_fields["view"]
             self.host.crash_point(entries)
         del session.journal[:]
         self.seq = last
@@ -305,7 +328,9 @@ class RunDriver:
         self.status = status
         self._schedule_timer()
         if updated is not None:
-            self.host.notify(self.run_id, self.workflow, status, last, updated)
+            gates_after = [g["id"] for g in run_fields["view"].get("gates", ())]
+            self.host.notify(self.run_id, self.workflow, status, last, updated,
+                             gates=gates_after != gates_before or any(e.get("kind") == "gate" for e in entries))
 
     def _apply(self, item: Item, host_entries: list[dict[str, Any]], plan: _Plan, now: float) -> Any:
         """Apply one input at the real time `now` (the Session journals the time that passed)."""

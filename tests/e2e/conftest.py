@@ -124,7 +124,10 @@ def make_server(tmp: Path, extra_env: dict[str, str] | None = None,
     base = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "DATABASE_URL", "JR2_URL",
                                                              "JR2_TOKEN", "JR2_SCRIPTED")}
     env = {**base, "JR2_WORKFLOWS": str(workflows), "JR2_SQLITE_PATH": str(folder / "db.sqlite3"),
-           "PYTHONUNBUFFERED": "1", "JR2_LEASE_SECONDS": "3", **(extra_env or {})}
+           "PYTHONUNBUFFERED": "1", "JR2_LEASE_SECONDS": "3",
+           # This checkout's code, not the one the `jr2` script was installed from (an editable install elsewhere).
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")])),
+           **(extra_env or {})}
     database = fresh_database_url()
     if database is not None:
         env["DATABASE_URL"] = database

@@ -4,12 +4,12 @@ model."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from django.contrib.auth.models import User
 
-from engine.models import JournalEntry, ModelCall, Run, Seat, TurnMessage, TurnRecord
+from engine.models import GateRecord, JournalEntry, ModelCall, Run, Seat, TurnMessage, TurnRecord
 from engine.providers import human
 from engine.runtime.host import Host, HostError
 from tests.runtime.hosting import hosted, status, until
@@ -23,6 +23,11 @@ DOOR = {"changes": "Faster start-up."}
 @pytest.fixture(autouse=True)
 def offline(settings: Any) -> None:
     settings.JR2_SCRIPTED = True
+
+
+def gate_open(run_id: str) -> Callable[[], bool]:
+    """The editor's Gate is open (the run is "waiting" all along while a person holds the writer's seat)."""
+    return lambda: GateRecord.objects.filter(run_id=run_id, gate="writing.asking", closed_at=None).exists()
 
 
 async def waiting_for(run_id: str, agent: str, timeout: float = 5) -> None:
@@ -42,7 +47,7 @@ def test_a_person_plays_the_writer_through_a_whole_run() -> None:
         human.offer(run_id, "writer", "done", {"notes": "too early"})
         await waiting_for(run_id, "writer")
         human.offer(run_id, "writer", "ask", {"question": "Who reads this?"})
-        await until(host, status(run_id, "waiting"))
+        await until(host, gate_open(run_id))
         await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Admins"})
         await waiting_for(run_id, "writer")
         human.offer(run_id, "writer", "done", {"notes": "- Faster start-up, for admins."})
@@ -74,7 +79,7 @@ def test_giving_the_seat_back_hands_the_waiting_request_to_the_model() -> None:
         run_id = await host.start_run("notes", DOOR, seats={"writer": (ann.pk, "ann")})
         await waiting_for(run_id, "writer")
         human.offer(run_id, "writer", "ask", {"question": "Tone?"})
-        await until(host, status(run_id, "waiting"))
+        await until(host, gate_open(run_id))
         await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Plain"})
         await waiting_for(run_id, "writer")
         assert await host.take_seat(run_id, "writer", None) == "given back"

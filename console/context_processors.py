@@ -1,0 +1,16 @@
+"""What every Console page's header shows: the count of open Gates (kept live by /ws/gates/count/)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+from .access import can_read
+from .gates import open_count
+
+
+def open_gates(request: HttpRequest) -> dict[str, Any]:
+    """The count for readers only; the login page and the admin's own pages get nothing to read."""
+    if not request.path.startswith(("/accounts/", "/admin/", "/api/")) and can_read(getattr(request, "user", None)):
+        return {"open_gate_count": open_count(), "show_gate_count": True}
+    return {}

@@ -1,0 +1,190 @@
+"""The open Gates across all runs, as the Gate inbox shows them, and answering several at once.
+
+The inbox reads `GateRecord`s (engine/runtime/index.py writes them with each step): one per opening of a Gate, so a
+person answers the question they read. An answer names the record; if that opening has closed meanwhile (another
+person answered it, the run moved on or ended), nothing is delivered and the inbox says who answered it.
+
+A rejecting event (its name starts with reject, deny, decline, refuse or withdraw) takes its reason as part of its
+own input: a `reason` field of the event's model, put first on its form (the `r` key goes there). An event named so
+without a `reason` field is marked on its form, so the workflow's author can add one.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from engine.models import GateRecord, Run
+from engine.runtime.host import current_host
+
+from .forms import SchemaForm, check, schema_form
+from .runview import machine_of
+
+__all__ = ["InboxItem", "EventForm", "open_gates", "open_count", "inbox_items", "item_for", "rejecting",
+           "Outcome", "answer_many", "ORDERS", "MAX_BATCH"]
+
+ORDERS = ("oldest", "newest")
+REJECTING = ("reject", "deny", "decline", "refuse", "withdraw")
+MAX_BATCH = 100
+SHOWN = 200
+
+
+def rejecting(event: str) -> bool:
+    return event.lower().startswith(REJECTING)
+
+
+@dataclass
+class EventForm:
+    event: str
+    description: str
+    form: SchemaForm
+    rejecting: bool
+    has_reason: bool
+
+
+@dataclass
+class InboxItem:
+    record: GateRecord
+    forms: list[EventForm] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        """Gates of one kind (same workflow, same Gate) take the same events: they can be answered together."""
+        return f"{self.record.workflow} {self.record.gate}"
+
+
+def open_gates(workflow: str = "", gate: str = "", order: str = "oldest") -> QuerySet[GateRecord]:
+    rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE)
+    if workflow:
+        rows = rows.filter(workflow=workflow)
+    if gate:
+        rows = rows.filter(gate=gate)
+    return rows.order_by("-opened_at" if order == "newest" else "opened_at", "id")
+
+
+def open_count() -> int:
+    return open_gates().count()
+
+
+def event_forms(record: GateRecord, data: Any = None, only: str = "") -> list[EventForm]:
+    """A form per event the Gate accepts (bound to `data` for the event `only`); a rejecting event's `reason`
+    goes first."""
+    machine = machine_of(record.workflow)
+    out = []
+    for name in record.accepts:
+        if only and name != only:
+            continue
+        event = machine.gate_event(record.gate, name) if machine is not None else None
+        form = schema_form(event.input if event else None, data if name == only else None,
+                           auto_id=f"id_inbox_{record.pk}_{name}_%s")
+        has_reason = "reason" in form.fields
+        if has_reason and rejecting(name):
+            form.fields = {"reason": form.fields.pop("reason"), **form.fields}
+        out.append(EventForm(name, (event.description or "") if event else "", form, rejecting(name), has_reason))
+    return out
+
+
+def item_for(record: GateRecord, answering: bool) -> InboxItem:
+    return InboxItem(record, event_forms(record) if answering else [])
+
+
+def inbox_items(rows: Iterable[GateRecord], answering: bool) -> list[InboxItem]:
+    return [item_for(record, answering) for record in rows]
+
+
+@dataclass
+class Outcome:
+    """What became of one Gate of a batch: delivered, closed (answered elsewhere, or the run moved on) or
+    refused (the engine's words)."""
+
+    record: GateRecord
+    result: str
+    detail: str = ""
+
+
+@dataclass
+class Batch:
+    """A checked batch: its records and the event's form (with errors when the input is wrong)."""
+
+    records: list[GateRecord]
+    event: str
+    form: SchemaForm | None
+    values: dict[str, Any] | None
+    error: str = ""
+
+
+def check_batch(ids: list[str], event: str, data: Any) -> Batch:
+    """The Gates named by `ids` (record ids, all of one kind) and the input for `event`, checked by the event's own
+    model. Any error means nothing is delivered."""
+    if not ids:
+        return Batch([], event, None, None, "no Gate selected: pick at least one")
+    if len(ids) > MAX_BATCH:
+        return Batch([], event, None, None, f"at most {MAX_BATCH} Gates at once; {len(ids)} were selected")
+    bad = [i for i in ids if not i.isdigit()]
+    if bad:
+        return Batch([], event, None, None, f'"{bad[0][:40]}" is not a Gate of the inbox')
+    found = {str(r.pk): r for r in GateRecord.objects.filter(pk__in=[int(i) for i in ids])}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        return Batch([], event, None, None, f"no Gate {', '.join(missing)} in the inbox")
+    records = [found[i] for i in dict.fromkeys(ids)]
+    kinds = sorted({f"{r.workflow} {r.gate}" for r in records})
+    if len(kinds) > 1:
+        return Batch(records, event, None, None, "select Gates of one kind (one workflow, one Gate) to answer "
+                                                 f"them together; these are {len(kinds)}: {'; '.join(kinds)}")
+    first = records[0]
+    machine = machine_of(first.workflow)
+    definition = machine.gate_event(first.gate, event) if machine is not None else None
+    if definition is None:
+        return Batch(records, event, None, None, f'Gate "{first.gate}" of workflow "{first.workflow}" does not take '
+                                                 f'"{event}" (it takes: {", ".join(first.accepts) or "nothing"})')
+    form = next(f.form for f in event_forms(first, data, only=event))
+    return Batch(records, event, form, check(form, definition.input))
+
+
+async def answer_many(batch: Batch, username: str) -> list[Outcome]:
+    """Deliver the batch's answer to each of its Gates on its own, each through the host as one answer would."""
+    host = current_host()
+    if host is None:
+        return [Outcome(r, "refused", "no host drives runs in this server process (start it with `jr2 up`)")
+                for r in batch.records]
+    await host.ready.wait()
+    return list(await asyncio.gather(*(_deliver(host, record, batch, username) for record in batch.records)))
+
+
+async def _deliver(host: Any, record: GateRecord, batch: Batch, username: str) -> Outcome:
+    from asgiref.sync import sync_to_async
+
+    fresh = await GateRecord.objects.filter(pk=record.pk).afirst()
+    if fresh is None or fresh.closed_at is not None:
+        return await sync_to_async(closed)(fresh or record)
+    try:
+        delivery = await host.deliver(record.run_id, "gate", gate=record.gate, event=batch.event,
+                                      params=dict(batch.values or {}), by=username)
+    except Exception as err:  # noqa: BLE001 - the run ended or is not driven here: closed for this answer
+        return Outcome(record, "closed", f"the run is no longer live here: {err}")
+    if delivery.outcome == "delivered":
+        return Outcome(record, "delivered")
+    if delivery.code in ("no-gate", "ended"):
+        now = await GateRecord.objects.filter(pk=record.pk).afirst()
+        return await sync_to_async(closed)(now or record)
+    return Outcome(record, "refused", delivery.error or delivery.outcome)
+
+
+def closed(record: GateRecord) -> Outcome:
+    """A Gate that closed before this answer: who answered it, or that the run moved on."""
+    if record.answered_by:
+        return Outcome(record, "closed", f"answered by {record.answered_by} with {record.event}")
+    if record.event:
+        return Outcome(record, "closed", f"answered with {record.event}")
+    status = Run.objects.filter(pk=record.run_id).values_list("status", flat=True).first()
+    if status is not None and status not in Run.LIVE:
+        return Outcome(record, "closed", f"the run has ended ({status})")
+    return Outcome(record, "closed", "the run moved on" if record.closed_at else "it was closing")
+
+
+def waited(record: GateRecord) -> float:
+    return (timezone.now() - record.opened_at).total_seconds()

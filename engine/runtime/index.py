@@ -1,0 +1,106 @@
+"""What the Gate inbox and the runs search read, kept beside the journal: each Gate's opening and closing (with the
+event and the person that answered it), the states a run is in and passed through, the events it took, the Agents
+that took Turns, and the words of its input and output.
+
+`Indexed` is one more record a step writes (a `store.Op`), so it is committed in the step's own transaction: the
+inbox and search never disagree with the run's view. It works from the view committed before the step and the
+one after it, so it reads nothing back from the database.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from engine.models import GateRecord, RunMark, RunText
+
+from .store import Op
+
+__all__ = ["Indexed", "words", "TAKEN_PICKS", "answered_gates"]
+
+#: The outcomes of a pick that mean the Machine took its event ("unmoved" picks are journaled but took nothing).
+TAKEN_PICKS = ("answered", "outstanding", "ended")
+
+
+def words(value: Any) -> str:
+    """The values of a JSON value as lines of text, case-folded; keys and punctuation are left out."""
+    out: list[str] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, Mapping):
+            for inner in item.values():
+                walk(inner)
+        elif isinstance(item, (list, tuple)):
+            for inner in item:
+                walk(inner)
+        elif item is not None:
+            out.append(str(item))
+    walk(value)
+    return "\n".join(out).casefold()
+
+
+def taken_events(entries: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The events a step's journal entries took: Gate answers, and picks the Machine took."""
+    return {str(e["event"]) for e in entries
+            if e.get("kind") == "gate" or (e.get("kind") == "pick" and e.get("outcome") in TAKEN_PICKS)}
+
+
+def answered_gates(entries: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Gate id -> the last journal entry of the step that answered it."""
+    return {str(e["gate"]): e for e in entries if e.get("kind") == "gate"}
+
+
+@dataclass
+class Indexed(Op):
+    """A step's changes to the inbox and search records. `before` is the view committed before the step ({} for
+    the run's first), `after` the one this step commits; `door` is the input when the step starts the run."""
+
+    workflow: str
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
+    first: bool = False
+    door: Any = None
+    output: Any = None
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        self._states(run_id)
+        marks = [RunMark(run_id=run_id, kind=RunMark.Kind.EVENT, name=name) for name in taken_events(self.entries)]
+        marks += [RunMark(run_id=run_id, kind=RunMark.Kind.AGENT, name=name) for name in set(self.agents)]
+        if marks:
+            RunMark.objects.bulk_create(marks, ignore_conflicts=True)
+        self._gates(run_id, now)
+        if self.first:
+            RunText.objects.create(run_id=run_id, input=words(self.door), output=words(self.output))
+        elif self.output is not None:
+            RunText.objects.filter(run_id=run_id).update(output=words(self.output))
+
+    def _states(self, run_id: str) -> None:
+        was, now = set(self.before.get("active", ())), set(self.after.get("active", ()))
+        if was - now:
+            RunMark.objects.filter(run_id=run_id, kind=RunMark.Kind.IN, name__in=was - now).delete()
+        passed = set(self.after.get("visited", ())) - set(self.before.get("visited", ()))
+        added = [RunMark(run_id=run_id, kind=RunMark.Kind.IN, name=name) for name in now - was]
+        added += [RunMark(run_id=run_id, kind=RunMark.Kind.PASSED, name=name) for name in passed]
+        if added:
+            RunMark.objects.bulk_create(added, ignore_conflicts=True)
+
+    def _gates(self, run_id: str, now: dt.datetime) -> None:
+        """Close the Gates the step closed or answered (an answered Gate that is open after the step opened
+        again), then open the new ones."""
+        was = {g["id"] for g in self.before.get("gates", ())}
+        after = {g["id"]: g for g in self.after.get("gates", ())}
+        answered = answered_gates(self.entries)
+        for gate in (was - set(after)) | (set(answered) & was):
+            entry = answered.get(gate, {})
+            GateRecord.objects.filter(run_id=run_id, gate=gate, closed_at=None).update(
+                closed_at=now, event=str(entry.get("event", "")), answered_by=str(entry.get("by", "")))
+        opened = (set(after) - was) | (set(answered) & set(after))
+        if opened:
+            GateRecord.objects.bulk_create(
+                GateRecord(run_id=run_id, workflow=self.workflow, gate=gate, state=after[gate].get("path") or
+                           after[gate].get("state", ""), accepts=list(after[gate].get("accepts", ())),
+                           meta=after[gate].get("meta") or {}, opened_at=now)
+                for gate in sorted(opened))
+
