@@ -18,6 +18,8 @@ from django.utils import timezone
 from engine.forking import ForkPlan
 from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage, TurnRecord
 
+from .index import Indexed
+
 __all__ = ["ForkSource", "load_source", "commit_fork"]
 
 
@@ -82,4 +84,9 @@ def commit_fork(run_id: str, source: ForkSource, plan: ForkPlan, fields: dict[st
             TurnMessage(run_id=run_id, turn_id=rows[m.turn_id], conversation=m.conversation, seq=m.seq, role=m.role,
                         kind=m.kind, content=m.content)
             for m in source.messages if m.turn_id in rows)
+        # The inbox and search records of the fork as it starts: its open Gates, states, the events and Agents of
+        # the history it shares with its parent, its input.
+        Indexed(parent.workflow, {}, fields.get("view") or {}, [item["entry"] for item in source.journal],
+                agents=[record.agent for record in source.turns], first=True, door=parent.input,
+                output=fields.get("output")).apply(run_id, now)
     return now

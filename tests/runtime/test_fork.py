@@ -179,3 +179,24 @@ def test_a_web_host_writes_the_fork_and_a_worker_takes_it_up_and_takes_its_gate_
             await worker.stop()
             await aclose_all()
     asyncio.run(main())
+
+
+def test_a_fork_waiting_at_a_gate_is_in_the_inbox_and_the_search_from_its_start() -> None:
+    from engine.models import GateRecord, RunMark, RunText
+
+    found: dict[str, Any] = {}
+
+    async def body(host: Host) -> None:
+        parent = await host.start_run("notes", DOOR)
+        await until(host, status(parent, "waiting"))
+        step = await host.db(_asked_step, parent)
+        found["fork"] = await host.fork_run(parent, step)
+        await until(host, status(found["fork"], "waiting"))
+        await host.cancel(parent)
+    hosted(WORKFLOWS, body)
+    fork = found["fork"]
+    assert list(GateRecord.objects.filter(run_id=fork, closed_at=None).values_list("gate", flat=True)) == [
+        "writing.asking"]
+    assert RunMark.objects.filter(run_id=fork, kind="event", name="ask").exists()
+    assert RunMark.objects.filter(run_id=fork, kind="agent", name="writer").exists()
+    assert "faster start-up" in RunText.objects.get(run_id=fork).input
