@@ -1,7 +1,7 @@
 """The Console's addresses: users bookmark and share them, so they are part of the product."""
 from django.urls import path
 
-from console import forkviews, views
+from console import feed_views, forkviews, views
 
 app_name = "console"
 urlpatterns = [
@@ -22,4 +22,7 @@ urlpatterns = [
     path("runs/<str:run_id>/timeline/", forkviews.timeline, name="timeline"),
     path("runs/<str:run_id>/fork/", forkviews.fork, name="fork"),
     path("runs/<str:run_id>/export.json", forkviews.export, name="export"),
+    path("runs/<str:run_id>/steps/", feed_views.run_steps, name="run-steps"),
+    path("runs/<str:run_id>/turns/", feed_views.run_turns, name="run-turns"),
+    path("runs/<str:run_id>/turns/<int:turn_pk>/lines/", feed_views.turn_lines_view, name="run-turn-lines"),
 ]

@@ -29,6 +29,7 @@ NO_HOST = "no host in this server process: start it with `jr2 up` (or `jr2 web` 
 from . import costs as cost_tables
 from . import graph
 from .access import can, needs, readers_only
+from .feed_views import deep_link
 from .forms import EVENT_FIELD, check, schema_form
 from .live import live_counts, run_regions
 from .runview import gate_key, machine_of, run_page
@@ -223,7 +224,7 @@ def run(request: HttpRequest, run_id: str) -> HttpResponse:
     page = run_page(run_id, request.user)
     if page is None:
         raise Http404(f"no run {run_id}")
-    return render(request, "console/run.html", _run_page_context(request, page))
+    return render(request, "console/run.html", {**_run_page_context(request, page), **deep_link(request, page)})
 
 
 def _run_context(page: Any) -> dict[str, Any]:
