@@ -1,7 +1,7 @@
 """The Console's addresses: users bookmark and share them, so they are part of the product."""
 from django.urls import path
 
-from console import feed_views, forkviews, views
+from console import feed_views, folds, forkviews, views
 
 app_name = "console"
 urlpatterns = [
@@ -9,6 +9,8 @@ urlpatterns = [
     path("workflows/<str:name>/", views.workflow, name="workflow"),
     path("workflows/<str:name>/graph.svg", views.workflow_graph, name="workflow-graph"),
     path("workflows/<str:name>/runs/", views.start_run, name="start"),
+    path("workflows/<str:name>/graph/folds/", folds.graph_folds, name="graph-folds"),
+    path("workflows/<str:name>/machines/<path:invokes>/", folds.child_machine_page, name="child-machine"),
     path("runs/", views.runs, name="runs"),
     path("runs/compare/", forkviews.compare, name="compare"),
     path("runs/import/", forkviews.import_runs, name="import"),
