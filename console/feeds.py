@@ -12,7 +12,7 @@ were written).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Sum
@@ -86,7 +86,6 @@ class Feeds:
     summary: Summary
     steps: StepPage
     turns: TurnPage
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def cursor(raw: str | None, name: str) -> int | None:

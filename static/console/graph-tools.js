@@ -117,6 +117,10 @@
     copy.setAttribute("aria-hidden", "true");
     map.textContent = "";
     map.appendChild(copy);
+    // At least 90 px high for a wide drawing (a 300-state Machine can be seven times wider than high).
+    var aspect = graph.scrollWidth / Math.max(graph.scrollHeight, 1);
+    var room = graph.parentNode.clientWidth - 24;
+    map.style.width = Math.max(Math.min(room, Math.max(240, 90 * aspect)), 120) + "px";
     var frame = document.createElement("div");
     frame.className = "minimap-view";
     map.appendChild(frame);
