@@ -22,10 +22,11 @@ from engine.replay import describe
 
 from .runview import Line, TurnView, _lines
 
-__all__ = ["STEP_PAGE", "TURN_PAGE", "StepView", "StepPage", "TurnPage", "Summary", "step_page", "steps_around",
+__all__ = ["STEP_PAGE", "STEP_HEAD", "TURN_PAGE", "StepView", "StepPage", "TurnPage", "Summary", "step_page", "steps_around",
            "turn_page", "turn_lines", "summary", "cursor"]
 
 STEP_PAGE = 50     # steps per page
+STEP_HEAD = 10     # steps a live update carries (a page that missed more gets a loader for the gap)
 CALL_FIELDS = ("turn_id", "seq", "status", "model", "scripted", "latency_ms", "input_tokens", "output_tokens",
                "cache_read_tokens", "stop_reason")  # what a line shows of a model call (not its request/response)
 TURN_PAGE = 100    # messages per page of Turns (whole Turns while they fit; at least one Turn, cut if longer)
@@ -86,6 +87,11 @@ class Feeds:
     summary: Summary
     steps: StepPage
     turns: TurnPage
+
+    @property
+    def live_steps(self) -> StepPage:
+        """The newest steps a live update carries: fewer than a page, since most pages have all but the last few."""
+        return StepPage(self.steps.steps[:STEP_HEAD], None, self.steps.after)
 
 
 def cursor(raw: str | None, name: str) -> int | None:

@@ -210,7 +210,8 @@ def test_a_live_page_gets_the_new_steps_as_a_head_to_merge(ledger_folder: Path) 
             seq = await host.db(lambda: Run.objects.get(id=run_id).seq)
             moved = await receive_until(socket, f'id="step-{seq}"')
             head = moved[moved.index('id="run-steps-head"'):]
-            assert "the Gate desk got tick" in head and f'data-prev="{max(seq - feeds.STEP_PAGE, 0)}"' in head
+            assert "the Gate desk got tick" in head and f'data-prev="{seq - feeds.STEP_HEAD}"' in head
+            assert len(STEP.findall(head)) == feeds.STEP_HEAD, "a live update carries the newest steps only"
             assert 'id="run-turns-head"' not in moved, "the Turns did not change, so they are not sent again"
             await socket.disconnect()
         finally:

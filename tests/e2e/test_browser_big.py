@@ -14,13 +14,14 @@ import re
 from typing import Any, Iterator
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect, sync_playwright
 
 from tests.e2e.conftest import ROOT, LiveServer, make_server
 from tests.e2e.test_browser import (CHROMIUM, CHROMIUM_ARGS, OPERATOR, PASSWORD, SHOTS, log_in, manage_shell,
                                     new_context, settled, watch_errors)
 
 STEP_PAGE = 50  # console/feeds.py STEP_PAGE
+STEP_HEAD = 10  # console/feeds.py STEP_HEAD: the newest steps a live update carries
 
 expect.set_options(timeout=15_000)
 
@@ -151,6 +152,41 @@ def test_new_steps_arrive_live_at_the_top_once(page: Page, server: LiveServer, b
     assert now[:last - shown[0]] == list(range(last, shown[0], -1)) and now[last - shown[0]:] == shown, \
         "the new steps on top, in order, and nothing twice"
     expect(page.locator("#run-steps-list li.step").first).to_contain_text("the Gate desk got tick")
+    assert page.evaluate("window.__sameDocument") == "yes"
+    big_run["seq"] = last
+
+
+def test_steps_a_page_missed_while_its_socket_was_held_are_loaded_in_the_gap(page: Page, server: LiveServer,
+                                                                           big_run: dict[str, Any]) -> None:
+    """The socket's messages are held (the page misses updates) while the run moves more steps than a live update
+    carries; when they flow again the page gets the newest steps on top and a loader for exactly those between,
+    which fills the gap as it scrolls into view: every step once, in order, no reload."""
+    run_id = big_run["id"]
+    held = {"now": False}
+
+    def route(ws: WebSocketRoute) -> None:
+        upstream = ws.connect_to_server()
+        upstream.on_message(lambda message: None if held["now"] else ws.send(message))
+
+    page.route_web_socket(re.compile(r"/ws/runs/"), route)
+    page.goto(f"{server.url}/runs/{run_id}/")
+    settled(page)
+    page.evaluate("window.__sameDocument = 'yes'")
+    shown = step_ids(page)
+    held["now"] = True
+    tick(server, run_id, STEP_HEAD)                      # 2 steps a tick: twice what one update carries
+    page.wait_for_timeout(300)
+    assert step_ids(page) == shown, "the page missed them"
+    held["now"] = False
+    last = tick(server, run_id, 1)
+    expect(page.locator(f"#step-{last}")).to_be_attached()
+    now = step_ids(page)
+    assert now[:STEP_HEAD] == list(range(last, last - STEP_HEAD, -1)) and now[STEP_HEAD:] == shown
+    gap = page.locator("#run-steps-list > li.feed-more").first
+    expect(gap).to_have_attribute("hx-get", f"/runs/{run_id}/steps/?before={last - STEP_HEAD + 1}&after={shown[0]}")
+    gap.scroll_into_view_if_needed()
+    expect(page.locator(f"#step-{shown[0] + 1}")).to_be_attached()
+    assert step_ids(page) == list(range(last, shown[-1] - 1, -1)), "every step once, in order"
     assert page.evaluate("window.__sameDocument") == "yes"
     big_run["seq"] = last
 
