@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Sum
+from django.utils import timezone
 
 from engine.models import EffectRecord, JournalEntry, ModelCall, TurnMessage, TurnRecord
 from engine.replay import describe
@@ -38,6 +39,12 @@ class StepView:
     kind: str
     words: str
     at: Any
+
+    @property
+    def when(self) -> str:
+        """The commit time in the server's zone, as the page shows it (a strftime, not the template's `date`: a
+        page of steps is drawn on every live update)."""
+        return timezone.localtime(self.at).strftime("%Y-%m-%d %H:%M:%S") if self.at is not None else ""
 
 
 @dataclass
