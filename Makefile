@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test soak bench bench-menu bench-runtime bench-graph bench-console install node clean system-up system-test screenshots
+.PHONY: up test soak bench bench-menu bench-runtime bench-graph bench-console bench-big install node clean system-up system-test screenshots
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -48,7 +48,8 @@ up: install system-up
 
 # The README's screenshots of the Console, taken by the browser tests as they go.
 screenshots: install system-test
-	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py tests/e2e/test_browser_forks.py
+	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py tests/e2e/test_browser_forks.py \
+		tests/e2e/test_browser_big.py
 
 # The suite twice: on the embedded default (SQLite, in-memory channel layer), then on the fleet's engines
 # (PostgreSQL and Redis, private servers on local ports that scripts/services starts and stops), which also runs
@@ -69,6 +70,7 @@ bench: install node system-up
 	$(BIN)/python -m bench.runtime
 	$(BIN)/python -m bench.graph
 	$(BIN)/python -m bench.console
+	$(BIN)/python -m bench.big_run
 
 # Allowed picks and scripted Session runs against their targets (docs/benchmarks.md, "Menu and Session").
 bench-menu: install
@@ -88,6 +90,11 @@ bench-graph: install
 # (websocket clients) (docs/benchmarks.md, "Console").
 bench-console: install system-up
 	$(BIN)/python -m bench.console
+
+# A run of 10,000 steps and 2,000 Turn messages opening, a commit a second with 1 to 500 open pages (queries per
+# update), a 300-state Machine collapsed (docs/benchmarks.md, "Console: big runs").
+bench-big: install system-up
+	$(BIN)/python -m bench.big_run
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR) db.sqlite3

@@ -1,6 +1,7 @@
 """A Machine drawn by graphviz as inline SVG, for the Console's workflow, run and replay pages.
 
     svg = machine_svg(machine)                      # cached: the first call runs `dot`, the next ones do not
+    small = machine_svg(machine, collapsed=["writing"])   # `writing` drawn as one node (its states inside it not)
     lit = lit_svg(svg, active=["writing", "writing.asking"], visited=["writing.drafting"])
     hot = overlay_svg(svg, heat={"writing": 1.0}, titles={"writing": "3 Turns"})   # composes with lit_svg
     state_paths(machine)                            # ["", "writing", "writing.drafting", ...]
@@ -24,6 +25,11 @@ How each element is drawn (the legend; `static/console/graph.css` styles the cla
 - targetless transitions (an event taken without leaving the state) are not edges: they are listed in the state's
   label as `↺ event [guard]`, so they cannot be mistaken for a self-transition (which exits and re-enters).
 
+A collapsed state (`collapsed=`: any state with states inside, but the root) is drawn as one box with a "⊞ N states"
+row, class `state-collapsed`; the edges to and from the states inside it end at that box, and those that stay inside
+are left out (repeated ones drawn once). A state that invokes child Machines lists their invoke ids in its group's
+`data-machines` (URL-quoted, space-separated), so a page can open the child's own graph.
+
 Edges to and from compound states end at the cluster's border (`compound=true`, `lhead`/`ltail`, through an
 invisible anchor node in each cluster). Everything that comes from a workflow (keys, event and guard names, slot
 names, ids) is escaped; the SVG never carries markup or a `javascript:` URL from a name.
@@ -34,6 +40,7 @@ import hashlib
 import html
 import re
 import threading
+import urllib.parse
 import weakref
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping
@@ -48,8 +55,7 @@ from engine.statechart.selection import history_default_targets
 from engine.workflow import Machine
 
 __all__ = ["machine_svg", "lit_svg", "guard_text", "overlay_svg", "heat_level", "state_paths", "state_dom_id",
-           "GraphError",
-           "clear_cache"]
+           "GraphError", "collapsible", "clear_cache"]
 
 CACHE_SIZE = 128  # drawings kept (one per Machine shape and label set; a Console has a handful of Workflows)
 LIT_CACHE_SIZE = 32  # SVGs whose state groups are indexed for `lit_svg`
@@ -85,7 +91,7 @@ _STATE_GROUP = re.compile(r'<g id="state-([^"]*)" class="([^"]*)')
 _lock = threading.Lock()
 _cache: OrderedDict[tuple[str, str], str] = OrderedDict()
 _lit_cache: OrderedDict[str, tuple[list[str], list[str]]] = OrderedDict()
-_keys: weakref.WeakKeyDictionary[Machine, tuple[str, str]] = weakref.WeakKeyDictionary()
+_keys: weakref.WeakKeyDictionary[Machine, dict[frozenset[str], tuple[str, str]]] = weakref.WeakKeyDictionary()
 
 
 class GraphError(RuntimeError):
@@ -108,23 +114,30 @@ def state_dom_id(path: str) -> str:
     return "state-" + path
 
 
-def machine_svg(machine: Machine) -> str:
-    """The Machine's graph as SVG markup to inline in HTML (no XML prolog or doctype).
+def collapsible(machine: Machine) -> list[str]:
+    """The paths of the states that can be drawn collapsed: every state with states inside it, but the root."""
+    return [_path(node) for node in machine.nodes if node.states and node.parent is not None]
+
+
+def machine_svg(machine: Machine, collapsed: Iterable[str] = ()) -> str:
+    """The Machine's graph as SVG markup to inline in HTML (no XML prolog or doctype), with the states in
+    `collapsed` (dotted paths; see `collapsible`, others are ignored) drawn as one node each.
 
     Cached in-process by the Machine's shape digest plus a hash of the DOT source: the digest leaves out guard
     names and labels, which the drawing shows, so a Machine of the same shape with other guards is drawn anew.
     A Machine never changes once built and the Console keeps its Machines for the life of the process
     (`engine.registry`), so each Machine object also remembers its key: its next calls skip building the DOT."""
+    folded = frozenset(collapsed)
     with _lock:
-        known = _keys.get(machine)
+        known = _keys.get(machine, {}).get(folded)
         if known is not None and known in _cache:
             _cache.move_to_end(known)
             return _cache[known]
-    drawing = _dot(machine)
+    drawing = _Drawing(machine, folded).build()
     source = drawing.graph.source
     key = (machine.digest, hashlib.sha256(source.encode("utf-8")).hexdigest())
     with _lock:
-        _keys[machine] = key
+        _keys.setdefault(machine, {})[folded] = key
         svg = _cache.get(key)
         if svg is not None:
             _cache.move_to_end(key)
@@ -221,14 +234,19 @@ _EDGE_KIND = {kind: "" if kind == "event" else " " + _attrs(**style) for kind, s
 _CLUSTER = {"compound": "", "parallel": " " + _attrs(penwidth="2"), "region": " " + _attrs(style="rounded,dashed")}
 _PARALLEL_ROW = ('<tr><td align="left" cellpadding="0"><font point-size="8" color="#6b7280">parallel</font>'
                  '</td></tr>')
+_FOLDED_ROW = ('<tr><td align="left" cellpadding="1"><font point-size="8" color="#4b5563">⊞ {n} state{s} inside'
+               '</font></td></tr>')
+_COLLAPSED = _attrs(style="rounded,filled,bold", fillcolor="#f9fafb", peripheries="2")
 
 
 class _Drawing:
     """One Machine's DOT (a `graphviz.Digraph`, built in document order) and what the SVG pass needs to name
     each group: graphviz is given short tokens as ids, never a name from the workflow."""
 
-    def __init__(self, machine: Machine) -> None:
+    def __init__(self, machine: Machine, collapsed: frozenset[str] = frozenset()) -> None:
         self.machine = machine
+        self.collapsed = collapsed
+        self.inside: dict[StateNode, StateNode] = {}  # a state inside a collapsed one -> the collapsed one drawn
         self.graph = graphviz.Digraph("jr2graph")
         self.graph.attr(compound="true", rankdir="TB", fontname=FONT, fontsize="11", nodesep="0.3",
                         ranksep="0.4", bgcolor="transparent", newrank="true",
@@ -237,16 +255,21 @@ class _Drawing:
         self.graph.attr("node", fontname=FONT, fontsize="11", shape="box", style="rounded,filled",
                         fillcolor="white", color="#4b5563", penwidth="1.2", margin="0.08,0.04", height="0.3")
         self.graph.attr("edge", fontname=FONT, fontsize="9", arrowsize="0.7", **EDGE_STYLES["event"])
-        self.groups: dict[str, tuple[str, str, str]] = {}  # token -> (DOM id, classes, title)
+        self.groups: dict[str, tuple[str, str, str, str]] = {}  # token -> (DOM id, classes, title, data-machines)
         self.name: dict[StateNode, str] = {}  # the DOT node an edge to or from the state uses
         self.clustered: set[StateNode] = set()
         self.initials: list[tuple[str, StateNode, StateNode]] = []
         self.edge_count = 0
+        self.drawn: set[tuple[str, StateNode, StateNode, str]] = set()
 
-    def token(self, dom_id: str, classes: str, title: str) -> str:
+    def token(self, dom_id: str, classes: str, title: str, machines: str = "") -> str:
         token = str(len(self.groups))
-        self.groups[token] = (dom_id, classes, title)
+        self.groups[token] = (dom_id, classes, title, machines)
         return "jr2_" + token
+
+    def shown(self, node: StateNode) -> StateNode:
+        """The state drawn for `node`: itself, or the collapsed state it is inside."""
+        return self.inside.get(node, node)
 
     def title(self, node: StateNode) -> str:
         return _path(node) or self.machine.id
@@ -259,17 +282,29 @@ class _Drawing:
         if region:
             classes.append("region")
         classes.extend(dict.fromkeys(f"invokes-{self.invoke_of(inv)[0]}" for inv in node.invoke))
-        ident = self.token(state_dom_id(path), " ".join(classes), self.title(node))
-        if node.states:
+        folded = bool(node.states) and node.parent is not None and path in self.collapsed
+        if folded:
+            classes.append("state-collapsed")
+        machines = " ".join(urllib.parse.quote(invoke_id, safe="")
+                            for invoke_id, _ in self.machine.child_machines(node))
+        ident = self.token(state_dom_id(path), " ".join(classes), self.title(node), machines)
+        if node.states and not folded:
             self.cluster(parent, node, ident, region)
             return
+        inside = 0
+        if folded:
+            for inner in self.machine.nodes:
+                if node in inner.ancestor_set:
+                    self.inside[inner] = node
+                    inside += 1
         name = self.name[node] = f"s{node.order}"
         if node.type == "history":
             label = "H*" if node.history == "deep" else "H"
             parent.body.append(f"\t{name} [id={ident} label={quote(label)} {_HISTORY}]\n")
             return
         extra = (" " + _FINAL if node.type == "final" else "") + (" " + _REGION_NODE if region else "")
-        parent.body.append(f"\t{name} [id={ident} label={self.label(node)}{extra}]\n")
+        extra += (" " + _COLLAPSED) if folded else ""
+        parent.body.append(f"\t{name} [id={ident} label={self.label(node, inside)}{extra}]\n")
 
     def cluster(self, parent: graphviz.Digraph, node: StateNode, ident: str, region: bool) -> None:
         """A compound or parallel state: a cluster with an invisible anchor for the edges that end at its border
@@ -306,12 +341,15 @@ class _Drawing:
             return "fail", ""
         return "actor", src or str(getattr(inv.src, "id", None) or "(inline)")
 
-    def label(self, node: StateNode) -> str:
-        """An HTML-like label (escaped as XML): the key, a coloured row per invoke, the targetless transitions."""
+    def label(self, node: StateNode, folded: int = 0) -> str:
+        """An HTML-like label (escaped as XML): the key, a coloured row per invoke, the targetless transitions; a
+        collapsed state says how many states it holds."""
         key = self.machine.id if node.parent is None else node.key
         rows = [f'<tr><td align="left" cellpadding="1">{_html(key)}</td></tr>']
         if node.type == "parallel":
             rows.append(_PARALLEL_ROW)
+        if folded:
+            rows.append(_FOLDED_ROW.format(n=folded, s="" if folded == 1 else "s"))
         for inv in node.invoke:
             kind, shown = self.invoke_of(inv)
             word, background, colour = INVOKE_STYLES[kind]
@@ -360,7 +398,13 @@ class _Drawing:
 
     def edge(self, source: StateNode, target: StateNode, kind: str, text: str) -> None:
         """One edge; it ends at a cluster's border unless it runs inside that cluster (to a descendant, or from a
-        descendant to an ancestor), where graphviz could not clip it."""
+        descendant to an ancestor), where graphviz could not clip it. An edge from or to a state inside a collapsed
+        one starts or ends at the collapsed one; one that stays inside it is not drawn, and a repeat is drawn once."""
+        if source in self.inside or target in self.inside:
+            source, target = self.shown(source), self.shown(target)
+            if source is target or (kind, source, target, text) in self.drawn:
+                return
+        self.drawn.add((kind, source, target, text))
         attrs = _EDGE_KIND[kind]
         if source in self.clustered and target is not source and source not in target.ancestor_set:
             attrs += f" ltail=cluster_s{source.order}"
@@ -375,6 +419,7 @@ class _Drawing:
     def build(self) -> _Drawing:
         self.state(self.graph, self.machine.statechart.root, False)
         for dot, node, target in self.initials:
+            target = self.shown(target)
             lhead = f" lhead=cluster_s{target.order}" if target in self.clustered else ""
             ident = self.token(f"initial-edge-{_path(node)}", "edge-initial", f"initial of {self.title(node)}")
             self.graph.body.append(f"\t{dot} -> {self.name[target]} [id={ident}{_EDGE_KIND['initial']}{lhead}]\n")
@@ -392,10 +437,6 @@ class _Drawing:
 
 def _own_transitions(node: StateNode) -> list[Transition]:
     return [*(t for ts in node.transitions.values() for t in ts), *node.always]
-
-
-def _dot(machine: Machine) -> _Drawing:
-    return _Drawing(machine).build()
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -478,7 +519,7 @@ def _delay_text(delay: Any) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _render(source: str, groups: dict[str, tuple[str, str, str]], machine: Machine) -> str:
+def _render(source: str, groups: dict[str, tuple[str, str, str, str]], machine: Machine) -> str:
     """Run `dot`, keep the `<svg>` element, and give each state, initial marker and edge its id, class and title."""
     try:
         raw = graphviz.Source(source).pipe(format="svg", encoding="utf-8", quiet=True)
@@ -493,8 +534,9 @@ def _render(source: str, groups: dict[str, tuple[str, str, str]], machine: Machi
     svg = svg.replace("<title>jr2graph</title>", f"<title>{_xml(machine.id)}</title>", 1)
 
     def name(match: re.Match[str]) -> str:
-        dom_id, classes, title = groups[match.group(1)]
-        return f'<g id="{_xml(dom_id)}" class="{match.group(2)} {classes}">\n<title>{_xml(title)}</title>'
+        dom_id, classes, title, machines = groups[match.group(1)]
+        more = f' data-machines="{_xml(machines)}"' if machines else ""
+        return f'<g id="{_xml(dom_id)}" class="{match.group(2)} {classes}"{more}>\n<title>{_xml(title)}</title>'
 
     svg = _TOKEN_GROUP.sub(name, svg)
     return _JAVASCRIPT.sub("javascript&#58;", svg)

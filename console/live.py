@@ -33,7 +33,8 @@ __all__ = ["RunConsumer", "WorkflowConsumer", "RunHub", "run_regions"]
 
 log = logging.getLogger("console.live")
 
-REGIONS = ("_status", "_lit", "_context", "_gates", "_seats", "_now", "_output", "_turns")
+REGIONS: tuple[str, ...] = ("_status", "_lit", "_context", "_gates", "_seats", "_now", "_output", "_turns")
+REGIONS += ("_summary", "_steps")  # the history's size and newest steps (console/feeds.py)
 Regions = dict[str, str]
 
 _cache: OrderedDict[tuple[Any, ...], Regions] = OrderedDict()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.models import ModelCall, Run, TurnMessage, TurnRecord
 from engine.registry import workflows
@@ -18,6 +18,9 @@ from engine.workspace import TOOL_NAMES, WorkspaceError
 
 from .access import can
 from .forms import EVENT_FIELD, SchemaForm, schema_form
+
+if TYPE_CHECKING:
+    from .feeds import Feeds
 
 __all__ = ["RunPage", "GateView", "AgentTurns", "TurnView", "Line", "run_page", "machine_of"]
 
@@ -81,7 +84,7 @@ class RunPage:
     active: list[str]
     visited: list[str]
     gates: list[GateView]
-    agents: list[AgentTurns]
+    feeds: Feeds
     seats: list[str]
     turns_now: list[dict[str, Any]]
     can_answer: bool
@@ -98,7 +101,10 @@ def machine_of(workflow: str) -> Machine | None:
 
 
 def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None) -> RunPage | None:
-    """Everything the run page shows; `bound` holds Gate forms filled by the user (with their errors)."""
+    """Everything the run page shows; `bound` holds Gate forms filled by the user (with their errors). Of the
+    history, only the summary and the newest page of steps and Turns (console/feeds.py): older pages load apart."""
+    from .feeds import head
+
     run = Run.objects.filter(id=run_id).first()
     if run is None:
         return None
@@ -122,7 +128,7 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
     seats = [seat.line() for seat in machine.seats() if seat.path in seat_paths] if machine is not None else []
     seat_views = _seats(run, machine, user, view, bound or {})
     return RunPage(run=run, machine=machine, active=active, visited=list(view.get("visited", [])),
-                   gates=gates, agents=agent_turns(run), seats=seats, turns_now=list(view.get("turns", [])),
+                   gates=gates, feeds=head(run.id, run.seq), seats=seats, turns_now=list(view.get("turns", [])),
                    can_answer=answering, can_cancel=can(user, "cancel") and run.live,
                    context_json=_pretty(view.get("context")), output_json=_pretty(run.output),
                    seat_views=seat_views, held=tuple(s.agent for s in seat_views if s.mine))

@@ -1,7 +1,7 @@
 """The Console's addresses: users bookmark and share them, so they are part of the product."""
 from django.urls import path
 
-from console import forkviews, inbox_views, views
+from console import feed_views, folds, forkviews, inbox_views, views
 
 app_name = "console"
 urlpatterns = [
@@ -9,6 +9,8 @@ urlpatterns = [
     path("workflows/<str:name>/", views.workflow, name="workflow"),
     path("workflows/<str:name>/graph.svg", views.workflow_graph, name="workflow-graph"),
     path("workflows/<str:name>/runs/", views.start_run, name="start"),
+    path("workflows/<str:name>/graph/folds/", folds.graph_folds, name="graph-folds"),
+    path("workflows/<str:name>/machines/<path:invokes>/", folds.child_machine_page, name="child-machine"),
     path("runs/", views.runs, name="runs"),
     path("runs/compare/", forkviews.compare, name="compare"),
     path("runs/import/", forkviews.import_runs, name="import"),
@@ -24,4 +26,7 @@ urlpatterns = [
     path("runs/<str:run_id>/timeline/", forkviews.timeline, name="timeline"),
     path("runs/<str:run_id>/fork/", forkviews.fork, name="fork"),
     path("runs/<str:run_id>/export.json", forkviews.export, name="export"),
+    path("runs/<str:run_id>/steps/", feed_views.run_steps, name="run-steps"),
+    path("runs/<str:run_id>/turns/", feed_views.run_turns, name="run-turns"),
+    path("runs/<str:run_id>/turns/<int:turn_pk>/lines/", feed_views.turn_lines_view, name="run-turn-lines"),
 ]

@@ -30,6 +30,8 @@ NO_HOST = "no host in this server process: start it with `jr2 up` (or `jr2 web` 
 from . import costs as cost_tables
 from . import graph
 from .access import can, needs, readers_only
+from .feed_views import deep_link
+from .folds import graph_context
 from .forms import EVENT_FIELD, check, schema_form
 from .live import live_counts, run_regions
 from .runview import gate_key, machine_of, run_page
@@ -81,7 +83,7 @@ def _workflow_context(request: HttpRequest, loaded: Any, form: Any = None, error
         return context
     context.update(
         **live_counts(loaded.name),
-        svg=graph.machine_svg(machine),
+        **graph_context(request, loaded.name, machine),
         seats_text=machine.seats_text(loaded.name),
         states=_state_details(machine),
         menus=[(agent, machine.agents[agent].model if agent in machine.agents else "", machine.menu(agent))
@@ -224,19 +226,19 @@ def run(request: HttpRequest, run_id: str) -> HttpResponse:
     page = run_page(run_id, request.user)
     if page is None:
         raise Http404(f"no run {run_id}")
-    return render(request, "console/run.html", _run_page_context(request, page))
+    return render(request, "console/run.html", {**_run_page_context(request, page), **deep_link(request, page)})
 
 
-def _run_context(page: Any) -> dict[str, Any]:
+def _run_context(page: Any, request: HttpRequest | None = None) -> dict[str, Any]:
     machine = page.machine
-    svg = graph.lit_svg(graph.machine_svg(machine), page.active, page.visited) if machine is not None else ""
-    return {"page": page, "run": page.run, "svg": svg}
+    drawn = graph_context(request, page.run.workflow, machine, run=page.run) if machine is not None else {"svg": ""}
+    return {**drawn, "page": page, "run": page.run}
 
 
 def _run_page_context(request: HttpRequest | None, page: Any) -> dict[str, Any]:
     """The run page's context with its section "Cost and time per state" (rendered once with the page: the live
     regions do not carry it)."""
-    context = _run_context(page)
+    context = _run_context(page, request)
     context.update(_costs(request, page.run, page.machine, context["svg"],
                           reverse("console:run", args=[page.run.id])))
     return context

@@ -49,8 +49,8 @@ def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(
             connected, _ = await socket.connect()
             assert connected
             first = await receive_until(socket, 'id="run-gates"')
-            for region in ("run-status", "run-lit", "run-gates", "run-seats", "run-now", "run-output", "run-turns",
-                           "run-context"):
+            for region in ("run-status", "run-lit", "run-gates", "run-seats", "run-now", "run-output", "run-turns-head",
+                           "run-context", "run-summary", "run-steps-head"):
                 assert f'id="{region}"' in first
             assert first.count('hx-swap-oob="true"') == 8
             if 'id="run-status-badge">waiting<' not in first:
@@ -63,7 +63,7 @@ def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(
             again = communicator(f"/ws/runs/{run_id}/", answerer)
             assert (await again.connect())[0]
             whole = await again.receive_from(timeout=5)
-            assert 'id="run-status-badge">done<' in whole and 'id="run-turns"' in whole, \
+            assert 'id="run-status-badge">done<' in whole and 'id="run-turns-head"' in whole, \
                 "a reconnected page is whole at once"
             await again.disconnect()
         finally:

@@ -102,7 +102,8 @@ def test_walking_the_journal_finds_when_each_gate_opened_and_was_answered_and_ea
 # -- the page and its live chart ----------------------------------------------------------------------------------
 
 @pytest.mark.django_db(transaction=True)
-def test_the_timeline_page_draws_every_bar_with_its_detail(observer: Any, runs: dict[str, str]) -> None:
+def test_the_timeline_page_draws_every_bar_with_its_detail(observer: Any, runs_with_code_review: dict[str, str]) -> None:
+    runs = runs_with_code_review
     client = Client()
     client.force_login(observer)
     page = client.get(f"/runs/{runs['done']}/timeline/").content.decode()

@@ -34,6 +34,7 @@ OBSERVER = "otto"      # in no group: reads only
 QUESTION = "Who reads these notes, and what should they know first?"
 RUN_URL = re.compile(r"/runs/([a-z0-9]+)/$")
 ACTIVE = re.compile(r"\bactive\b")
+WRITER = '#run-turns-list article.turn[data-agent="writer"]'  # the writer's Turns on the run page
 # Counts the page's websocket openings and remembers when it last swapped something in (see `settled`).
 WS_WATCH = """
 window.__ws = {opens: 0, last: 0};
@@ -209,7 +210,7 @@ def gate_form(tab: Page) -> Locator:
 
 
 def writer_picks(tab: Page) -> Locator:
-    return tab.locator("#agent-writer li.line.pick > code")
+    return tab.locator(WRITER + " li.line.pick > code")
 
 
 # -- the tests -----------------------------------------------------------------------------------------------------
@@ -273,8 +274,8 @@ def test_start_a_run_and_watch_the_writer_ask(page: Page, server: LiveServer) ->
     expect(page.get_by_role("heading", level=1)).to_contain_text(run_id)
 
     expect(writer_picks(page)).to_have_text(["ask"])
-    expect(page.locator("#agent-writer li.line.pick").first).to_contain_text(QUESTION)
-    expect(page.locator("#agent-writer li.line.prompt").first).to_contain_text("Fix the login redirect.")
+    expect(page.locator(WRITER + " li.line.pick").first).to_contain_text(QUESTION)
+    expect(page.locator(WRITER + " li.line.prompt").first).to_contain_text("Fix the login redirect.")
     form = gate_form(page)
     expect(form).to_be_visible()
     expect(form.locator("textarea[name=text]")).to_be_editable()
@@ -303,12 +304,12 @@ def test_answer_the_gate_in_the_browser(page: Page, server: LiveServer) -> None:
     expect(page.locator("#run-status-badge")).to_have_text("done")
     expect(state(page, "published")).to_have_class(ACTIVE)
     expect(state(page, "writing.asking")).not_to_have_class(ACTIVE)
-    answers = page.locator("#agent-writer li.line.answer")
+    answers = page.locator(WRITER + " li.line.answer")
     expect(answers.filter(has_text="The editor replied: Support engineers; lead with the login fix.")).to_be_visible()
     expect(writer_picks(page)).to_have_text(["ask", "done"])
     expect(page.locator("#run-gates")).to_contain_text("No Gate is open.")
     expect(page.locator("#run-output")).to_contain_text("_Written for: Support engineers; lead with the login fix._")
-    expect(page.locator("#agent-writer article.turn .badge.ended")).to_have_count(1)
+    expect(page.locator(WRITER + " .badge.ended")).to_have_count(1)
     expect(page.get_by_role("button", name="Cancel run")).to_have_count(0)
     same_document(page)
     shot(page, "run-done")
@@ -332,7 +333,7 @@ def test_play_the_writers_seat_through_a_whole_run(page: Page, server: LiveServe
     expect(done).to_have_class(re.compile(r"\bdisabled\b"))
     expect(done).to_contain_text("not allowed now in notes.writing")
     expect(page.locator("#run-now")).to_contain_text("Allowed picks: ask")
-    turn = page.locator("#agent-writer article.turn header")
+    turn = page.locator(WRITER + " header")
     expect(turn).to_contain_text(f"human/{OPERATOR}")
     expect(turn).to_contain_text("1 call,")          # the Turn's request waits for this user
     settled(page)
@@ -345,14 +346,14 @@ def test_play_the_writers_seat_through_a_whole_run(page: Page, server: LiveServe
     expect(seat).to_contain_text("Waiting on your pick ask")
     expect(seat.locator("form.pick-form[data-event=ask] button")).to_be_disabled()
     expect(writer_picks(page)).to_have_text(["ask"])
-    expect(page.locator("#agent-writer li.line.pick").first).to_contain_text(f"human/{OPERATOR}")
+    expect(page.locator(WRITER + " li.line.pick").first).to_contain_text(f"human/{OPERATOR}")
     expect(state(page, "writing.asking")).to_have_class(ACTIVE)
 
     gate = gate_form(page)
     settled(page)
     gate.locator("textarea[name=text]").fill("Analysts who live in spreadsheets.")
     gate.get_by_role("button", name="Send reply").click()
-    expect(page.locator("#agent-writer li.line.answer").filter(
+    expect(page.locator(WRITER + " li.line.answer").filter(
         has_text="The editor replied: Analysts who live in spreadsheets.")).to_be_visible()
     expect(page.locator("#run-gates")).to_contain_text("No Gate is open.")
     done = seat.locator("form.pick-form[data-event=done]")
@@ -419,7 +420,7 @@ def test_cancel_a_run(page: Page, server: LiveServer) -> None:
     expect(gate_form(page)).to_have_count(0)
     expect(page.get_by_role("button", name="Cancel run")).to_have_count(0)
     expect(page.locator("#run-output")).to_contain_text("Cancelled")
-    expect(page.locator("#agent-writer article.turn .badge").filter(has_text="open")).to_have_count(0)
+    expect(page.locator(WRITER + " .badge").filter(has_text="open")).to_have_count(0)
 
 
 def test_step_through_a_replay(page: Page, server: LiveServer) -> None:
@@ -510,7 +511,7 @@ def test_dropped_websocket_reconnects_whole(page: Page, server: LiveServer) -> N
     assert len(sockets) == 2
     expect(page.locator("body")).not_to_have_class(re.compile(r"\boffline\b"))
     expect(state(page, "published")).to_have_class(ACTIVE)
-    expect(page.locator("#agent-writer li.line.answer").filter(
+    expect(page.locator(WRITER + " li.line.answer").filter(
         has_text="The editor replied: Whoever reads the changelog.")).to_be_visible()
     expect(writer_picks(page)).to_have_text(["ask", "done"])
     expect(page.locator("#run-gates")).to_contain_text("No Gate is open.")
@@ -539,7 +540,7 @@ def test_an_observer_reads_but_cannot_act(observer: BrowserContext, server: Live
 
         reply_through_api(server, run_id, "Observers too.")
         expect(tab.locator("#run-status-badge")).to_have_text("done")
-        expect(tab.locator("#agent-writer li.line.answer").filter(
+        expect(tab.locator(WRITER + " li.line.answer").filter(
             has_text="The editor replied: Observers too.")).to_be_visible()
         same_document(tab)
 
@@ -561,7 +562,7 @@ def test_what_users_wrote_is_shown_as_text(page: Page, server: LiveServer) -> No
     swaps in, and on the replay page; none of it runs."""
     run_id = start_from_form(page, server, XSS)
     mark_document(page)
-    expect(page.locator("#agent-writer li.line.prompt").first).to_contain_text(XSS)
+    expect(page.locator(WRITER + " li.line.prompt").first).to_contain_text(XSS)
     expect(gate_form(page)).to_be_visible()
     assert page.evaluate("typeof window.__pwned") == "undefined"
     expect(page.locator("#run-live img[src=x]")).to_have_count(0)
@@ -571,7 +572,7 @@ def test_what_users_wrote_is_shown_as_text(page: Page, server: LiveServer) -> No
     form.locator("textarea[name=text]").fill(XSS_REPLY)
     form.get_by_role("button", name="Send reply").click()
     expect(page.locator("#run-status-badge")).to_have_text("done")
-    expect(page.locator("#agent-writer li.line.answer").filter(has_text="The editor replied: " + XSS_REPLY)) \
+    expect(page.locator(WRITER + " li.line.answer").filter(has_text="The editor replied: " + XSS_REPLY)) \
         .to_be_visible()
     expect(page.locator("#run-output")).to_contain_text("<script>window.__pwned=1</script>")
     expect(page.locator("#run-live img")).to_have_count(0)
