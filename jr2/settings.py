@@ -100,9 +100,11 @@ JR2_WORKFLOWS = os.environ.get("JR2_WORKFLOWS", str(BASE_DIR / "workflows"))
 
 # Live pages and the API hear about each committed step through the channel layer (groups run-<id>, workflow-<name>):
 # in memory in the embedded default, Redis when REDIS_URL is set.
+# No client-side read timeout on Redis (redis-py 8 sets 5 s by default): the layer's receive blocks up to 5 s in
+# Redis itself (BZPOPMIN), and a client timing out first crashed idle pages' consumers and the run hubs' listeners.
 if os.environ.get("REDIS_URL"):
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [os.environ["REDIS_URL"]]}}}
+                                  "CONFIG": {"hosts": [{"address": os.environ["REDIS_URL"], "socket_timeout": None}]}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
