@@ -96,5 +96,12 @@ bench-console: install system-up
 bench-big: install system-up
 	$(BIN)/python -m bench.big_run
 
+# Load (docs/reliability.md, "Load"): 1,000 runs at once and 500 open run pages, on 2 `jr2 web` + 3 `jr2 worker`
+# (PostgreSQL and Redis from scripts/services) beside one `jr2 up`, in one table.
+.PHONY: bench-fleet
+bench-fleet: install system-test
+	mkdir -p bench/results
+	scripts/services run $(BIN)/python -m bench.fleet_load
+
 clean:
 	rm -rf $(VENV) $(NODE_DIR) db.sqlite3

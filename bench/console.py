@@ -66,6 +66,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The jr2 command under this interpreter, run from ROOT: this checkout's code (a venv's `jr2` script may import
+#: another checkout's, the one it was installed from).
+JR2 = [sys.executable, "-m", "jr2.cli"]
 RESULTS = Path(__file__).resolve().parent / "results" / "console.json"
 
 if str(ROOT) not in sys.path:  # `python bench/console.py` as well as `python -m bench.console`
@@ -398,6 +401,14 @@ def proc_rss_kib(pid: int) -> int:
     return 0
 
 
+def server_cpu_s(server: Server) -> float:
+    return sum(proc_cpu_s(pid) for pid in server.pids)
+
+
+def server_rss_kib(server: Server) -> int:
+    return sum(proc_rss_kib(pid) for pid in server.pids)
+
+
 # --diagnose: `jr2 up` started through this wrapper, which counts what the live consumers do (renders and their
 # time, calls of the consumer's sync function and their time, each `run.updated` handled from its arrival to its
 # send) and writes the counters to a file on SIGUSR1. Only for finding where the time goes; the reported numbers
@@ -475,7 +486,6 @@ class Server:
                         PYTHONUNBUFFERED="1", JR2_BENCH_STATS=str(tmp / "stats.json"),
                         JR2_BENCH_PROFILE="1" if profile else "0",
                         JR2_BENCH_NO_EXPIRY_SCAN="1" if no_expiry_scan else "0")
-        self.bin = Path(sys.executable).parent
         self.process: subprocess.Popen[bytes] | None = None
         self.log = tmp / "server.log"
         self.token = ""
@@ -487,16 +497,20 @@ class Server:
             raise WrongResult(f"manage.py {' '.join(args)} failed: {done.stderr[-2000:]}")
         return done.stdout
 
-    def start(self) -> None:
+    def prepare(self) -> None:
+        """Migrate the database, make the superuser `bench` (for the session cookie) and an API token."""
         self.manage("migrate", "--verbosity", "0")
         self.manage("shell", "-c", "from django.contrib.auth import get_user_model; "
                                    "get_user_model().objects.create_superuser('bench', '', 'bench-pw')")
-        token = subprocess.run([str(self.bin / "jr2"), "token", "create", "bench-api", "--create-user"], cwd=ROOT,
+        token = subprocess.run([*JR2, "token", "create", "bench-api", "--create-user"], cwd=ROOT,
                                env=self.env, capture_output=True, text=True, timeout=120)
         if token.returncode != 0 or not token.stdout.strip():
             raise WrongResult(f"jr2 token create failed: {token.stderr[-2000:]}")
         self.token = token.stdout.strip().splitlines()[-1]
-        command = ([sys.executable, "-c", DIAGNOSE_SERVER] if self.diagnose else [str(self.bin / "jr2"), "up"])
+
+    def start(self) -> None:
+        self.prepare()
+        command = ([sys.executable, "-c", DIAGNOSE_SERVER] if self.diagnose else [*JR2, "up"])
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen([*command, f"127.0.0.1:{self.port}"], cwd=ROOT, env=self.env, stdout=log,
                                             stderr=subprocess.STDOUT)
@@ -512,6 +526,16 @@ class Server:
     def pid(self) -> int:
         assert self.process is not None
         return self.process.pid
+
+    @property
+    def pids(self) -> list[int]:
+        """The server's processes, whose CPU and memory are counted (a fleet has several)."""
+        return [self.pid]
+
+    @property
+    def endpoints(self) -> list[Any]:
+        """Where pages open (anything with `port` and `url`): page i on endpoint i modulo their number."""
+        return [self]
 
     async def stats(self) -> dict[str, Any]:
         """--diagnose: the wrapper's counters so far."""
@@ -573,11 +597,21 @@ class Page:
     first: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-async def keep_page(server: Server, session: str, page: Page, stop: asyncio.Event) -> None:
-    """Open the run page's websocket as a browser does (its cookie, its Origin), read the whole view, then every
-    fragment until one says the run is done."""
+async def keep_page(server: Any, session: str, page: Page, stop: asyncio.Event,
+                    opening: asyncio.Semaphore | None = None) -> None:
+    """Open the run page's websocket on `server` (anything with `port` and `url`) as a browser does (its cookie, its
+    Origin), read the whole view, then every fragment until one says the run is done. With `opening`, at most that
+    many pages are opening at once (each holds it until its whole view is in)."""
     from websockets.asyncio.client import connect
     uri = f"ws://127.0.0.1:{server.port}/ws/runs/{page.run}/"
+    if opening is not None:
+        await opening.acquire()
+
+    def opened() -> None:
+        nonlocal opening
+        if opening is not None:
+            opening.release()
+            opening = None
     page.t_connect = time.time()
     try:
         async with connect(uri, additional_headers={"Cookie": f"sessionid={session}", "Origin": server.url},
@@ -594,6 +628,7 @@ async def keep_page(server: Server, session: str, page: Page, stop: asyncio.Even
                     page.first_ok = (status == "waiting" and 'id="run-turns-head"' in text
                                      and 'id="gate-writing.asking"' in text)
                     page.first.set()
+                    opened()
                 if status == "done":
                     page.done.set()
                     await stop.wait()
@@ -601,6 +636,7 @@ async def keep_page(server: Server, session: str, page: Page, stop: asyncio.Even
     except Exception as err:  # noqa: BLE001 - reported and checked below: every page must get its fragments
         page.error = f"{type(err).__name__}: {err}"
     finally:
+        opened()
         page.first.set()
         page.done.set()
 
@@ -653,20 +689,24 @@ async def live_round(server: Server, http: Any, session: str, runs: int, pages_n
     stop = asyncio.Event()
     pages = [Page(run_ids[i % len(run_ids)], i) for i in range(pages_n)]
     gc.collect()
-    rss0 = proc_rss_kib(server.pid)
-    cpu0, t0 = proc_cpu_s(server.pid), time.time()
-    tasks = [asyncio.create_task(keep_page(server, session, page, stop)) for page in pages]
+    rss0 = server_rss_kib(server)
+    cpu0, t0 = server_cpu_s(server), time.time()
+    endpoints = server.endpoints
+    limit = getattr(args, "open_at_once", 0)
+    opening = asyncio.Semaphore(limit) if limit else None
+    tasks = [asyncio.create_task(keep_page(endpoints[page.index % len(endpoints)], session, page, stop, opening))
+             for page in pages]
     try:
         await asyncio.wait_for(asyncio.gather(*(p.first.wait() for p in pages)), 300)
     except asyncio.TimeoutError:
         raise WrongResult(f"{sum(not p.first.is_set() for p in pages)} pages got no first message in 300 s") from None
     connect_s = max(p.t_first for p in pages) - t0
-    connect_cpu = proc_cpu_s(server.pid) - cpu0
+    connect_cpu = server_cpu_s(server) - cpu0
     bad = [p for p in pages if p.error or not p.first_ok]
     if bad:
         raise WrongResult(f"{len(bad)} pages did not open whole (waiting, its Gate, its Turns): "
                           f"{bad[0].error or bad[0].received[:1]}")
-    rss1 = proc_rss_kib(server.pid)
+    rss1 = server_rss_kib(server)
 
     await asyncio.sleep(args.settle)
     if any(len(p.received) != 1 for p in pages):
@@ -695,7 +735,7 @@ async def live_round(server: Server, http: Any, session: str, runs: int, pages_n
                               f"{timeout:.0f} s") from None
 
     before = await server.stats() if server.diagnose else None
-    cpu1, c1, w1 = proc_cpu_s(server.pid), time.process_time(), time.time()
+    cpu1, c1, w1 = server_cpu_s(server), time.process_time(), time.time()
     if mode == "one":
         for run_id in run_ids:
             await answer(run_id)
@@ -707,7 +747,7 @@ async def live_round(server: Server, http: Any, session: str, runs: int, pages_n
     else:
         await asyncio.gather(*(answer(run_id) for run_id in run_ids))
     await seen(pages)
-    answer_wall, answer_cpu = time.time() - w1, proc_cpu_s(server.pid) - cpu1
+    answer_wall, answer_cpu = time.time() - w1, server_cpu_s(server) - cpu1
     client_cpu = time.process_time() - c1
     diagnosed: dict[str, Any] = {}
     if before is not None:

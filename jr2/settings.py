@@ -58,11 +58,14 @@ TEMPLATES = [
 WSGI_APPLICATION = None
 ASGI_APPLICATION = "jr2.asgi.application"
 
-# DATABASE_URL (sqlite:///path, or postgres://... past one machine), else db.sqlite3 beside manage.py.
+# DATABASE_URL (sqlite:///path, or postgres://... past one machine), else db.sqlite3 beside manage.py. No persistent
+# connections (CONN_MAX_AGE 0), as Django says for ASGI: each request's database work runs on a thread of its own, so
+# a kept connection is never reused, only left open (PostgreSQL ran out of connections). A host's database thread
+# still keeps its one connection: nothing closes it between requests.
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{os.environ.get('JR2_SQLITE_PATH', BASE_DIR / 'db.sqlite3')}",
-        conn_max_age=None if os.environ.get("DATABASE_URL", "").startswith("postgres") else 0,
+        conn_max_age=0,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -97,9 +100,11 @@ JR2_WORKFLOWS = os.environ.get("JR2_WORKFLOWS", str(BASE_DIR / "workflows"))
 
 # Live pages and the API hear about each committed step through the channel layer (groups run-<id>, workflow-<name>):
 # in memory in the embedded default, Redis when REDIS_URL is set.
+# No client-side read timeout on Redis (redis-py 8 sets 5 s by default): the layer's receive blocks up to 5 s in
+# Redis itself (BZPOPMIN), and a client timing out first crashed idle pages' consumers and the run hubs' listeners.
 if os.environ.get("REDIS_URL"):
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [os.environ["REDIS_URL"]]}}}
+                                  "CONFIG": {"hosts": [{"address": os.environ["REDIS_URL"], "socket_timeout": None}]}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
