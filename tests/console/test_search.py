@@ -28,7 +28,9 @@ def client(observer: Any) -> Client:
     return signed_in
 
 
-def test_each_filter_and_its_exclusion_finds_the_right_runs(client: Client, runs: dict[str, str]) -> None:
+def test_each_filter_and_its_exclusion_finds_the_right_runs(client: Client,
+                                                           runs_with_code_review: dict[str, str]) -> None:
+    runs = runs_with_code_review
     notes_runs = {runs[k] for k in ("waiting", "done", "cancelled", "failed")}
     cases = {
         "event=reply": {runs["done"]},
