@@ -253,7 +253,7 @@ def test_runs_lists_a_table_and_json(live: LiveServer) -> None:
     assert {r["workflow"] for r in page["results"]} == {"triage"} and page["page"] == 1
     bad = live.jr2("runs", "--status", "sleeping")
     assert bad.returncode == 2
-    assert only_line(bad.stderr).startswith("jr2 runs: 400: unknown status sleeping (statuses: running, waiting, ")
+    assert only_line(bad.stderr).startswith("jr2 runs: 400: status: unknown status sleeping (statuses: running, waiting, ")
 
 
 def test_status_by_prefix_shows_state_gates_and_turns(live: LiveServer) -> None:
