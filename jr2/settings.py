@@ -21,6 +21,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "ninja",  # the API docs page from its own static files (no CDN, no inline script)
     "engine",
     "console",
 ]
