@@ -139,6 +139,9 @@ def test_the_live_document_is_the_one_the_fuzz_was_collected_from_and_has_no_dup
     for path, ops in live["paths"].items():
         for method, op in ops.items():
             assert op["responses"]["429"]["headers"]["Retry-After"]["required"], (method, path)
+    for name, declared in live["components"]["schemas"].items():
+        missing = set(declared.get("required", ())) - set(declared.get("properties", {}))
+        assert not missing, f"{name} requires {missing}, which it does not declare (an alias named two ways?)"
 
 
 # -- the database, before and after ----------------------------------------------------------------------------
