@@ -217,8 +217,12 @@ def test_fuzz(server: LiveServer, schema: Any, tokens: dict[str, str | None], kn
             if caller == "wrong" else caller
         headers = dict(case.headers or {})
         if who == "garbage":
-            headers["Authorization"] = data.draw(st.text(st.characters(min_codepoint=32, max_codepoint=255),
-                                                         max_size=80), label="garbage")
+            # Any header text (without the outer blanks HTTP clients refuse to send) but U+0085: daphne's HTTP
+            # parser (Twisted) takes it for a line break and answers 400 in HTML itself, before the request reaches
+            # jr2 (docs/reliability.md).
+            headers["Authorization"] = data.draw(st.text(st.characters(min_codepoint=32, max_codepoint=255,
+                                                                       exclude_characters="\x85"),
+                                                         max_size=80).map(str.strip), label="garbage")
         elif tokens[who] is not None:
             headers["Authorization"] = f"Bearer {tokens[who]}"
         before = quiet(db)
