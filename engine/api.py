@@ -291,6 +291,21 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> dict[str, Any
         "updated_at": r.updated_at.isoformat()} for r in rows]}
 
 
+# Registered before /runs/{run_id}: the URL patterns are tried in the order the paths were added, and
+# "import" is a run id as far as that pattern knows (POST /api/runs/import answered 405).
+@api.post("/runs/import", auth=WRITE, response={201: Created, **errors(400, 401, 403, 429)},
+          openapi_extra=_body(EXPORT_BODY),
+          summary="Import a run exported by GET /api/runs/<id>/export, read-only; a bad file changes nothing")
+def import_(request: HttpRequest) -> tuple[int, dict[str, Any]]:
+    from engine.exchange import ExchangeError, import_run
+    require(request, "start_run", "import runs")
+    try:
+        run = import_run(_json_body(request), user_id=request.user.pk)
+    except ExchangeError as err:
+        raise _Invalid(str(err), [{"field": "", "message": e} for e in err.errors]) from err
+    return 201, {"id": run.id, "workflow": run.workflow, "status": run.status, "url": f"/api/runs/{run.id}"}
+
+
 @api.get("/runs/{run_id}", auth=READ, response={200: RunOut, **errors(401, 404, 429)},
          openapi_extra=RATE_LIMITED, summary="One run: status, state, context, output, open Gates, Turns")
 def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
@@ -451,19 +466,6 @@ def export(request: HttpRequest, run_id: str) -> dict[str, Any]:
     from engine.exchange import export_run
     _run(run_id)
     return export_run(run_id)
-
-
-@api.post("/runs/import", auth=WRITE, response={201: Created, **errors(400, 401, 403, 429)},
-          openapi_extra=_body(EXPORT_BODY),
-          summary="Import a run exported by GET /api/runs/<id>/export, read-only; a bad file changes nothing")
-def import_(request: HttpRequest) -> tuple[int, dict[str, Any]]:
-    from engine.exchange import ExchangeError, import_run
-    require(request, "start_run", "import runs")
-    try:
-        run = import_run(_json_body(request), user_id=request.user.pk)
-    except ExchangeError as err:
-        raise _Invalid(str(err), [{"field": "", "message": e} for e in err.errors]) from err
-    return 201, {"id": run.id, "workflow": run.workflow, "status": run.status, "url": f"/api/runs/{run.id}"}
 
 
 # -- helpers --------------------------------------------------------------------------------------------------
