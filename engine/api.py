@@ -11,6 +11,7 @@ changes something, and on reads unless `JR2_OPEN_READS` is on. A token carries i
 """
 from __future__ import annotations
 
+import hmac
 import math
 from typing import Any
 
@@ -26,8 +27,10 @@ from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 from pydantic import Field, ValidationError
 
-from engine import __version__
+from engine import __version__, ratelimit
 from engine import search as run_search
+from engine.api_schemas import (RATE_LIMITED, Created, ExportOut, Forked, JournalOut, Outcome, RunOut, RunPage,
+                                TurnOut, WorkflowOut, errors)
 from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.registry import workflows
 from engine.runtime.host import HostError, NoHostAnswered, RunNotHosted, current_host
@@ -44,13 +47,35 @@ api = NinjaAPI(
 
 # -- auth --------------------------------------------------------------------------------------------------------
 
+class RateLimited(HttpError):
+    """Too many wrong tokens from one address: 429 with Retry-After."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(429, f"too many calls with a wrong API token from this address; try again in "
+                              f"{retry_after} s")
+        self.retry_after = retry_after
+
+
 class TokenAuth(HttpBearer):
-    """A bearer token from `jr2 token create`; the request acts as its user."""
+    """A bearer token from `jr2 token create`; the request acts as its user.
+
+    Tokens are stored as SHA-256 hashes (a token has 256 random bits, so a fast hash is enough); the record is found
+    by its prefix and the hashes are compared with `hmac.compare_digest`, in constant time. Wrong tokens are counted
+    per address (`JR2_RATE_TOKEN`, failures/seconds): past the limit every call with a token is refused with 429
+    until the window ends."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        record = ApiToken.objects.select_related("user").filter(key_hash=ApiToken.digest(token),
-                                                                revoked_at__isnull=True).first()
+        who = ratelimit.client_ip(request)
+        rate = getattr(settings, "JR2_RATE_TOKEN", "60/60")
+        wait = ratelimit.blocked("token", who, rate)
+        if wait:
+            raise RateLimited(wait)
+        digest = ApiToken.digest(token)
+        record = next((candidate for candidate in ApiToken.objects.select_related("user").filter(
+            prefix=token[:ApiToken.PREFIX_LENGTH], revoked_at__isnull=True)
+            if hmac.compare_digest(candidate.key_hash, digest)), None)
         if record is None or not record.user.is_active:
+            ratelimit.failed("token", who, rate)
             return None
         ApiToken.objects.filter(pk=record.pk).update(last_used_at=timezone.now())
         request.user = record.user
@@ -94,6 +119,13 @@ def _invalid(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
                                status=400)
 
 
+@api.exception_handler(RateLimited)
+def _rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
+    response = api.create_response(request, {"detail": str(exc)}, status=429)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
 @api.exception_handler(HostError)
 def _host_error(request: HttpRequest, exc: HostError) -> HttpResponse:
     status = 409 if isinstance(exc, RunNotHosted) else 503 if isinstance(exc, NoHostAnswered) else 400
@@ -116,38 +148,7 @@ def door_errors(err: ValidationError) -> tuple[str, list[dict[str, str]]]:
     return "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors
 
 
-# -- schemas --------------------------------------------------------------------------------------------------
-
-class Created(Schema):
-    id: str
-    workflow: str
-    status: str
-    url: str
-
-
-class Outcome(Schema):
-    outcome: str
-    run: str
-    status: str
-
-
-class RunRow(Schema):
-    id: str
-    workflow: str
-    status: str
-    scripted: bool
-    open_gates: int
-    reason: str
-    created_at: str
-    updated_at: str
-
-
-class RunPage(Schema):
-    count: int
-    page: int
-    pages: int
-    results: list[RunRow]
-
+# -- schemas (the response bodies are in engine/api_schemas.py) --------------------------------------------------------------------------------------------------
 
 class RunFilters(Schema):
     """The search's filters (engine/search.py reads them from the query; they are listed here for the OpenAPI
@@ -176,6 +177,20 @@ class RunFilters(Schema):
     page_size: int = 50
 
 
+#: The request bodies, read by the views themselves (a door is the workflow's own model; a Gate answer is checked
+#: by the engine), declared for the document.
+DOOR_BODY = {"type": "object", "description": "the workflow's door input (GET /api/workflows/{name} gives its JSON "
+                                              "schema); empty for a workflow without a door"}
+EXPORT_BODY = {"type": "object", "description": "a run as GET /api/runs/{run_id}/export gives it (format jr2.run)"}
+GATE_BODY = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}},
+             "description": "the event's name in `type`, its input beside it"}
+
+
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"requestBody": {"required": False, "content": {"application/json": {"schema": schema}}},
+            **RATE_LIMITED}
+
+
 # -- workflows ------------------------------------------------------------------------------------------------
 
 def _workflow_json(name: str, loaded: Any, live: int = 0, detail: bool = False) -> dict[str, Any]:
@@ -196,7 +211,9 @@ def _workflow_json(name: str, loaded: Any, live: int = 0, detail: bool = False) 
     return data
 
 
-@api.get("/workflows", auth=READ, summary="Every workflow, with its seats and warnings; failed files too")
+@api.get("/workflows", auth=READ, response={200: list[WorkflowOut], **errors(401, 429)},
+         exclude_unset=True, openapi_extra=RATE_LIMITED,
+         summary="Every workflow, with its seats and warnings; failed files too")
 def list_workflows(request: HttpRequest) -> list[dict[str, Any]]:
     found = workflows()
     live = {row["workflow"]: row["n"] for row in
@@ -204,7 +221,8 @@ def list_workflows(request: HttpRequest) -> list[dict[str, Any]]:
     return [_workflow_json(f.name, f, live.get(f.name, 0)) for f in found.files if f.is_workflow]
 
 
-@api.get("/workflows/{name}", auth=READ, summary="One workflow: door schema, Menus, seats, warnings")
+@api.get("/workflows/{name}", auth=READ, response={200: WorkflowOut, **errors(401, 404, 429)},
+         exclude_unset=True, openapi_extra=RATE_LIMITED, summary="One workflow: door schema, Menus, seats, warnings")
 def get_workflow(request: HttpRequest, name: str) -> dict[str, Any]:
     loaded = workflows().find(name)
     if loaded is None:
@@ -212,7 +230,8 @@ def get_workflow(request: HttpRequest, name: str) -> dict[str, Any]:
     return _workflow_json(name, loaded, Run.objects.filter(workflow=name, status__in=Run.LIVE).count(), True)
 
 
-@api.post("/workflows/{name}/runs", auth=WRITE, response={201: Created},
+@api.post("/workflows/{name}/runs", auth=WRITE,
+          response={201: Created, **errors(400, 401, 403, 404, 409, 429, 503)}, openapi_extra=_body(DOOR_BODY),
           summary="Start a run; the body is the door input")
 async def start_run(request: HttpRequest, name: str) -> tuple[int, dict[str, Any]]:
     await sync_to_async(require)(request, "start_run", "start runs")
@@ -246,12 +265,13 @@ def _invalid_input(request: HttpRequest, exc: _Invalid) -> HttpResponse:
 
 # -- runs -----------------------------------------------------------------------------------------------------
 
-@api.get("/runs", auth=READ, response=RunPage,
+@api.get("/runs", auth=READ, response={200: RunPage, **errors(400, 401, 429)}, openapi_extra=RATE_LIMITED,
          summary="Runs, newest first, searched on the server: ?workflow=, ?status=, ?in= (state now), ?passed= "
                  "(state passed through), ?event= (taken), ?agent=, ?gate= (waiting at), ?text= (in the input or "
                  "output), each comma-separated (any of) with a not_ twin (none of); ?after=, ?before= (start time, "
                  "ISO); ?prefix= (4+ characters of an id), ?page=, ?page_size=")
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> dict[str, Any]:
+    _known_query(request, [field.alias or name for name, field in RunFilters.model_fields.items()])
     search = run_search.parse(request.GET)
     if search.errors:
         raise HttpError(400, "; ".join(search.errors))
@@ -271,7 +291,23 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> dict[str, Any
         "updated_at": r.updated_at.isoformat()} for r in rows]}
 
 
-@api.get("/runs/{run_id}", auth=READ, summary="One run: status, state, context, output, open Gates, Turns")
+# Registered before /runs/{run_id}: the URL patterns are tried in the order the paths were added, and
+# "import" is a run id as far as that pattern knows (POST /api/runs/import answered 405).
+@api.post("/runs/import", auth=WRITE, response={201: Created, **errors(400, 401, 403, 429)},
+          openapi_extra=_body(EXPORT_BODY),
+          summary="Import a run exported by GET /api/runs/<id>/export, read-only; a bad file changes nothing")
+def import_(request: HttpRequest) -> tuple[int, dict[str, Any]]:
+    from engine.exchange import ExchangeError, import_run
+    require(request, "start_run", "import runs")
+    try:
+        run = import_run(_json_body(request), user_id=request.user.pk)
+    except ExchangeError as err:
+        raise _Invalid(str(err), [{"field": "", "message": e} for e in err.errors]) from err
+    return 201, {"id": run.id, "workflow": run.workflow, "status": run.status, "url": f"/api/runs/{run.id}"}
+
+
+@api.get("/runs/{run_id}", auth=READ, response={200: RunOut, **errors(401, 404, 429)},
+         openapi_extra=RATE_LIMITED, summary="One run: status, state, context, output, open Gates, Turns")
 def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     run = _run(run_id)
     view = run.view or {}
@@ -295,7 +331,8 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
             "created_at": run.created_at.isoformat(), "updated_at": run.updated_at.isoformat()}
 
 
-@api.get("/runs/{run_id}/turns", auth=READ, summary="The run's Turns: conversations, model calls, usage")
+@api.get("/runs/{run_id}/turns", auth=READ, response={200: list[TurnOut], **errors(401, 404, 429)},
+         openapi_extra=RATE_LIMITED, summary="The run's Turns: conversations, model calls, usage")
 def get_turns(request: HttpRequest, run_id: str) -> list[dict[str, Any]]:
     run = _run(run_id)
     messages: dict[int, list[dict[str, Any]]] = {}
@@ -323,8 +360,10 @@ def get_turns(request: HttpRequest, run_id: str) -> list[dict[str, Any]]:
             for t in TurnRecord.objects.filter(run=run).order_by("started_at", "id")]
 
 
-@api.get("/runs/{run_id}/journal", auth=READ, summary="The run's journal: every input, in order")
+@api.get("/runs/{run_id}/journal", auth=READ, response={200: JournalOut, **errors(400, 401, 404, 429)},
+         openapi_extra=RATE_LIMITED, summary="The run's journal: every input, in order")
 def get_journal(request: HttpRequest, run_id: str, after: int = 0, limit: int = 1000) -> dict[str, Any]:
+    _known_query(request, ("after", "limit"))
     run = _run(run_id)
     entries = JournalEntry.objects.filter(run=run, seq__gt=after).order_by("seq")[:min(max(limit, 1), 10000)]
     return {"run": run.id, "workflow": run.workflow, "digest": run.digest, "seq": run.seq,
@@ -332,7 +371,8 @@ def get_journal(request: HttpRequest, run_id: str, after: int = 0, limit: int = 
                         for e in entries]}
 
 
-@api.post("/runs/{run_id}/gates/{path:gate}/events", auth=WRITE, response={200: Outcome},
+@api.post("/runs/{run_id}/gates/{path:gate}/events", auth=WRITE,
+          response={200: Outcome, **errors(400, 401, 403, 404, 409, 429, 503)}, openapi_extra=_body(GATE_BODY),
           summary='Answer an open Gate: the body is {"type": <event>, ...its input}')
 async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str, Any]:
     await sync_to_async(require)(request, "answer_gate", "answer Gates")
@@ -372,7 +412,8 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
     return {"outcome": delivery.outcome, "run": run_id, "status": status}
 
 
-@api.post("/runs/{run_id}/cancel", auth=WRITE, response={200: Outcome}, summary="Cancel a run")
+@api.post("/runs/{run_id}/cancel", auth=WRITE, response={200: Outcome, **errors(401, 403, 404, 409, 429, 503)},
+          openapi_extra=RATE_LIMITED, summary="Cancel a run")
 async def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     await sync_to_async(require)(request, "cancel_run", "cancel runs")
     run = await sync_to_async(_run)(run_id)
@@ -402,16 +443,8 @@ class ForkBody(Schema):
     answer: GateAnswer | None = None
 
 
-class Forked(Schema):
-    id: str
-    workflow: str
-    status: str
-    parent: str
-    parent_step: int
-    url: str
-
-
-@api.post("/runs/{run_id}/fork", auth=WRITE, response={201: Forked},
+@api.post("/runs/{run_id}/fork", auth=WRITE,
+          response={201: Forked, **errors(400, 401, 403, 404, 409, 429, 503)}, openapi_extra=RATE_LIMITED,
           summary="Fork a run from a step: a new run from the Session it had after that journal entry, with its "
                   "context edited or a Gate answered differently; the run itself never changes")
 async def fork_run(request: HttpRequest, run_id: str, body: ForkBody) -> tuple[int, dict[str, Any]]:
@@ -425,25 +458,14 @@ async def fork_run(request: HttpRequest, run_id: str, body: ForkBody) -> tuple[i
                  "parent_step": body.step, "url": f"/api/runs/{fork_id}"}
 
 
-@api.get("/runs/{run_id}/export", auth=READ,
+@api.get("/runs/{run_id}/export", auth=READ, response={200: ExportOut, **errors(401, 404, 429)},
+         openapi_extra=RATE_LIMITED,
          summary="The run as one JSON file (format jr2.run, version 1): journal, snapshots, Turns, messages, model "
                  "calls, Effects")
 def export(request: HttpRequest, run_id: str) -> dict[str, Any]:
     from engine.exchange import export_run
     _run(run_id)
     return export_run(run_id)
-
-
-@api.post("/runs/import", auth=WRITE, response={201: Created},
-          summary="Import a run exported by GET /api/runs/<id>/export, read-only; a bad file changes nothing")
-def import_(request: HttpRequest) -> tuple[int, dict[str, Any]]:
-    from engine.exchange import ExchangeError, import_run
-    require(request, "start_run", "import runs")
-    try:
-        run = import_run(_json_body(request), user_id=request.user.pk)
-    except ExchangeError as err:
-        raise _Invalid(str(err), [{"field": "", "message": e} for e in err.errors]) from err
-    return 201, {"id": run.id, "workflow": run.workflow, "status": run.status, "url": f"/api/runs/{run.id}"}
 
 
 # -- helpers --------------------------------------------------------------------------------------------------
@@ -458,6 +480,19 @@ def _run(run_id: str) -> Run:
     if run is None:
         raise HttpError(404, f"no run {run_id!r}")
     return run
+
+
+def _known_query(request: HttpRequest, known: Any) -> None:
+    """A query parameter the operation does not read is a mistake (a typo filters nothing), and so is one given
+    twice (which would count?): say which."""
+    unknown = sorted(set(request.GET) - set(known))
+    if unknown:
+        raise HttpError(400, f"unknown query parameter {', '.join(repr(u) for u in unknown)} (this call reads: "
+                             f"{', '.join(known)})")
+    repeated = sorted(name for name, values in request.GET.lists() if len(values) > 1)
+    if repeated:
+        raise HttpError(400, f"query parameter {', '.join(repr(r) for r in repeated)} given more than once; give "
+                             "each at most once (statuses go comma-separated in one `status`)")
 
 
 def _answered(run: Run, gate: str) -> bool:

@@ -254,6 +254,8 @@ class ApiToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     PREFIX = "jr2_"
+    #: How many characters of a key are kept (`prefix`) to find its record.
+    PREFIX_LENGTH = 10
 
     class Meta:
         ordering = ["-created_at"]
@@ -269,7 +271,7 @@ class ApiToken(models.Model):
     def issue(cls, user: object, name: str = "") -> tuple[ApiToken, str]:
         """A new token for `user`: the record and the key, which is shown once and never stored."""
         key = cls.PREFIX + secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, prefix=key[:10], key_hash=cls.digest(key))
+        token = cls.objects.create(user=user, name=name, prefix=key[:cls.PREFIX_LENGTH], key_hash=cls.digest(key))
         return token, key
 
 

@@ -21,6 +21,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "ninja",  # the API docs page from its own static files (no CDN, no inline script)
     "engine",
     "console",
 ]
@@ -28,6 +29,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "engine.middleware.ApiJsonErrors",
     "django.middleware.security.SecurityMiddleware",
+    "engine.middleware.ContentSecurityPolicy",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -156,3 +158,22 @@ JR2_WORKSPACE_ROOT = os.environ.get("JR2_WORKSPACE_ROOT") or str(
 JR2_WORKSPACE_LIMITS = _env_json("JR2_WORKSPACE_LIMITS", {})
 # The JSON API: reads need a token too unless this is "1".
 JR2_OPEN_READS = os.environ.get("JR2_OPEN_READS", "") == "1"
+
+# Security (docs/reliability.md, "Security"). The Content-Security-Policy of every page (engine/middleware.py):
+# no inline script, no eval; "" sends none.
+JR2_CSP = os.environ.get("JR2_CSP", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+                                    "form-action 'self'; frame-ancestors 'none'")
+# Failed logins (per address and per username) and wrong API tokens (per address): '<failures>/<seconds>', then
+# 429 with Retry-After until the window ends (engine/ratelimit.py). Behind a proxy, the client's address is the last
+# one of X-Forwarded-For (JR2_BEHIND_PROXY=1, which also trusts X-Forwarded-Proto for HTTPS).
+JR2_RATE_LOGIN = os.environ.get("JR2_RATE_LOGIN", "10/300")
+JR2_RATE_TOKEN = os.environ.get("JR2_RATE_TOKEN", "60/60")
+JR2_BEHIND_PROXY = os.environ.get("JR2_BEHIND_PROXY", "") == "1"
+# The limiter counts in the cache: shared through Redis when REDIS_URL is set (a fleet of web processes must share
+# it), else in this process's memory.
+if os.environ.get("REDIS_URL"):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": os.environ["REDIS_URL"]}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

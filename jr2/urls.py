@@ -5,6 +5,7 @@ from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
+from console.login import LoginView
 from engine.api import api
 
 
@@ -19,6 +20,7 @@ urlpatterns = [
     path("api/", api.urls),
     re_path(r"^api/", api_not_found),
     path("admin/", admin.site.urls),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("console.urls")),
 ]

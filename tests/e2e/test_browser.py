@@ -172,7 +172,9 @@ def settled(tab: Page, quiet_ms: int = 300) -> None:
     A live update replaces the Gate and seat regions whole, forms included: a click that lands while they are being
     swapped is lost and text typed before it is wiped (a known defect of the live page). A person reads the page
     before acting; the tests wait for it to be quiet the same way."""
-    tab.wait_for_function(f"window.__ws.opens > 0 && performance.now() - window.__ws.last > {quiet_ms}")
+    # A function, not an expression: Playwright evals an expression inside the page, which the CSP forbids.
+    tab.wait_for_function("quiet => window.__ws.opens > 0 && performance.now() - window.__ws.last > quiet",
+                          arg=quiet_ms)
 
 
 def start_from_form(tab: Page, server: LiveServer, changes: str, play: str | None = None) -> str:
