@@ -1,0 +1,183 @@
+"""A real model, offline: a run driven end to end through the Host against llama.cpp's server running
+SmolLM2-135M-Instruct (tests/llama_server.py, `local/smollm2`).
+
+Nothing is scripted on the model's side: the Turn loop sends real requests through the `openai` SDK, the server's
+grammar writes each call's arguments to its Menu schema, the calls become picks, the answers go back to the model
+as the user's text (`JR2_LOCAL_TOOL_RESULTS=user`), and a scripted Gate answerer (the editor) replies through
+`Host.deliver` when the Gate opens. The Turn is recorded like any other: requests, responses, tokens, latency.
+
+The workflow is `notes` with one change, `ask` allowed only until the editor has replied, so each state of the
+writer's Turn has exactly one Allowed pick, which the provider names in `tool_choice` (`JR2_LOCAL_TOOL_CHOICE=
+allowed`). Why not `notes` itself: after the editor's reply `notes` allows both `ask` and `done`, and the 135M
+model, choosing the tool under the server's grammar at temperature 0, asks again every time (4 of 4 phrasings of
+the reply tried, including "No more questions: call done now"), so a run of `notes` never ends on it. Its strings
+have `max_length`s, which the grammar also enforces, so the model cannot ramble until the context is full.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+from pydantic import BaseModel, Field
+
+from engine import agent, answer, assign, define_event, fail, jr2_setup
+from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
+from engine.providers import reset_providers
+from engine.runtime.host import Host
+from engine.workflow import Machine
+from tests.llama_server import MODEL, PROVIDER_SETTINGS, LlamaServer
+from tests.runtime.hosting import hosted, status, until
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+DOOR = {"changes": "Faster start-up.\nA new export button."}
+REPLY = "Admins of small teams; lead with the export button."
+
+
+class AskInput(BaseModel):
+    question: str = Field(description="One question for the editor.", max_length=160)
+
+
+class DoneInput(BaseModel):
+    notes: str = Field(description="The release notes, in Markdown.", max_length=400)
+
+
+class ReplyInput(BaseModel):
+    text: str = Field(description="The answer, in prose.")
+
+
+class Door(BaseModel):
+    changes: str = Field(description="The changes in this release, one on each line.")
+
+
+def notes_once() -> Machine:
+    """workflows/notes.py with `ask` allowed only before the editor's reply (see the module's docstring)."""
+    ask = define_event(name="ask", input=AskInput, description="Ask the editor one question.")
+    done = define_event(name="done", input=DoneInput, description="Call this once, with the finished notes.")
+    reply = define_event(name="reply", input=ReplyInput, description="Answer the writer's question.")
+    return jr2_setup(events=[ask, done, reply], actors={
+        "writer": agent(model=f"local/{MODEL}", instructions="You write short release notes. Ask the editor one "
+                        "question, then finish.", dials={"temperature": 0, "max_tokens": 256}),
+        "fail": fail(),
+    }).create_machine({
+        "id": "notes_once",
+        "input": Door,
+        "context": lambda input: {"changes": input.changes, "replies": 0},
+        "on": {"agent.fault": ".failed"},
+        "initial": "writing",
+        "states": {
+            "writing": {
+                "invoke": {"src": "writer", "input": lambda context: {
+                    "prompt": "Write the release notes for these changes:\n" + context["changes"]}},
+                "on": {"done": {"guard": lambda context: context["replies"] > 0, "target": "published",
+                                "actions": assign(notes=lambda event: event.notes)}},
+                "initial": "drafting",
+                "states": {
+                    "drafting": {"on": {"ask": {"guard": lambda context: context["replies"] == 0,
+                                                "target": "asking",
+                                                "actions": assign(question=lambda event: event.question)}}},
+                    "asking": {
+                        "invoke": {"src": "gate", "input": lambda context: {"meta": {"question": context["question"]}}},
+                        "on": {"reply": {"target": "drafting", "actions": [
+                            assign(replies=lambda context: context["replies"] + 1),
+                            answer(lambda event: "The editor replied: " + event.text),
+                        ]}},
+                    },
+                },
+            },
+            "published": {"type": "final"},
+            "failed": {"invoke": {"src": "fail", "input": lambda event: {
+                "reason": "the Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
+        },
+        "output": lambda context: {"notes": context.get("notes", "")},
+    })
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """One llama.cpp server for the module (loading the model takes a few seconds)."""
+    with LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log") as server:
+        yield server
+
+
+@pytest.fixture
+def on_llama(llama: LlamaServer, settings: Any) -> Iterator[LlamaServer]:
+    """The local provider pointed at the server, told how to talk to it; no scripted stand-ins."""
+    settings.JR2_SCRIPTED = False
+    settings.JR2_LOCAL_BASE_URL = llama.base_url
+    settings.JR2_PROVIDER_MAX_RETRIES = 0
+    settings.JR2_PROVIDER_TIMEOUT = 120.0
+    for name, value in PROVIDER_SETTINGS.items():
+        setattr(settings, name, value)
+    reset_providers()
+    try:
+        yield llama
+    finally:
+        reset_providers()
+
+
+def records(run_id: str) -> dict[str, Any]:
+    return {
+        "run": Run.objects.get(id=run_id),
+        "journal": [e.entry for e in JournalEntry.objects.filter(run_id=run_id).order_by("seq")],
+        "turns": list(TurnRecord.objects.filter(run_id=run_id).order_by("started_at", "id")),
+        "calls": list(ModelCall.objects.filter(run_id=run_id).order_by("seq")),
+        "messages": list(TurnMessage.objects.filter(run_id=run_id).order_by("id")),
+    }
+
+
+def test_a_real_model_walks_the_machine_to_its_final_state(on_llama: LlamaServer) -> None:
+    found: dict[str, Any] = {}
+
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("notes_once", DOOR)
+        run = await until(host, status(run_id, "waiting", "failed"), timeout=120)
+        assert run.status == "waiting", run.reason
+        [gate] = run.view["gates"]
+        found["question"] = gate["meta"]["question"]
+        delivery = await host.deliver(run_id, "gate", gate=gate["id"], event="reply", params={"text": REPLY})
+        assert delivery.outcome == "delivered"
+        await until(host, status(run_id, "done", "failed"), timeout=120)
+        found.update(await host.db(records, run_id))
+    hosted({"notes_once": notes_once()}, body, owner="local-model-test")
+
+    run, journal, calls, messages = found["run"], found["journal"], found["calls"], found["messages"]
+    assert (run.status, run.reason) == ("done", "")
+    assert isinstance(run.output["notes"], str) and len(run.output["notes"]) <= 400
+
+    # the model's two calls were the picks, with arguments that fit the Menu's schemas
+    picks = [(e["agent"], e["event"], e["params"]) for e in journal if e["kind"] == "pick"]
+    assert picks == [("writer", "ask", {"question": found["question"]}),
+                     ("writer", "done", {"notes": run.output["notes"]})]
+    assert 0 < len(found["question"]) <= 160
+    assert [e["kind"] for e in journal if e["kind"] != "advance"] == ["start", "pick", "gate", "pick"]
+
+    # the Turn and its model calls are recorded like any other; a `done` whose arguments were not JSON (the
+    # grammar keeps to the schema's shape, but this server's JSON grammar lets raw control characters into strings)
+    # was refused back to the model, which then called it again
+    [turn] = found["turns"]
+    assert (turn.model, turn.declared_model, turn.scripted, turn.status) == (f"local/{MODEL}", f"local/{MODEL}",
+                                                                             False, "ended")
+    assert all(c.status == "done" and c.stop_reason == "tool_use" for c in calls)
+    assert [[t["name"] for t in c.tool_calls] for c in calls] == [["ask"]] + [["done"]] * (len(calls) - 1)
+    assert all(t["error"] for c in calls[1:-1] for t in c.tool_calls) and not calls[-1].tool_calls[0]["error"]
+    for call in calls:
+        assert call.model == f"local/{MODEL}" and not call.scripted and call.error == ""
+        assert call.input_tokens > 0 and call.output_tokens > 0 and call.latency_ms and call.latency_ms > 0
+        assert call.request["dials"] == {"temperature": 0, "max_tokens": 256}
+        assert call.response["object"] == "chat.completion" and call.response["model"]
+    assert calls[1].input_tokens > calls[0].input_tokens  # it was sent the answer too
+    assert (turn.input_tokens, turn.output_tokens) == (sum(c.input_tokens for c in calls),
+                                                       sum(c.output_tokens for c in calls))
+
+    # what went back to the model: the editor's reply, then each refusal, each with the Allowed picks read after it;
+    # every request was sent the whole conversation before it
+    kinds = [m.kind for m in messages]
+    assert kinds == ["prompt", "reply", "tool_result"] + ["reply", "refusal"] * (len(calls) - 2) + ["reply",
+                                                                                                 "tool_result"]
+    assert [c.messages for c in calls] == [1 + 2 * i for i in range(len(calls))]
+    assert messages[2].content[0]["content"] == f"The editor replied: {REPLY}\n\nAllowed picks now: done."
+    for refusal in messages[4:-2:2]:
+        [block] = refusal.content
+        assert block["is_error"] and block["content"].startswith('the arguments of "done" are not a JSON object')
+        assert block["content"].endswith("Allowed picks now: done.")
