@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,12 @@ class LlamaServer:
     def start(self, timeout: float = 120.0) -> LlamaServer:
         """Start the server and wait until it lists the model; a server that exits or stays silent is an error
         that shows its log."""
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", self.port))
+            except OSError as err:
+                raise RuntimeError(f"port {self.port} is taken ({err.strerror}): stop what listens there, or choose "
+                                   "another port") from None
         out = open(self.log, "wb") if self.log is not None else subprocess.DEVNULL
         began = time.perf_counter()
         try:
@@ -122,7 +129,7 @@ class LlamaServer:
         return self.log.read_text(errors="replace")[-4000:]
 
     def __enter__(self) -> LlamaServer:
-        return self.start()
+        return self if self.process is not None else self.start()
 
     def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
                  ) -> None:
@@ -138,8 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to run beside the server after --, e.g. -- jr2 up")
-    server = LlamaServer(port=args.port, threads=args.threads)
-    print(f"llama_cpp.server: {gguf_path().name} as {MODEL!r} on {server.base_url} ...", flush=True)
+    log = Path(tempfile.mkdtemp(prefix="jr2-llama-")) / "server.log"
+    server = LlamaServer(port=args.port, threads=args.threads, log=log)
+    print(f"llama_cpp.server: {gguf_path().name} as {MODEL!r} on {server.base_url} (log: {log}) ...", flush=True)
+    try:
+        server.start()
+    except RuntimeError as err:
+        print(f"python -m tests.llama_server: {err}", file=sys.stderr)
+        return 1
     with server:
         print(f"llama_cpp.server: ready in {server.started_s:.1f} s", flush=True)
         env = {**os.environ, **PROVIDER_SETTINGS, "JR2_LOCAL_BASE_URL": server.base_url}

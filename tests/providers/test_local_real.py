@@ -6,91 +6,23 @@ grammar writes each call's arguments to its Menu schema, the calls become picks,
 as the user's text (`JR2_LOCAL_TOOL_RESULTS=user`), and a scripted Gate answerer (the editor) replies through
 `Host.deliver` when the Gate opens. The Turn is recorded like any other: requests, responses, tokens, latency.
 
-The workflow is `notes` with one change, `ask` allowed only until the editor has replied, so each state of the
-writer's Turn has exactly one Allowed pick, which the provider names in `tool_choice` (`JR2_LOCAL_TOOL_CHOICE=
-allowed`). Why not `notes` itself: after the editor's reply `notes` allows both `ask` and `done`, and the 135M
-model, choosing the tool under the server's grammar at temperature 0, asks again every time (4 of 4 phrasings of
-the reply tried, including "No more questions: call done now"), so a run of `notes` never ends on it. Its strings
-have `max_length`s, which the grammar also enforces, so the model cannot ramble until the context is full.
+The workflow is tests/local_workflow.py's `notes_once` (`notes` with `ask` allowed only until the editor has
+replied; that module says why not `notes` itself).
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
 import pytest
-from pydantic import BaseModel, Field
 
-from engine import agent, answer, assign, define_event, fail, jr2_setup
 from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.providers import reset_providers
 from engine.runtime.host import Host
-from engine.workflow import Machine
 from tests.llama_server import MODEL, PROVIDER_SETTINGS, LlamaServer
+from tests.local_workflow import DIALS, DOOR, REPLY, notes_once
 from tests.runtime.hosting import hosted, status, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-DOOR = {"changes": "Faster start-up.\nA new export button."}
-REPLY = "Admins of small teams; lead with the export button."
-
-
-class AskInput(BaseModel):
-    question: str = Field(description="One question for the editor.", max_length=160)
-
-
-class DoneInput(BaseModel):
-    notes: str = Field(description="The release notes, in Markdown.", max_length=400)
-
-
-class ReplyInput(BaseModel):
-    text: str = Field(description="The answer, in prose.")
-
-
-class Door(BaseModel):
-    changes: str = Field(description="The changes in this release, one on each line.")
-
-
-def notes_once() -> Machine:
-    """workflows/notes.py with `ask` allowed only before the editor's reply (see the module's docstring)."""
-    ask = define_event(name="ask", input=AskInput, description="Ask the editor one question.")
-    done = define_event(name="done", input=DoneInput, description="Call this once, with the finished notes.")
-    reply = define_event(name="reply", input=ReplyInput, description="Answer the writer's question.")
-    return jr2_setup(events=[ask, done, reply], actors={
-        "writer": agent(model=f"local/{MODEL}", instructions="You write short release notes. Ask the editor one "
-                        "question, then finish.", dials={"temperature": 0, "max_tokens": 256}),
-        "fail": fail(),
-    }).create_machine({
-        "id": "notes_once",
-        "input": Door,
-        "context": lambda input: {"changes": input.changes, "replies": 0},
-        "on": {"agent.fault": ".failed"},
-        "initial": "writing",
-        "states": {
-            "writing": {
-                "invoke": {"src": "writer", "input": lambda context: {
-                    "prompt": "Write the release notes for these changes:\n" + context["changes"]}},
-                "on": {"done": {"guard": lambda context: context["replies"] > 0, "target": "published",
-                                "actions": assign(notes=lambda event: event.notes)}},
-                "initial": "drafting",
-                "states": {
-                    "drafting": {"on": {"ask": {"guard": lambda context: context["replies"] == 0,
-                                                "target": "asking",
-                                                "actions": assign(question=lambda event: event.question)}}},
-                    "asking": {
-                        "invoke": {"src": "gate", "input": lambda context: {"meta": {"question": context["question"]}}},
-                        "on": {"reply": {"target": "drafting", "actions": [
-                            assign(replies=lambda context: context["replies"] + 1),
-                            answer(lambda event: "The editor replied: " + event.text),
-                        ]}},
-                    },
-                },
-            },
-            "published": {"type": "final"},
-            "failed": {"invoke": {"src": "fail", "input": lambda event: {
-                "reason": "the Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
-        },
-        "output": lambda context: {"notes": context.get("notes", "")},
-    })
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +96,7 @@ def test_a_real_model_walks_the_machine_to_its_final_state(on_llama: LlamaServer
     for call in calls:
         assert call.model == f"local/{MODEL}" and not call.scripted and call.error == ""
         assert call.input_tokens > 0 and call.output_tokens > 0 and call.latency_ms and call.latency_ms > 0
-        assert call.request["dials"] == {"temperature": 0, "max_tokens": 256}
+        assert call.request["dials"] == DIALS
         assert call.response["object"] == "chat.completion" and call.response["model"]
     assert calls[1].input_tokens > calls[0].input_tokens  # it was sent the answer too
     assert (turn.input_tokens, turn.output_tokens) == (sum(c.input_tokens for c in calls),
