@@ -192,7 +192,7 @@ def _reply(completion: Any, base_url: str) -> ModelReply:
             calls.append(ToolCall(id=call_id, name=str(getattr(call, "type", "")), arguments=None,
                                   error="only function tool calls can be picks"))
             continue
-        arguments, raw, error = parse_arguments(function.arguments if function.arguments is not None else "")
+        arguments, raw, error = _arguments(function.arguments if function.arguments is not None else "")
         calls.append(ToolCall(id=call_id, name=function.name, arguments=arguments, raw=raw, error=error))
     text = message.content or ""
     stop_reason = FINISH_REASONS.get(str(choice.finish_reason), str(choice.finish_reason or ""))
@@ -210,6 +210,21 @@ def _reply(completion: Any, base_url: str) -> ModelReply:
         model=str(completion.model or ""),
         response=completion.model_dump(mode="json", warnings=False),
     )
+
+
+def _arguments(text: Any) -> tuple[dict[str, Any] | None, str, str | None]:
+    """`parse_arguments`, except that raw control characters inside JSON strings (a newline, a tab) are read as
+    themselves: llama-cpp-python's JSON-schema grammar lets them into strings, and what they mean is plain, so a
+    call is not refused for them. Anything else that is not a JSON object is still refused."""
+    arguments, raw, error = parse_arguments(text)
+    if error is not None and isinstance(text, str):
+        try:
+            value = json.loads(text, strict=False)
+        except json.JSONDecodeError:
+            return arguments, raw, error
+        if isinstance(value, dict):
+            return value, raw, None
+    return arguments, raw, error
 
 
 @contextlib.contextmanager

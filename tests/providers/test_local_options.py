@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from engine.providers import DEFAULT_PROVIDERS, ProviderError, aclose_all, provider_for, reset_providers
 from engine.providers.base import ModelRequest, TurnView
 from engine.runtime.players import check_model_overrides, model_overrides, player_for
-from tests.fakes.model_server import ModelServer, text
+from tests.fakes.model_server import ModelServer, text, tool_call
 from tests.providers import test_contract as contract
 
 MODEL = "local/qwen3-8b"
@@ -84,6 +84,17 @@ async def test_tool_results_as_user_text_name_their_call(server: ModelServer, se
                                     "Formal, please.\n\nAllowed picks now: ask, done."},
     ]
     assert not any(m["role"] == "tool" for m in body["messages"])
+
+
+@pytest.mark.anyio
+async def test_raw_control_characters_in_argument_strings_are_read_as_themselves(server: ModelServer) -> None:
+    """llama-cpp-python's JSON-schema grammar lets a raw newline into a string; strict JSON refuses it."""
+    raw = '{ "notes": "## New\n- faster\tstart" }'
+    server.queue(tool_call("done", raw=raw, id="call_1"), tool_call("done", raw='{"notes": "a\nb"', id="call_2"))
+    (call,) = (await provider_for(MODEL).complete(request(("done",)))).tool_calls
+    assert (call.arguments, call.raw, call.error) == ({"notes": "## New\n- faster\tstart"}, raw, None)
+    (broken,) = (await provider_for(MODEL).complete(request(("done",)))).tool_calls
+    assert broken.arguments is None and broken.error is not None and broken.error.startswith("the arguments are not JSON")
 
 
 # -- JR2_MODEL_OVERRIDE ---------------------------------------------------------------------------------------------
