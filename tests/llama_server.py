@@ -72,7 +72,7 @@ def _die_with_parent() -> None:
 @dataclass
 class LlamaServer:
     """One `python -m llama_cpp.server` process. `threads` is 1 by default: on a busy 2-core machine llama.cpp's
-    spinning worker threads slow each other down by 10x (measured: bench/local_model.py)."""
+    spinning worker threads slow generation down 9 to 20 times (docs/benchmarks.md, "A real local model")."""
 
     port: int = field(default_factory=free_port)
     threads: int = 1
@@ -147,6 +147,10 @@ class LlamaServer:
         self.stop()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.llama_server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8080, help="the server's port (default 8080)")
@@ -158,12 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give the command to run beside the server after --, e.g. -- jr2 up")
     log = Path(tempfile.mkdtemp(prefix="jr2-llama-")) / "server.log"
     server = LlamaServer(port=args.port, threads=args.threads, log=log)
-    print(f"llama_cpp.server: {gguf_path().name} as {MODEL!r} on {server.base_url} (log: {log}) ...", flush=True)
     try:
+        print(f"llama_cpp.server: {gguf_path().name} as {MODEL!r} on {server.base_url} (log: {log}) ...", flush=True)
         server.start()
     except RuntimeError as err:
         print(f"python -m tests.llama_server: {err}", file=sys.stderr)
         return 1
+    signal.signal(signal.SIGTERM, _interrupt)  # stopped like Ctrl-C: the command first, then the server
     with server:
         print(f"llama_cpp.server: ready in {server.started_s:.1f} s", flush=True)
         env = {**os.environ, **PROVIDER_SETTINGS, "JR2_LOCAL_BASE_URL": server.base_url}
@@ -171,10 +176,24 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return child.wait()
         except KeyboardInterrupt:
-            child.send_signal(signal.SIGINT)
-            return child.wait()
+            return _stop(child)
         finally:
             print("llama_cpp.server: stopping", flush=True)
+
+
+def _stop(child: subprocess.Popen[bytes]) -> int:
+    """SIGINT (what Ctrl-C sends `jr2 up`), then SIGTERM after 15 s, then SIGKILL: a child started with SIGINT
+    ignored (from a script's background job) still stops."""
+    child.send_signal(signal.SIGINT)
+    try:
+        return child.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        child.terminate()
+    try:
+        return child.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        return child.wait()
 
 
 if __name__ == "__main__":
