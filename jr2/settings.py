@@ -134,6 +134,9 @@ JR2_LOCAL_BASE_URL = os.environ.get("JR2_LOCAL_BASE_URL", "http://127.0.0.1:8080
 JR2_LOCAL_API_KEY = os.environ.get("JR2_LOCAL_API_KEY", "not-needed")
 JR2_PROVIDER_MAX_RETRIES = int(os.environ.get("JR2_PROVIDER_MAX_RETRIES", "3"))
 JR2_PROVIDER_TIMEOUT = float(os.environ.get("JR2_PROVIDER_TIMEOUT", "600"))
+# "<workflow>.<agent>" -> model, JSON: play those Agents on another model than their workflow declares
+# (engine/runtime/players.py; `jr2 up` refuses a malformed one).
+JR2_MODEL_OVERRIDE = os.environ.get("JR2_MODEL_OVERRIDE", "")
 # "1": every Agent that has a scripted stand-in (@engine.scripted("<workflow>.<agent>")) uses it, key or not.
 JR2_SCRIPTED = os.environ.get("JR2_SCRIPTED", "") == "1"
 

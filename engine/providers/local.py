@@ -3,6 +3,17 @@ through the official SDK's `AsyncOpenAI`. The only module that imports `openai`.
 
 Local models send malformed tool arguments more often than hosted ones; those become ToolCalls with `arguments`
 None and an `error`, which the Turn loop refuses back to the model instead of guessing.
+
+Two settings make small models on llama.cpp's server (llama-cpp-python, `--chat_format chatml-function-calling`)
+walk a Machine; both default to what any OpenAI-compatible server expects:
+
+- `JR2_LOCAL_TOOL_CHOICE`: `auto` (default) lets the model answer in text or call any Menu tool; `allowed` names
+  the one Allowed pick in `tool_choice` when the Allowed picks hold exactly one event (else `auto`), so a server
+  that constrains a named call with a grammar makes exactly that pick, with arguments that fit its schema. The
+  tools block is unchanged either way (the Menu, byte-stable), so the server's prefix cache still hits.
+- `JR2_LOCAL_TOOL_RESULTS`: `tool` (default) sends answers and refusals as `tool` messages; `user` sends them as
+  the user's text ("Result of your call ask: ..."), for chat templates that drop the `tool` role (llama-cpp-python's
+  chatml-function-calling renders only system, user and assistant messages, so the model would never read them).
 """
 from __future__ import annotations
 
@@ -19,10 +30,15 @@ from engine.providers._conversation import text_of, turns
 from engine.providers._errors import after_retries, status_error
 from engine.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage, parse_arguments
 
-__all__ = ["LocalProvider", "openai_tools", "openai_messages", "DEFAULT_BASE_URL", "DEFAULT_API_KEY"]
+__all__ = ["LocalProvider", "openai_tools", "openai_messages", "tool_choice", "DEFAULT_BASE_URL", "DEFAULT_API_KEY",
+           "TOOL_CHOICES", "TOOL_RESULTS"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_API_KEY = "not-needed"
+
+#: The values of JR2_LOCAL_TOOL_CHOICE and JR2_LOCAL_TOOL_RESULTS, the default first.
+TOOL_CHOICES = ("auto", "allowed")
+TOOL_RESULTS = ("tool", "user")
 
 #: The chat-completions finish reasons in the neutral (Anthropic) words the Turn loop reads.
 FINISH_REASONS = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": "end_turn", "length": "max_tokens"}
@@ -44,28 +60,36 @@ def openai_tools(tools_json: str) -> list[dict[str, Any]]:
     return tools
 
 
-def openai_messages(system: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def openai_messages(system: str, messages: Sequence[Mapping[str, Any]], tool_results: str = "tool"
+                    ) -> list[dict[str, Any]]:
     """The system prompt and the neutral conversation as chat messages: a tool_use becomes an assistant's
     `tool_calls` entry (its raw text when the model's arguments were refused, so the model sees what it sent), a
-    tool_result a `tool` message right after it, and text the user's or the assistant's content."""
+    tool_result a `tool` message right after it (or, with `tool_results="user"`, a line of the user's text naming
+    the call), and text the user's or the assistant's content. An assistant's calls without text have the content
+    "" (not null: llama.cpp's server refuses null there, and OpenAI and vLLM take "")."""
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
+    names: dict[str, str] = {}
     for role, content in turns(messages):
         texts = [str(block["text"]) for block in content if block.get("type") == "text"]
         if role == "assistant":
             calls = [{"id": block["id"], "type": "function",
                       "function": {"name": block["name"], "arguments": _arguments_text(block)}}
                      for block in content if block.get("type") == "tool_use"]
+            names.update((call["id"], call["function"]["name"]) for call in calls)
             if not texts and not calls:
                 continue
-            message: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+            message: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts)}
             if calls:
                 message["tool_calls"] = calls
             out.append(message)
             continue
-        for block in content:
-            if block.get("type") == "tool_result":
+        results = [block for block in content if block.get("type") == "tool_result"]
+        if tool_results == "user":
+            texts = [_result_line(block, names) for block in results] + texts
+        else:
+            for block in results:
                 text = text_of(block.get("content"))
                 if block.get("is_error"):
                     text = f"Error: {text}"
@@ -73,6 +97,31 @@ def openai_messages(system: str, messages: Sequence[Mapping[str, Any]]) -> list[
         if texts:
             out.append({"role": role, "content": "\n\n".join(texts)})
     return out
+
+
+def _result_line(block: Mapping[str, Any], names: Mapping[str, str]) -> str:
+    """A tool result as the user's text, naming the call it answers (its name, else its id)."""
+    call_id = str(block.get("tool_use_id", ""))
+    call = names.get(call_id) or call_id
+    what = "Error from" if block.get("is_error") else "Result of"
+    return f"{what} your call {call}: {text_of(block.get('content'))}"
+
+
+def tool_choice(mode: str, tools: Sequence[Mapping[str, Any]], allowed: Sequence[str] | None) -> Any:
+    """`tool_choice` for a request: "auto", or with `mode="allowed"` the one Allowed pick when there is exactly one
+    and it is on the Menu."""
+    if mode == "allowed" and allowed is not None and len(allowed) == 1:
+        names = {tool["function"]["name"] for tool in tools}
+        if allowed[0] in names:
+            return {"type": "function", "function": {"name": allowed[0]}}
+    return "auto"
+
+
+def _choice_setting(name: str, values: Sequence[str]) -> str:
+    value = _config.setting_str(name, values[0]).strip().lower()
+    if value not in values:
+        raise ProviderError(f"{name} must be one of {', '.join(values)}; got {value!r}")
+    return value
 
 
 def _arguments_text(block: Mapping[str, Any]) -> str:
@@ -86,7 +135,8 @@ class LocalProvider(Provider):
     prefix is also accepted).
 
     Settings (a Django setting, else the environment variable of the same name): `JR2_LOCAL_BASE_URL`,
-    `JR2_LOCAL_API_KEY` (most local servers want none), `JR2_PROVIDER_MAX_RETRIES`, `JR2_PROVIDER_TIMEOUT`.
+    `JR2_LOCAL_API_KEY` (most local servers want none), `JR2_LOCAL_TOOL_CHOICE`, `JR2_LOCAL_TOOL_RESULTS` (see the
+    module's docstring), `JR2_PROVIDER_MAX_RETRIES`, `JR2_PROVIDER_TIMEOUT`.
     """
 
     prefix = "local"
@@ -112,16 +162,18 @@ class LocalProvider(Provider):
         await self._clients.aclose()
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
+        results = _choice_setting("JR2_LOCAL_TOOL_RESULTS", TOOL_RESULTS)
         params: dict[str, Any] = {
             "model": request.model.removeprefix(f"{self.prefix}/"),
-            "messages": openai_messages(request.system, request.messages),
+            "messages": openai_messages(request.system, request.messages, results),
             "max_tokens": request.max_tokens,
             "stream": False,
         }
         tools = openai_tools(request.tools_json)
         if tools:
             params["tools"] = tools
-            params["tool_choice"] = "auto"
+            params["tool_choice"] = tool_choice(_choice_setting("JR2_LOCAL_TOOL_CHOICE", TOOL_CHOICES), tools,
+                                                request.view.allowed_picks if request.view is not None else None)
         if request.dials.get("temperature") is not None:
             params["temperature"] = request.dials["temperature"]
         return params
@@ -140,7 +192,7 @@ def _reply(completion: Any, base_url: str) -> ModelReply:
             calls.append(ToolCall(id=call_id, name=str(getattr(call, "type", "")), arguments=None,
                                   error="only function tool calls can be picks"))
             continue
-        arguments, raw, error = parse_arguments(function.arguments if function.arguments is not None else "")
+        arguments, raw, error = _arguments(function.arguments if function.arguments is not None else "")
         calls.append(ToolCall(id=call_id, name=function.name, arguments=arguments, raw=raw, error=error))
     text = message.content or ""
     stop_reason = FINISH_REASONS.get(str(choice.finish_reason), str(choice.finish_reason or ""))
@@ -158,6 +210,21 @@ def _reply(completion: Any, base_url: str) -> ModelReply:
         model=str(completion.model or ""),
         response=completion.model_dump(mode="json", warnings=False),
     )
+
+
+def _arguments(text: Any) -> tuple[dict[str, Any] | None, str, str | None]:
+    """`parse_arguments`, except that raw control characters inside JSON strings (a newline, a tab) are read as
+    themselves: llama-cpp-python's JSON-schema grammar lets them into strings, and what they mean is plain, so a
+    call is not refused for them. Anything else that is not a JSON object is still refused."""
+    arguments, raw, error = parse_arguments(text)
+    if error is not None and isinstance(text, str):
+        try:
+            value = json.loads(text, strict=False)
+        except json.JSONDecodeError:
+            return arguments, raw, error
+        if isinstance(value, dict):
+            return value, raw, None
+    return arguments, raw, error
 
 
 @contextlib.contextmanager

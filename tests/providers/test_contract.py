@@ -424,7 +424,7 @@ class TestLocal(ProviderContract):
                          "function": {"name": "ask", "arguments": '{"question": "Which tone?"}'}}]},
         {"role": "tool", "tool_call_id": "t1", "content": "The editor is away."},
         {"role": "user", "content": "Your reply ended without a pick."},
-        {"role": "assistant", "content": None,
+        {"role": "assistant", "content": "",
          "tool_calls": [{"id": "t2", "type": "function", "function": {"name": "done", "arguments": "{notes: oops"}}]},
         {"role": "tool", "tool_call_id": "t2", "content": "Error: Refused: the arguments are not JSON."},
         {"role": "user", "content": "Notice from your earlier work: saved.\n\n" + LAST},

@@ -323,7 +323,7 @@ class Command(BaseCommand):
                 default_port = int(port_part)
             except ValueError:
                 raise CommandError(f"jr2 {role}: {addrport!r} is not ADDRESS:PORT (e.g. 127.0.0.1:8000)") from None
-        self._prepare(verbosity)
+        self._prepare(verbosity, role)
         serve(address, port or default_port, say=self._say, role=role)
 
     def handle_web(self, **options: Any) -> None:
@@ -334,19 +334,28 @@ class Command(BaseCommand):
         """Check, migrate, then drive runs until SIGTERM (see engine/runtime/serve.py `work`)."""
         from engine.runtime.serve import work
 
-        self._prepare(verbosity)
+        self._prepare(verbosity, "worker")
         work(say=self._say)
 
-    def _prepare(self, verbosity: int) -> None:
-        """What every server process does first: check the workflows (seats printed), migrate, and say what will
-        play the Agents and whether anyone can log in."""
+    def _prepare(self, verbosity: int, role: str) -> None:
+        """What every server process does first: check the workflows (seats printed) and JR2_MODEL_OVERRIDE,
+        migrate, and say what will play the Agents and whether anyone can log in."""
+        from engine.providers import DEFAULT_PROVIDERS
+        from engine.providers._config import setting_dict
         from engine.registry import workflows
-        from engine.runtime.players import offline_notice
+        from engine.runtime.players import check_model_overrides, model_overrides, offline_notice
 
         self.handle_check(verbosity=verbosity, workflows=None, raise_on_failure=False)
+        declared = {f"{name}.{slot}": agent.model for name, machine in workflows().machines.items()
+                    for slot, agent in machine.agents.items()}
+        problems = check_model_overrides(declared, setting_dict("JR2_PROVIDERS", DEFAULT_PROVIDERS))
+        if problems:
+            raise CommandError(f"jr2 {role}: " + "; ".join(problems))
         call_command("migrate", interactive=False, verbosity=max(0, verbosity - 1))
-        models = {f"{name}.{slot}": agent.model for name, machine in workflows().machines.items()
-                  for slot, agent in machine.agents.items()}
+        overrides = model_overrides()
+        models = {key: overrides.get(key, model) for key, model in declared.items()}
+        for key in sorted(overrides):
+            self.stdout.write(f"JR2_MODEL_OVERRIDE: {key} plays {overrides[key]} (declared {declared[key]})")
         for line in offline_notice(models):
             self.stdout.write(self.style.WARNING(line))
         from django.contrib.auth import get_user_model
