@@ -19,7 +19,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Schema
 from ninja.errors import AuthenticationError, HttpError
@@ -462,10 +462,11 @@ async def fork_run(request: HttpRequest, run_id: str, body: ForkBody) -> tuple[i
          openapi_extra=RATE_LIMITED,
          summary="The run as one JSON file (format jr2.run, version 1): journal, snapshots, Turns, messages, model "
                  "calls, Effects")
-def export(request: HttpRequest, run_id: str) -> dict[str, Any]:
+def export(request: HttpRequest, run_id: str) -> HttpResponse:
     from engine.exchange import export_run
     _run(run_id)
-    return export_run(run_id)
+    # Sent as exported (`jr2 export` writes the same bytes' data); the declared ExportOut is the same model.
+    return JsonResponse(export_run(run_id))
 
 
 # -- helpers --------------------------------------------------------------------------------------------------
