@@ -146,9 +146,24 @@ def test_the_live_document_is_the_one_the_fuzz_was_collected_from_and_has_no_dup
 
 # -- the database, before and after ----------------------------------------------------------------------------
 
-def database(path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table (less VOLATILE columns), read-only."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30) as conn:
+def database(server: LiveServer) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table (less VOLATILE columns) of the server's database, SQLite or PostgreSQL, read-only."""
+    url = server.env.get("DATABASE_URL")
+    if url:
+        import psycopg
+
+        found: dict[str, list[tuple[Any, ...]]] = {}
+        with psycopg.connect(url, autocommit=True) as conn:
+            tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                                                 "ORDER BY tablename")]
+            for table in tables:
+                columns = [r[0] for r in conn.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND "
+                    "table_name = %s ORDER BY ordinal_position", (table,)) if (table, r[0]) not in VOLATILE]
+                quoted = ", ".join(f'"{c}"' for c in columns)
+                found[table] = sorted(conn.execute(f'SELECT {quoted} FROM "{table}"').fetchall(), key=repr)
+        return found
+    with sqlite3.connect(f"file:{server.folder / 'db.sqlite3'}?mode=ro", uri=True, timeout=30) as conn:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
                                              "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
         found = {}
@@ -159,13 +174,13 @@ def database(path: Path) -> dict[str, list[tuple[Any, ...]]]:
     return found
 
 
-def quiet(path: Path, timeout: float = 60) -> dict[str, list[tuple[Any, ...]]]:
+def quiet(server: LiveServer, timeout: float = 60) -> dict[str, list[tuple[Any, ...]]]:
     """The database once no run is running (each waits on a Gate or has ended) and two reads agree."""
     deadline = time.monotonic() + timeout
-    last = database(path)
+    last = database(server)
     while True:
         time.sleep(0.05)
-        now = database(path)
+        now = database(server)
         running = [r for r in now.get("engine_run", []) if "running" in r]
         if now == last and not running:
             return now
@@ -194,7 +209,7 @@ def test_fuzz(server: LiveServer, schema: Any, tokens: dict[str, str | None], kn
         pytest.skip(f"{method} {path} takes nothing a request could break (no body, no query; any path text is a "
                     "string)")
     operation = schema[path][method]
-    db = server.folder / "db.sqlite3"
+    db = server
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
