@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping, TypeVar
 
 from django.conf import settings
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from engine.forking import ForkError, plan_fork
 from engine.models import Run
@@ -151,7 +151,7 @@ class Host:
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn` on the host's database thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: fn(*args))
+        return await asyncio.get_running_loop().run_in_executor(self._executor, _on_db_thread, fn, args)
 
     # -- runs ------------------------------------------------------------------------------------------------
 
@@ -378,6 +378,17 @@ class Host:
         if self._crash_after and any(e.get("kind") == self._crash_after for e in entries):
             from .run import crash_now
             crash_now()
+
+
+def _on_db_thread(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """Call `fn`; when the database fails it, drop this thread's connection if it is broken (the server restarted,
+    or killed it), so the next call connects afresh instead of failing the same way for the host's whole life."""
+    try:
+        return fn(*args)
+    except DatabaseError:
+        for connection in connections.all(initialized_only=True):
+            connection.close_if_unusable_or_obsolete()
+        raise
 
 
 def _default_owner(role: str) -> str:
