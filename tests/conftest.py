@@ -1,12 +1,17 @@
 """Settings for every test: Agents' workspaces go to a temporary folder of the session, never beside the code
-(servers the e2e tests start keep theirs beside their own database, in their own temporary folder)."""
+(servers the e2e tests start keep theirs beside their own database, in their own temporary folder). And the
+browser the browser tests share, one per test module."""
 from __future__ import annotations
 
 import shutil
 import tempfile
+from typing import Iterator
 
 import pytest
 from django.conf import settings
+from playwright.sync_api import Browser
+
+from tests.browsers import chromium
 
 _ROOT = tempfile.mkdtemp(prefix="jr2-test-workspaces-")
 
@@ -17,3 +22,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_ROOT, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's chromium (tests/browsers.py), for one test module."""
+    try:
+        with chromium() as launched:
+            yield launched
+    except RuntimeError as err:
+        pytest.fail(str(err))

@@ -14,18 +14,13 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from playwright.sync_api import (Browser, BrowserContext, Locator, Page, ViewportSize, WebSocketRoute, expect,
-                                 sync_playwright)
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, ViewportSize, WebSocketRoute, expect
 
 from tests.e2e.conftest import ROOT, LiveServer, make_server
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 SHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT: ViewportSize = {"width": 1400, "height": 1000}
 PASSWORD = "a long test password"
@@ -65,18 +60,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     finally:
         live.stop()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"Debian's chromium is not installed at {CHROMIUM}: `apt-get install chromium` (`make test` does "
-                    "it as root). These tests drive that browser and never download one.")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture(scope="module")

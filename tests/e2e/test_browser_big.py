@@ -14,10 +14,10 @@ import re
 from typing import Any, Iterator
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect
 
 from tests.e2e.conftest import ROOT, LiveServer, make_server
-from tests.e2e.test_browser import (CHROMIUM, CHROMIUM_ARGS, OPERATOR, PASSWORD, SHOTS, log_in, manage_shell,
+from tests.e2e.test_browser import (OPERATOR, PASSWORD, SHOTS, log_in, manage_shell,
                                     new_context, settled, watch_errors)
 
 STEP_PAGE = 50  # console/feeds.py STEP_PAGE
@@ -51,17 +51,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     finally:
         live.stop()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"Debian's chromium is not installed at {CHROMIUM}")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture(scope="module")

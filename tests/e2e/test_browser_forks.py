@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.e2e.conftest import LiveServer, make_server
-from tests.e2e.test_browser import (CHROMIUM, CHROMIUM_ARGS, OPERATOR, PASSWORD, log_in, manage_shell, new_context,
+from tests.e2e.test_browser import (OPERATOR, PASSWORD, log_in, manage_shell, new_context,
                                     settled, shot, waiting_run, watch_errors)
 from tests.e2e.test_cli_forks import GREET
 
@@ -36,17 +36,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     finally:
         live.stop()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"Debian's chromium is not installed at {CHROMIUM}; these tests never download a browser")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, WebSocketRoute, expect
 
 from tests.e2e.conftest import LiveServer
 from tests.e2e.test_browser import (  # noqa: F401 - the fixtures are used by name
-    OPERATOR, browser, operator, page, reply_through_api, server, settled, shot, waiting_run,
+    OPERATOR, operator, page, reply_through_api, server, settled, shot, waiting_run,
 )
 
 INBOX_ITEM = "#inbox-items article.inbox-item"

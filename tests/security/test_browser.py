@@ -13,10 +13,9 @@ from typing import Any, Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page
 
 from tests.e2e.conftest import LiveServer, make_server
-from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS
 from tests.security.conftest import ECHO, PASSWORD, add_users, csrf_of, started
 
 PAYLOAD = ('<b data-xss="1">bold</b><img data-xss="1" src="x" onerror="window.__xss=1">'
@@ -57,17 +56,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     finally:
         live.stop()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"Debian's chromium is not installed at {CHROMIUM}")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture(scope="module")
