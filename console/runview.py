@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.models import ModelCall, Run, TurnMessage, TurnRecord
 from engine.registry import workflows
+from engine.runtime.players import player_for
 from engine.runtime.workspace_tools import workspace_for
 from engine.workflow import Machine
 from engine.workspace import TOOL_NAMES, WorkspaceError
@@ -69,6 +70,8 @@ class SeatView:
     open, the Menu as forms (the Allowed picks enabled, the others greyed with the reason)."""
 
     agent: str
+    #: Who plays the seat when no person holds it, as the run's Turns will say it (a scripted stand-in, a model
+    #: set by JR2_MODEL_OVERRIDE beside the declared one).
     model: str
     holder: str | None
     mine: bool
@@ -173,7 +176,7 @@ def _seats(run: Run, machine: Machine | None, user: Any, view: dict[str, Any],
                 form = bound.get(seat_key(agent, name)) or schema_form(event.input,
                                                                        auto_id=f"id_seat_{agent}_{name}_%s")
                 picks.append((name, tool.get("description", ""), form, name in allowed, why))
-        out.append(SeatView(agent, slot.model, holder, mine, playing and holder is None, turn, picks))
+        out.append(SeatView(agent, player_for(run.workflow, agent, slot.model).label, holder, mine, playing and holder is None, turn, picks))
     return out
 
 

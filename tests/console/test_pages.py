@@ -153,6 +153,17 @@ def test_a_waiting_run_shows_its_lit_state_its_gate_form_and_the_agents_turn(ans
     assert 'ws-connect="/ws/runs/' in page
 
 
+def test_a_seat_names_the_model_that_plays_it_not_only_the_declared_one(observer: Any, runs: dict[str, str],
+                                                                       settings: Any) -> None:
+    declared = notes.machine.agents["writer"].model
+    page = logged_in(observer).get(f"/runs/{runs['waiting']}/").content.decode()
+    assert f"script/notes.writer (scripted stand-in for {declared})" in page
+    settings.JR2_SCRIPTED = False
+    settings.JR2_MODEL_OVERRIDE = {"notes.writer": "local/smollm2"}
+    page = logged_in(observer).get(f"/runs/{runs['waiting']}/").content.decode()
+    assert f"local/smollm2 (JR2_MODEL_OVERRIDE, declared {declared})" in page
+
+
 def test_an_observer_sees_the_gate_but_no_form_and_no_cancel(observer: Any, runs: dict[str, str]) -> None:
     page = logged_in(observer).get(f"/runs/{runs['waiting']}/").content.decode()
     assert "You may read this Gate but not answer it." in page
