@@ -20,9 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-import sqlite3
 import time
-from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
@@ -36,6 +34,7 @@ from schemathesis.checks import (content_type_conformance, negative_data_rejecti
                                  response_headers_conformance, response_schema_conformance, status_code_conformance)
 
 from engine.api import api
+from tests.databases import all_rows
 from tests.e2e.conftest import ROOT, LiveServer, make_server
 
 EXAMPLES = int(os.environ.get("JR2_FUZZ_EXAMPLES", "5"))
@@ -148,30 +147,7 @@ def test_the_live_document_is_the_one_the_fuzz_was_collected_from_and_has_no_dup
 
 def database(server: LiveServer) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table (less VOLATILE columns) of the server's database, SQLite or PostgreSQL, read-only."""
-    url = server.env.get("DATABASE_URL")
-    if url:
-        import psycopg
-
-        found: dict[str, list[tuple[Any, ...]]] = {}
-        with psycopg.connect(url, autocommit=True) as conn:
-            tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-                                                 "ORDER BY tablename")]
-            for table in tables:
-                columns = [r[0] for r in conn.execute(
-                    "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND "
-                    "table_name = %s ORDER BY ordinal_position", (table,)) if (table, r[0]) not in VOLATILE]
-                quoted = ", ".join(f'"{c}"' for c in columns)
-                found[table] = sorted(conn.execute(f'SELECT {quoted} FROM "{table}"').fetchall(), key=repr)
-        return found
-    with sqlite3.connect(f"file:{server.folder / 'db.sqlite3'}?mode=ro", uri=True, timeout=30) as conn:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                             "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-        found = {}
-        for table in tables:
-            columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")') if (table, r[1]) not in VOLATILE]
-            quoted = ", ".join(f'"{c}"' for c in columns)
-            found[table] = conn.execute(f'SELECT {quoted} FROM "{table}" ORDER BY rowid').fetchall()
-    return found
+    return all_rows(server, VOLATILE)
 
 
 def quiet(server: LiveServer, timeout: float = 60) -> dict[str, list[tuple[Any, ...]]]:

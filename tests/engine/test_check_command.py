@@ -223,7 +223,13 @@ def test_up_checks_migrates_and_serves_the_console(real_folder: Path, tmp_path: 
                 time.sleep(0.2)
         assert page is not None, "the Console never answered"
         assert "notes.writing" in page and "agent:writer" in page
-        assert (tmp_path / "up.sqlite3").exists()
+        if database is None:
+            assert (tmp_path / "up.sqlite3").exists()
+        else:
+            import psycopg
+
+            with psycopg.connect(database) as migrated:
+                assert migrated.execute("SELECT count(*) FROM django_migrations WHERE app = 'engine'").fetchone()[0]
     finally:
         server.terminate()
         out, _ = server.communicate(timeout=20)

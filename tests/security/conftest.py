@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Iterator
 
 import httpx
 import pytest
 
+from tests.databases import server_database
 from tests.e2e.conftest import ROOT, LiveServer, make_server
 
 PASSWORD = "a long test password"
@@ -103,9 +103,7 @@ def started(server: LiveServer, workflow: str, door: dict[str, str], *statuses: 
 def database_rows(server: LiveServer, tables: tuple[str, ...] = ("engine_run", "engine_journalentry",
                                                                    "engine_seat")) -> dict[str, int]:
     """How many rows the tables that an action changes hold, and the runs' statuses and seqs."""
-    import sqlite3
-    path: Path = server.folder / "db.sqlite3"
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+    with server_database(server) as conn:
         found: dict[str, object] = {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in tables}
         found["runs"] = conn.execute("SELECT id, status, seq FROM engine_run ORDER BY id").fetchall()
     return found  # type: ignore[return-value]

@@ -3,12 +3,12 @@ and how tokens are kept: hashed, never in clear, found by prefix and compared in
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from typing import Iterator
 
 import httpx
 import pytest
 
+from tests.databases import all_rows, server_database
 from tests.e2e.conftest import LiveServer, make_server
 from tests.security.conftest import PASSWORD, add_users, csrf_of
 
@@ -55,9 +55,9 @@ def test_wrong_tokens_are_limited_per_address_with_429_and_retry_after(limited: 
 
 def test_tokens_are_stored_hashed_and_never_in_clear(site: LiveServer) -> None:
     key = site.token
-    with sqlite3.connect(f"file:{site.folder / 'db.sqlite3'}?mode=ro", uri=True) as conn:
+    with server_database(site) as conn:
         rows = conn.execute("SELECT prefix, key_hash FROM engine_apitoken").fetchall()
-        dump = "\n".join(conn.iterdump())
+    dump = repr(all_rows(site))
     assert (key[:10], hashlib.sha256(key.encode()).hexdigest()) in rows
     assert key not in dump and key[10:] not in dump, "the token is in the database in clear"
 
