@@ -307,7 +307,8 @@ class RunInput(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="inputs")
     kind = models.CharField(max_length=16)
-    args = models.JSONField(default=dict)
+    args = models.TextField(default="{}", help_text="the input's arguments as JSON text, exactly as sent (not jsonb, "
+                            "which cannot hold the NUL character: the run refuses such an input in words)")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     outcome = models.JSONField(null=True, blank=True, help_text="what the run answered, as the sender reads it")
     answered_by = models.CharField(max_length=100, blank=True, help_text="the host that delivered it")

@@ -27,6 +27,7 @@ from engine.statechart.selection import select_transitions
 from engine.statechart.snapshot import Snapshot
 
 from .menu import state_path
+from .text import NUL_REFUSED, nul_at
 from .prompts import allowed_changed_message, answer_message, system_prompt, user_message
 from .outputs import (
     AllowedChanged, EffectCancelled, EffectRequested, GateClosed, GateOpened, Delivery, NoticeKept, Output,
@@ -708,6 +709,9 @@ class Session:
             return {}, f'the input of "{event}" must be an object; got {type(params).__name__}'
         if any(not isinstance(key, str) for key in params):
             return {}, f'the input of "{event}" must have string keys; got {sorted(map(repr, params))}'
+        nul = nul_at(dict(params))
+        if nul is not None:
+            return {}, f'the input of "{event}" is not valid: {".".join(map(str, nul))}: {NUL_REFUSED}'
         for reserved, why in (("sender", "the engine writes it on every delivered event"),
                               ("type", "it is the event's name")):
             if reserved in params:

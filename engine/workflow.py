@@ -6,7 +6,8 @@ import hashlib
 import json
 from typing import Any, Iterable, Mapping
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticCustomError
 
 from engine.statechart import create_machine as create_statechart
 from engine.statechart.errors import ConfigError, StatechartError
@@ -20,6 +21,7 @@ from .events import EventDef
 from .menu import OnKey, Party, Seat, derive_seats, on_keys, party_of, state_path
 from .routes import Answer, SeatGuard
 from .slots import GATE, AgentSlot, EffectSlot, FailSlot, GateSlot
+from .text import NUL_REFUSED, nul_at
 from .workspace import TOOL_NAMES as WORKSPACE_TOOLS
 
 __all__ = ["jr2_setup", "Setup", "Machine", "SlotLogic"]
@@ -291,6 +293,13 @@ class Machine:
             return data
         if isinstance(data, self.door):
             return data
+        nul = nul_at(data)
+        if nul is not None:
+            found = data
+            for key in nul:
+                found = found[key]
+            raise ValidationError.from_exception_data(self.door.__name__, [
+                {"type": PydanticCustomError("nul_character", NUL_REFUSED), "loc": nul, "input": found}])
         return self.door.model_validate(data if data is not None else {})
 
     def __repr__(self) -> str:

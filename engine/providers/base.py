@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import abc
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
+
+from engine.text import nul_at, without_nul
 
 __all__ = ["ToolCall", "Usage", "ModelRequest", "ModelReply", "TurnView", "ProviderError", "Provider",
            "parse_arguments"]
@@ -100,6 +102,15 @@ class ModelReply:
     usage: Usage = Usage()
     model: str = ""
     response: Mapping[str, Any] = field(default_factory=dict)
+
+    def without_nul(self) -> ModelReply:
+        """This reply with the NUL character replaced in its text, calls and response (engine/text.py): what the
+        run records and acts on, the same on every database."""
+        if nul_at([self.text, [c.to_json() for c in self.tool_calls], dict(self.response)]) is None:
+            return self
+        calls = tuple(ToolCall(without_nul(c.id), without_nul(c.name), without_nul(c.arguments), without_nul(c.raw),
+                               without_nul(c.error)) for c in self.tool_calls)
+        return replace(self, text=without_nul(self.text), tool_calls=calls, response=without_nul(dict(self.response)))
 
     def message(self) -> dict[str, Any]:
         """The reply as the assistant message of the neutral conversation. Thinking blocks of the response come

@@ -11,6 +11,7 @@ does the host tell anyone.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -416,11 +417,12 @@ def pending_inputs(owner: str, run_ids: Iterable[str] | None = None) -> list[tup
     rows = RunInput.objects.filter(status=RunInput.Status.PENDING, run__lease_owner=owner)
     if run_ids is not None:
         rows = rows.filter(run_id__in=list(run_ids))
-    return list(rows.order_by("id").values_list("id", "run_id", "kind", "args"))
+    return [(input_id, run_id, kind, json.loads(args))
+            for input_id, run_id, kind, args in rows.order_by("id").values_list("id", "run_id", "kind", "args")]
 
 
 def post_input(run_id: str, kind: str, args: dict[str, Any]) -> int:
-    return RunInput.objects.create(run_id=run_id, kind=kind, args=args).id
+    return RunInput.objects.create(run_id=run_id, kind=kind, args=json.dumps(args)).id
 
 
 def read_input(input_id: int) -> tuple[str, Any]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from engine.prompts import allowed_line, user_message
 from engine.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
 from engine.providers.human import SeatGivenBack
+from engine.text import without_nul
 from engine.turn_policy import TurnPolicy, TurnWatch
 from engine.workspace import Workspace
 
@@ -51,7 +52,9 @@ class Conversation:
     seq: int = 0
 
     def add(self, turn: str, role: str, kind: str, content: list[dict[str, Any]]) -> store.Message:
-        """Append a message and return the record that writes it (with its sequence number)."""
+        """Append a message and return the record that writes it (with its sequence number). A tool's result (a
+        workspace file, say) may hold the NUL character: replaced (engine/text.py), as the model's reply is."""
+        content = without_nul(content)
         self.seq += 1
         self.messages.append({"role": role, "content": content, "kind": kind, "turn": turn})
         return store.Message(turn, self.id, self.seq, role, kind, content)
@@ -199,7 +202,7 @@ class TurnLoop:
         try:
             if not (await asyncio.wait({call}, timeout=IN_FLIGHT_AFTER))[0]:
                 await self.driver.write([])
-            reply = await call
+            reply = (await call).without_nul()
         except SeatGivenBack:
             self._in_model = False
             await self.driver.write([store.CallFinished(seq, self.turn, "interrupted",

@@ -367,6 +367,7 @@ def test_triage_desk_withdraws_the_issue(live: LiveServer, client: httpx.Client)
     ("notes", {"changes": ["a", "b"]}, "changes"),
     ("triage", {"title": "Crash"}, "body"),
     ("code_review", {"task": {"what": "x"}}, "task"),
+    ("notes", {"changes": "One fix.\x00"}, "changes"),  # PostgreSQL cannot store NUL: refused, not a 500
 ])
 def test_a_bad_door_is_a_400_naming_the_field(client: httpx.Client, workflow: str, door: Any, field: str) -> None:
     before = run_count(client)
@@ -423,6 +424,7 @@ def test_an_event_the_gate_does_not_accept_is_a_400_naming_what_it_accepts(live:
     ({"type": "reply"}, "text"),
     ({"type": "reply", "text": 5}, "text"),
     ({"type": "reply", "text": {"nested": True}}, "text"),
+    ({"type": "reply", "text": "Ad\x00mins"}, "text"),
 ])
 def test_a_bad_gate_payload_is_a_400_naming_the_field(live: LiveServer, client: httpx.Client,
                                                       gate_body: dict[str, Any], field: str) -> None:
