@@ -11,10 +11,8 @@ import pytest
 from django.db import DatabaseError, connection
 
 from engine.outputs import Delivery
-from engine.providers import aclose_all
 from engine.runtime.host import Host
-from tests.runtime.hosting import status, until
-from workflows import notes
+from tests.runtime.hosting import fleet, status, until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -43,36 +41,27 @@ def test_hosts_whose_database_connections_were_dropped_reconnect_and_their_run_g
     """A web host (whose calls are single statements, outside any transaction) and a worker, both dropped."""
     settings.JR2_SCRIPTED = True
 
-    async def main() -> None:
-        web = Host({"notes": notes.machine}, owner="web-1", role="web", scan_seconds=0.05)
-        worker = Host({"notes": notes.machine}, owner="worker-1", role="worker", scan_seconds=0.05)
-        for host in (web, worker):
-            await host.start()
-        try:
-            run_id = await web.start_run("notes", {"changes": "Faster start-up."})
-            await until(web, status(run_id, "waiting"))
-            before = [await host.db(backend_pid) for host in (web, worker)]
-            for pid in before:
-                await asyncio.to_thread(terminate, pid)
-            errors: list[str] = []
-            for _ in range(3):  # the first call after the drop may be the one that finds it: it fails, named
-                try:
-                    delivery = await web.deliver(run_id, "gate", gate="writing.asking", event="reply",
-                                                 params={"text": "Admins"})
-                    break
-                except DatabaseError as err:
-                    errors.append(f"{type(err).__name__}: {err}")
-                    await asyncio.sleep(0.1)
-            else:
-                pytest.fail(f"the web host never reconnected: {errors}")
-            assert isinstance(delivery, Delivery) and delivery.outcome == "delivered", delivery
-            run = await until(web, status(run_id, "done"))
-            assert "Admins" in run.output["notes"]
-            after = [await host.db(backend_pid) for host in (web, worker)]
-            assert not set(after) & set(before)
-        finally:
-            for host in (web, worker):
-                await host.stop()
-            await aclose_all()
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("notes", {"changes": "Faster start-up."})
+        await until(web, status(run_id, "waiting"))
+        before = [await host.db(backend_pid) for host in (web, worker)]
+        for pid in before:
+            await asyncio.to_thread(terminate, pid)
+        errors: list[str] = []
+        for _ in range(3):  # the first call after the drop may be the one that finds it: it fails, named
+            try:
+                delivery = await web.deliver(run_id, "gate", gate="writing.asking", event="reply",
+                                             params={"text": "Admins"})
+                break
+            except DatabaseError as err:
+                errors.append(f"{type(err).__name__}: {err}")
+                await asyncio.sleep(0.1)
+        else:
+            pytest.fail(f"the web host never reconnected: {errors}")
+        assert isinstance(delivery, Delivery) and delivery.outcome == "delivered", delivery
+        run = await until(web, status(run_id, "done"))
+        assert "Admins" in run.output["notes"]
+        after = [await host.db(backend_pid) for host in (web, worker)]
+        assert not set(after) & set(before)
 
-    asyncio.run(main())
+    fleet(body, "web", "worker")

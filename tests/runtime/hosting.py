@@ -7,8 +7,9 @@ from typing import Any, Awaitable, Callable, Mapping
 from engine.models import Run
 from engine.providers import aclose_all
 from engine.runtime.host import Host
+from workflows.notes import machine as notes_machine
 
-__all__ = ["hosted", "until", "status"]
+__all__ = ["hosted", "fleet", "until", "status"]
 
 
 def hosted(workflows: Mapping[str, Any], body: Callable[[Host], Awaitable[None]], owner: str = "test-host",
@@ -21,6 +22,28 @@ def hosted(workflows: Mapping[str, Any], body: Callable[[Host], Awaitable[None]]
             await body(host)
         finally:
             await host.stop()
+            await aclose_all()
+    asyncio.run(main())
+
+
+def fleet(body: Callable[..., Awaitable[None]], *roles: str, workflows: dict[str, Any] | None = None,
+          **kwargs: Any) -> None:
+    """Start one host per role (owners web-1, worker-1, ...; `workflows` defaults to notes), as separate processes
+    of a fleet would be (each its own database thread), run `body(*hosts)`, stop them all."""
+    async def main() -> None:
+        hosts, counts = [], {"web": 0, "worker": 0}
+        for role in roles:
+            counts[role] += 1
+            hosts.append(Host(workflows or {"notes": notes_machine}, owner=f"{role}-{counts[role]}", role=role,
+                              scan_seconds=0.05, **kwargs))
+        for host in hosts:
+            await host.start()
+        try:
+            await body(*hosts)
+        finally:
+            for host in hosts:
+                if host.ready.is_set():
+                    await host.stop()
             await aclose_all()
     asyncio.run(main())
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -14,10 +14,9 @@ from pydantic import BaseModel
 from engine import agent, define_event, effect, jr2_setup, scripted
 from engine.models import EffectRecord, JournalEntry, Run, RunInput
 from engine.outputs import Delivery
-from engine.providers import aclose_all
 from engine.runtime import store
 from engine.runtime.host import Host, NoHostAnswered, RunNotHosted
-from tests.runtime.hosting import status, until
+from tests.runtime.hosting import fleet, status, until
 from workflows import notes
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,27 +28,6 @@ REPLY = {"gate": "writing.asking", "event": "reply", "params": {"text": "Admins"
 @pytest.fixture(autouse=True)
 def offline(settings: Any) -> None:
     settings.JR2_SCRIPTED = True
-
-
-def fleet(body: Callable[..., Awaitable[None]], *roles: str, workflows: dict[str, Any] | None = None,
-          **kwargs: Any) -> None:
-    """Start one host per role (owners web-1, worker-1, ...), run `body(*hosts)`, stop them all."""
-    async def main() -> None:
-        hosts, counts = [], {"web": 0, "worker": 0}
-        for role in roles:
-            counts[role] += 1
-            hosts.append(Host(workflows or {"notes": notes.machine}, owner=f"{role}-{counts[role]}", role=role,
-                              scan_seconds=0.05, **kwargs))
-        for host in hosts:
-            await host.start()
-        try:
-            await body(*hosts)
-        finally:
-            for host in hosts:
-                if host.ready.is_set():
-                    await host.stop()
-            await aclose_all()
-    asyncio.run(main())
 
 
 async def die(host: Host) -> None:

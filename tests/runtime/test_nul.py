@@ -4,7 +4,6 @@ changes nothing; what a model or an Effect writes holding it is kept with U+FFFD
 Before, a door holding NUL crashed the commit on PostgreSQL."""
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Any
 
@@ -15,9 +14,8 @@ from pydantic import BaseModel, ValidationError
 from engine import agent, define_event, effect, from_pick, jr2_setup, scripted
 from engine.models import EffectRecord, JournalEntry, Run, RunInput, TurnMessage
 from engine.outputs import Delivery
-from engine.providers import aclose_all
 from engine.runtime.host import Host
-from tests.runtime.hosting import hosted, status, until
+from tests.runtime.hosting import fleet, hosted, status, until
 from workflows import notes
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -69,29 +67,18 @@ def test_a_gate_answer_or_a_pick_holding_nul_is_refused_and_changes_nothing_then
 
 
 def test_through_a_web_host_an_input_holding_nul_reaches_the_worker_as_sent_and_is_refused_there() -> None:
-    async def main() -> None:
-        web = Host({"notes": notes.machine}, owner="web-1", role="web", scan_seconds=0.05)
-        worker = Host({"notes": notes.machine}, owner="worker-1", role="worker", scan_seconds=0.05)
-        for host in (web, worker):
-            await host.start()
-        try:
-            run_id = await web.start_run("notes", DOOR)
-            await until(web, status(run_id, "waiting"))
-            refused = await web.deliver(run_id, "gate", gate="writing.asking", event="reply",
-                                        params={"text": "Ad\x00mins"})
-            assert isinstance(refused, Delivery) and refused.outcome == "refused", refused
-            assert "text: text may not contain the NUL character" in str(refused.error)
-            sent = await web.db(lambda: RunInput.objects.filter(run_id=run_id).values_list("args", flat=True).get())
-            assert "Ad\\u0000mins" in sent
-            assert (await web.deliver(run_id, "gate", gate="writing.asking", event="reply",
-                                      params={"text": "Admins"})).outcome == "delivered"
-            await until(web, status(run_id, "done"))
-        finally:
-            for host in (web, worker):
-                await host.stop()
-            await aclose_all()
-
-    asyncio.run(main())
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("notes", DOOR)
+        await until(web, status(run_id, "waiting"))
+        refused = await web.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Ad\x00mins"})
+        assert isinstance(refused, Delivery) and refused.outcome == "refused", refused
+        assert "text: text may not contain the NUL character" in str(refused.error)
+        sent = await web.db(lambda: RunInput.objects.filter(run_id=run_id).values_list("args", flat=True).get())
+        assert "Ad\\u0000mins" in sent
+        assert (await web.deliver(run_id, "gate", gate="writing.asking", event="reply",
+                                  params={"text": "Admins"})).outcome == "delivered"
+        await until(web, status(run_id, "done"))
+    fleet(body, "web", "worker")
 
 
 class Text(BaseModel):
