@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
 import platform
 import re
@@ -51,6 +50,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "big_run.json"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import finish  # noqa: E402
 from bench.console import spread  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
 from bench.runtime import WrongResult, expect, setup_django  # noqa: E402
@@ -466,12 +466,7 @@ def main(argv: list[str] | None = None) -> int:
         results["run"] = {"steps": 0, "messages": 0, "turns": 0, "model_calls": 0, "clerk_s": 0, "ticks_s": 0}
     missed = report(results, args)
     print(f"\nLoad average {load} before, {results['load_average_after']} after, on {os.cpu_count()} CPUs.")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2, default=str))
-    if missed:
-        print(f"\nmissed target: {', '.join(missed)}", file=sys.stderr)
-        return 1 if args.strict else 0
-    return 0
+    return finish(results, args.json, missed, args.strict)
 
 
 if __name__ == "__main__":

@@ -74,6 +74,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "console.json"
 if str(ROOT) not in sys.path:  # `python bench/console.py` as well as `python -m bench.console`
     sys.path.insert(0, str(ROOT))
 
+from bench.common import finish  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
 from bench.runtime import WrongResult, expect, percentile, setup_django  # noqa: E402
 
@@ -1072,12 +1073,7 @@ def main(argv: list[str] | None = None) -> int:
     results["load_average_after"] = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     missed = report(results, args)
     print(f"\nLoad average {load} before, {results['load_average_after']} after, on {os.cpu_count()} CPUs.")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2, default=str))
-    if missed:
-        print(f"\nmissed target: {', '.join(missed)}", file=sys.stderr)
-        return 1 if args.strict else 0
-    return 0
+    return finish(results, args.json, missed, args.strict)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import json
 import os
 import platform
 import shutil
@@ -53,6 +52,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "fleet_load.json"
 if str(ROOT) not in sys.path:  # `python bench/fleet_load.py` as well as `python -m bench.fleet_load`
     sys.path.insert(0, str(ROOT))
 
+from bench.common import finish  # noqa: E402
 from bench.console import (NOTES_CHANGES, Server, api, expected_notes, live_round, login, parse_configs,  # noqa: E402
                            proc_cpu_s, proc_rss_kib, spread)
 from bench.host import cpu_model  # noqa: E402
@@ -438,9 +438,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{commit})\n")
     print("\n".join(table(results, args)))
     print(f"\nLoad average {load} before, {results['load_average_after']} after, on {os.cpu_count()} CPUs.")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2, default=str))
-    return 0
+    return finish(results, args.json)
 
 
 if __name__ == "__main__":

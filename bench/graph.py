@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import platform
 import re
@@ -55,6 +54,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "graph.json"
 if str(ROOT) not in sys.path:  # `python bench/graph.py` as well as `python -m bench.graph`
     sys.path.insert(0, str(ROOT))
 
+from bench.common import finish  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
 from console.graph import clear_cache, lit_svg, machine_svg, state_paths  # noqa: E402
 from engine import Machine, agent, define_event, effect, fail, jr2_setup  # noqa: E402
@@ -347,13 +347,8 @@ def main(argv: list[str] | None = None) -> int:
           f"Load average {load} on {os.cpu_count()} CPUs.")
     results["rows"] = [{"measurement": r.what, "target": r.target_text(), "wall_ms": r.ms("wall"),
                         "cpu_ms": r.ms("cpu"), "ok": r.ok(), **r.result} for r in rows]
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2))
     missed = [row.what for row in rows if not row.ok()]
-    if missed:
-        print(f"\nmissed target: {', '.join(missed)}", file=sys.stderr)
-        return 1 if args.strict else 0
-    return 0
+    return finish(results, args.json, missed, args.strict)
 
 
 def clear_keys(machines: list[Machine]) -> None:

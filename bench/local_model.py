@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
 import os
 import platform
 import statistics
@@ -47,6 +46,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "local_model.json"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import finish  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
 from bench.runtime import WrongResult, measure_picks, setup_django  # noqa: E402
 from tests.llama_server import MODEL, PROVIDER_SETTINGS, LlamaServer  # noqa: E402
@@ -259,9 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     results["load_average_after"] = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print("\n".join(report(results)))
     print(f"\nLoad average {load} before, {results['load_average_after']} after, on {os.cpu_count()} CPUs.")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2, default=str))
-    return 0
+    return finish(results, args.json)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ import argparse
 import cProfile
 import gc
 import io
-import json
 import os
 import platform
 import pstats
@@ -50,6 +49,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "menu.json"
 if str(ROOT) not in sys.path:  # `python bench/menu.py` as well as `python -m bench.menu`
     sys.path.insert(0, str(ROOT))
 
+from bench.common import finish  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
 from engine import Machine, Session, agent, assign, define_event, jr2_setup  # noqa: E402
 
@@ -367,12 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\ncProfile of allowed_picks(\"agent0\") on the big workflow, by tottime:\n")
         print(text)
 
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2))
-    if missed:
-        print(f"\nmissed target: {', '.join(missed)}", file=sys.stderr)
-        return 1 if args.strict else 0
-    return 0
+    return finish(results, args.json, missed, args.strict)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "runtime.json"
 if str(ROOT) not in sys.path:  # `python bench/runtime.py` as well as `python -m bench.runtime`
     sys.path.insert(0, str(ROOT))
 
+from bench.common import finish  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
 
 
@@ -891,12 +892,7 @@ def main(argv: list[str] | None = None) -> int:
             print(results["resume"][key])
     if args.keep_db:
         print(f"\nthe database is kept at {db_path}")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2, default=str))
-    if missed:
-        print(f"\nmissed target: {', '.join(missed)}", file=sys.stderr)
-        return 1 if args.strict else 0
-    return 0
+    return finish(results, args.json, missed, args.strict)
 
 
 if __name__ == "__main__":
