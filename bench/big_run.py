@@ -196,6 +196,22 @@ def measure_page(args: argparse.Namespace, run_id: str, facts: dict[str, Any]) -
             raise WrongResult("the live regions lack the newest step")
     out["regions"] = timed(regions, regions_ok, args.reps, args.warmup)
     out["regions_bytes"] = len(regions().encode())
+
+    from console import timeline
+    from console.timeline_live import chart
+
+    def drawn(cold: bool) -> str:
+        if cold:
+            timeline._WALKS.clear()
+        found = chart(run_id, "")
+        assert found is not None
+        return found[0]
+
+    def chart_ok(html: str) -> None:
+        if 'data-kind="gate"' not in html or html.count('data-kind="turn"') < facts["turns"]:
+            raise WrongResult("the timeline chart lacks the open Gate or a Turn")
+    out["timeline_cold"] = timed(lambda: drawn(True), chart_ok, args.reps, args.warmup)
+    out["timeline_kept"] = timed(lambda: drawn(False), chart_ok, args.reps, args.warmup)
     return out
 
 
@@ -352,7 +368,9 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         for key, what, target in (("get", "`GET /runs/<id>/`", 0.3), ("deep_link", "`GET /runs/<id>/?step=100`", 0.3),
                                   ("older_steps", "`GET .../steps/?before=N` (50 older steps)", None),
                                   ("older_turns", "`GET .../turns/?before=N` (older Turns)", None),
-                                  ("regions", "the live consumer's render of every region", None)):
+                                  ("regions", "the live consumer's render of every region", None),
+                                  ("timeline_cold", "the timeline chart, walking the whole journal", None),
+                                  ("timeline_kept", "the timeline chart, its walk kept from the last render", None)):
             s = page[key]
             verdict = "" if target is None else ("ok" if s["p95"] < target else "MISSED")
             if verdict == "MISSED":

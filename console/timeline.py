@@ -16,12 +16,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from engine.replay import brief, describe
-from engine.session import SessionError
-from engine.trace import trace
+from engine.session import Session, SessionError
+from engine.trace import numbered, trace, trace_on
 from engine.workflow import Machine
 
 __all__ = ["Bar", "Row", "Tick", "Timeline", "Span", "build_timeline", "spans_of", "timeline_of"]
@@ -226,36 +228,85 @@ def _duration(ms: float) -> str:
 def spans_of(machine: Machine, journal: Sequence[Record]) -> list[Span]:
     """Each Gate between the entries that opened and closed it, and each timer between the entries that set and
     ended it, by walking the journal (engine/trace.py). SessionError when the journal does not replay."""
-    gates: dict[str, Span] = {}
-    timers: dict[str, Span] = {}
-    done: list[Span] = []
-    words: dict[int, Mapping[str, Any]] = {}
-    for step in trace(machine, [{"seq": row["seq"], "entry": row["entry"]} for row in journal]):
-        words[step.seq] = step.entry
-        session = step.session
+    return SpanWalk(machine).feed(journal).spans()
+
+
+class SpanWalk:
+    """The walk behind `spans_of`, kept between renders: a live run's next render feeds it only the entries that
+    came since (a run's journal only grows), instead of replaying the whole journal at every commit."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        self.seq = 0
+        self._session: Session | None = None
+        self._gates: dict[str, Span] = {}
+        self._timers: dict[str, Span] = {}
+        self._done: list[Span] = []
+
+    def feed(self, journal: Sequence[Record]) -> SpanWalk:
+        """Walk the entries of `journal` after the last one fed (earlier ones are skipped)."""
+        rows = [{"seq": row["seq"], "entry": row["entry"]} for row in journal if int(row["seq"]) > self.seq]
+        if not rows:
+            return self
+        if self._session is None:
+            steps = trace(self.machine, rows)
+        else:
+            steps = trace_on(self._session, numbered(rows))
+        for step in steps:
+            self._session = step.session
+            self._step(step.seq, step.entry, step.session)
+            self.seq = step.seq
+        return self
+
+    def spans(self) -> list[Span]:
+        return self._done + list(self._gates.values()) + list(self._timers.values())
+
+    def _step(self, seq: int, entry: Mapping[str, Any], session: Session) -> None:
+        gates, timers = self._gates, self._timers
         now_gates = {gate.id: gate for gate in session.gates}
         for gate_id in [g for g in gates if g not in now_gates]:
-            done.append(_closed_gate(gates.pop(gate_id), step.seq, step.entry))
+            self._done.append(_closed_gate(gates.pop(gate_id), seq, entry))
         for gate_id, gate in now_gates.items():
             if gate_id not in gates:
-                gates[gate_id] = Span("gate", gate_id, f"Gate {gate_id}", step.seq, details=(
+                gates[gate_id] = Span("gate", gate_id, f"Gate {gate_id}", seq, details=(
                     ("state", gate.path), ("accepts", ", ".join(gate.accepts)),
                     ("meta", json.dumps(gate.meta, ensure_ascii=False, default=str) if gate.meta else "—"),
-                    ("opened at", f"step {step.seq}: {describe(step.entry)}")))
+                    ("opened at", f"step {seq}: {describe(entry)}")))
         now_timers = {str(t.get("id")): t for t in session.snapshot["statechart"].get("timers", [])}
         for timer_id in [t for t in timers if t not in now_timers]:
             span = timers.pop(timer_id)
-            how = "fired" if step.entry.get("kind") == "advance" else "ended"
-            done.append(Span(span.kind, span.id, span.label, span.opened, step.seq, span.due_ms,
-                             span.details + ((how, f"at step {step.seq}: {describe(step.entry)}"),)))
+            how = "fired" if entry.get("kind") == "advance" else "ended"
+            self._done.append(Span(span.kind, span.id, span.label, span.opened, seq, span.due_ms,
+                                   span.details + ((how, f"at step {seq}: {describe(entry)}"),)))
         for timer_id, timer in now_timers.items():
             if timer_id not in timers:
                 event = str((timer.get("event") or {}).get("type", ""))
                 due = (timer.get("started_at") or 0) + float(timer.get("delay") or 0)
-                timers[timer_id] = Span("timer", timer_id, event, step.seq, due_ms=due, details=(
+                timers[timer_id] = Span("timer", timer_id, event, seq, due_ms=due, details=(
                     ("event", event), ("delay", _duration(float(timer.get("delay") or 0))),
-                    ("set at", f"step {step.seq}: {describe(step.entry)}")))
-    return done + list(gates.values()) + list(timers.values())
+                    ("set at", f"step {seq}: {describe(entry)}")))
+
+
+#: The walks of the runs whose timelines were drawn last, by (run, workflow digest): a few dozen at most.
+_WALKS: OrderedDict[tuple[str, str], SpanWalk] = OrderedDict()
+_WALKS_KEPT = 64
+_WALKS_LOCK = threading.Lock()
+
+
+def walked_spans(run_id: str, machine: Machine, last: int, after: Callable[[int], Sequence[Record]]) -> list[Span]:
+    """`spans_of` for a run whose journal ends at seq `last`, going on from the walk of its last render when
+    there is one; `after(seq)` reads the journal's entries after `seq` (so a kept walk reads only the new ones)."""
+    key = (run_id, machine.digest)
+    with _WALKS_LOCK:
+        walk = _WALKS.pop(key, None)
+    if walk is None or walk.seq > last:
+        walk = SpanWalk(machine)
+    spans = walk.feed(after(walk.seq)).spans()
+    with _WALKS_LOCK:
+        _WALKS[key] = walk
+        while len(_WALKS) > _WALKS_KEPT:
+            _WALKS.popitem(last=False)
+    return spans
 
 
 def _closed_gate(span: Span, seq: int, entry: Mapping[str, Any]) -> Span:
@@ -274,7 +325,7 @@ def timeline_of(run: Any, machine: Machine | None, now: dt.datetime | None = Non
 
     from engine.models import EffectRecord, JournalEntry, ModelCall, TurnRecord
 
-    journal = list(JournalEntry.objects.filter(run=run).order_by("seq").values("seq", "kind", "entry", "at"))
+    journal = list(JournalEntry.objects.filter(run=run).order_by("seq").values("seq", "at"))
     turns = list(TurnRecord.objects.filter(run=run).order_by("started_at", "id").values())
     calls = list(ModelCall.objects.filter(run=run).order_by("seq").values(
         "seq", "turn__turn", "model", "status", "tool_calls", "stop_reason", "error", "input_tokens",
@@ -291,7 +342,8 @@ def timeline_of(run: Any, machine: Machine | None, now: dt.datetime | None = Non
                      "was written.")
     elif journal:
         try:
-            spans = spans_of(machine, journal)
+            spans = walked_spans(str(run.id), machine, int(journal[-1]["seq"]), lambda seq: list(
+                JournalEntry.objects.filter(run=run, seq__gt=seq).order_by("seq").values("seq", "entry")))
         except SessionError as err:
             notes.append(f"Gates and timers are not shown: the journal does not replay on the workflow ({err}).")
     if journal and any(t["started_at"] < journal[0]["at"] for t in turns):

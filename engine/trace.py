@@ -25,7 +25,7 @@ from .outputs import Output
 from .session import HOST_KINDS, Session, SessionError, validation_text
 from .workflow import Machine
 
-__all__ = ["TraceStep", "trace", "numbered", "start_session", "ROOT_KINDS"]
+__all__ = ["TraceStep", "trace", "trace_on", "numbered", "start_session", "ROOT_KINDS"]
 
 #: The kinds a journal may start with.
 ROOT_KINDS = ("start", "fork")
@@ -74,7 +74,14 @@ def trace(machine: Machine, journal: Iterable[Mapping[str, Any]], until: int | N
     seq, first = entries[0]
     session = start_session(machine, first)
     yield TraceStep(seq, first, session.drain(), session)
-    for seq, entry in entries[1:]:
+    yield from trace_on(session, entries[1:], until)
+
+
+def trace_on(session: Session, entries: Iterable[tuple[int, Mapping[str, Any]]],
+             until: int | None = None) -> Iterator[TraceStep]:
+    """Go on from `session`, where an earlier walk stopped, through the entries that came after it (a live run's
+    new ones), as (seq, entry) pairs (`numbered`), each applied in order."""
+    for seq, entry in entries:
         if until is not None and seq > until:
             return
         if entry.get("kind") in HOST_KINDS:

@@ -14,7 +14,7 @@ from django.test import Client
 from pydantic import BaseModel
 
 from console.routing import websocket_urlpatterns
-from console.timeline import Span, build_timeline, spans_of
+from console.timeline import Span, build_timeline, spans_of, walked_spans
 from engine import Session, SimulatedClock, define_event, jr2_setup
 from engine.runtime.host import Host
 from tests.console.conftest import NOTES_DOOR, WORKFLOWS
@@ -97,6 +97,36 @@ def test_walking_the_journal_finds_when_each_gate_opened_and_was_answered_and_ea
     assert dict(gate.details)["answered"].startswith(f"at step {gate.closed}: go")
     assert timer.opened == gate.closed and timer.closed == len(kinds) and timer.due_ms == 6000
     assert "fired" in dict(timer.details)
+
+
+def test_a_live_runs_walk_goes_on_from_its_last_render_and_finds_the_same_spans(monkeypatch: Any) -> None:
+    """The timeline of a live run is redrawn at each commit: its walk is kept and fed only the new entries."""
+    go, late = (define_event(name=n, input=Empty, description=n) for n in ("go", "late"))
+    machine = jr2_setup(events=[go, late]).create_machine({
+        "id": "again", "initial": "asking",
+        "states": {"asking": {"invoke": {"src": "gate", "id": "desk"}, "on": {"go": "sleeping", "late": "done"}},
+                   "sleeping": {"after": {"5000": "done"}},
+                   "done": {"type": "final"}}})
+    session = Session(machine, clock=SimulatedClock(0))
+    session.send_gate("desk", "go", {}, at=1000)
+    session.advance(5000)
+    rows = [{"seq": i, "entry": e} for i, e in enumerate(session.journal, start=1)]
+    applied: list[int] = []
+    apply = Session.apply
+    monkeypatch.setattr(Session, "apply", lambda self, entry, index: (applied.append(index), apply(self, entry,
+                                                                                                     index))[1])
+    cut = next(i for i, row in enumerate(rows) if row["entry"]["kind"] == "gate") + 1
+    def walked(run: str, upto: int) -> list[Span]:
+        return walked_spans(run, machine, upto, lambda seq: [row for row in rows[:upto] if row["seq"] > seq])
+
+    first = walked("run-a", cut)
+    assert [(s.kind, s.closed) for s in first] == [("gate", cut), ("timer", None)]
+    applied.clear()
+    assert walked("run-a", len(rows)) == spans_of(machine, rows)
+    assert applied[:len(rows) - cut] == [row["seq"] for row in rows[cut:]], "the walk started over"
+    applied.clear()
+    assert walked("run-b", cut) == first, "another run has a walk of its own"
+    assert applied == list(range(2, cut + 1))
 
 
 # -- the page and its live chart ----------------------------------------------------------------------------------
