@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from engine import __version__
 from engine.models import (ID_ALPHABET, EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage,
                            TurnRecord, new_run_id)
+from engine.text import NUL_REFUSED, nul_at
 
 __all__ = ["FORMAT", "VERSION", "RunExport", "ExchangeError", "export_run", "import_run", "schema"]
 
@@ -236,6 +237,9 @@ def validate(data: Any) -> RunExport:
     if data.get("version") != VERSION:
         raise ExchangeError(f"this instance reads run exports of version {VERSION}; the file is version "
                             f"{data.get('version')!r}")
+    nul = nul_at(data)
+    if nul is not None:
+        raise _refused([f"{'.'.join(map(str, nul))}: {NUL_REFUSED}"])
     try:
         export = RunExport.model_validate(data)
     except ValidationError as err:

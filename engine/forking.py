@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from .session import Session, SessionError
+from .text import NUL_REFUSED, nul_at
 from .trace import numbered, trace
 from .workflow import Machine
 
@@ -67,6 +68,9 @@ def plan_fork(machine: Machine, journal: Iterable[Mapping[str, Any]], step: int,
     data = _moved(session.to_json(), now - session.now)
     if context is not None:
         problems = context_problems(session.context, context)
+        nul = nul_at(context)
+        if nul is not None:
+            problems.append(".".join(["context", *map(str, nul)]) + ": " + NUL_REFUSED)
         if problems:
             raise ForkError("the edited context is refused: " + "; ".join(problems))
         data["statechart"]["context"] = json.loads(json.dumps(context))

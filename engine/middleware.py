@@ -1,6 +1,7 @@
 """Middleware: under /api/, every error is JSON with a `detail` (a response that Django or a library made as an HTML
-page, a wrong method, a CSRF refusal, a page not found, is given again as JSON); and every response carries the
-Content-Security-Policy (`JR2_CSP`), which allows no inline script."""
+page, a wrong method, a CSRF refusal, a page not found, is given again as JSON); every response carries the
+Content-Security-Policy (`JR2_CSP`), which allows no inline script; and an address holding the NUL character is
+refused before any view looks it up (PostgreSQL cannot compare text with NUL: it would be a 500 there)."""
 from __future__ import annotations
 
 from http import HTTPStatus
@@ -10,7 +11,9 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-__all__ = ["ApiJsonErrors", "ContentSecurityPolicy"]
+from engine.text import NUL
+
+__all__ = ["ApiJsonErrors", "ContentSecurityPolicy", "RefuseNul", "refuse_nul_websockets"]
 
 WHY = {
     403: "forbidden: {reason}",
@@ -82,3 +85,58 @@ class ContentSecurityPolicy:
         if self.policy and "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = self.policy
         return response
+
+
+def _nul_in_query(query: str) -> bool:
+    from urllib.parse import parse_qsl
+
+    return any(NUL in k or NUL in v for k, v in parse_qsl(query, keep_blank_values=True))
+
+
+class RefuseNul:
+    """Middleware: an address holding NUL (`%00`), which no run id, workflow name or filter may contain: a 404 when
+    it is in the path (there is no such thing), a 400 when it is in the query. Form fields are checked by their
+    forms, and JSON bodies by what reads them (the run core, forks, imports), so those refusals name the field."""
+
+    async_capable = True
+    sync_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        refused = self._refused(request)
+        if self.is_async:
+            return self._acall(request, refused)
+        return refused or self.get_response(request)
+
+    async def _acall(self, request: HttpRequest, refused: HttpResponse | None) -> HttpResponse:
+        return refused or await self.get_response(request)
+
+    @staticmethod
+    def _refused(request: HttpRequest) -> HttpResponse | None:
+        if NUL in request.path:
+            status, detail = 404, "nothing is at this address: it holds the NUL character (%00), which no run id " \
+                                  "or name contains"
+        elif _nul_in_query(request.META.get("QUERY_STRING", "")):
+            status, detail = 400, "the query holds the NUL character (%00), which no filter may contain"
+        else:
+            return None
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": detail}, status=status)
+        return HttpResponse(detail, status=status, content_type="text/plain; charset=utf-8")
+
+
+def refuse_nul_websockets(app: Any) -> Any:
+    """ASGI middleware for the websocket routes: a socket whose path or query holds NUL is closed (4404, as for no
+    such run) before a consumer looks anything up."""
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if NUL in scope.get("path", "") or _nul_in_query(scope.get("query_string", b"").decode("latin-1")):
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 4404})
+            return
+        await app(scope, receive, send)
+    return guarded

@@ -30,6 +30,7 @@ MIDDLEWARE = [
     "engine.middleware.ApiJsonErrors",
     "django.middleware.security.SecurityMiddleware",
     "engine.middleware.ContentSecurityPolicy",
+    "engine.middleware.RefuseNul",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

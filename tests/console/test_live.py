@@ -10,6 +10,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from console.routing import websocket_urlpatterns
+from engine.middleware import refuse_nul_websockets
 from engine.models import Run
 from engine.runtime.host import Host
 from tests.console.conftest import NOTES_DOOR, WORKFLOWS
@@ -82,6 +83,17 @@ def test_a_run_socket_refuses_an_anonymous_visitor_unless_reads_are_open(setting
         return refused, accepted
     refused, accepted = asyncio.run(main())
     assert refused[0] is False and accepted[0] is True
+
+
+@pytest.mark.parametrize("path", ["/ws/runs/%00/", "/ws/runs/ab%00/timeline/", "/ws/workflows/no%00tes/",
+                                  "/ws/gates/?q=%00"])
+def test_a_socket_whose_address_holds_nul_is_closed_before_anything_is_looked_up(path: str, observer: Any,
+                                                                                 transactional_db: Any) -> None:
+    async def main() -> tuple[Any, ...]:
+        socket = WebsocketCommunicator(refuse_nul_websockets(APP), path)
+        socket.scope["user"] = observer
+        return await socket.connect()
+    assert asyncio.run(main()) == (False, 4404)
 
 
 def test_the_gate_form_in_a_fragment_is_only_for_those_who_may_answer(observer: Any, answerer: Any,

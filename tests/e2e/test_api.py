@@ -377,6 +377,31 @@ def test_a_bad_door_is_a_400_naming_the_field(client: httpx.Client, workflow: st
     assert run_count(client) == before
 
 
+@pytest.mark.parametrize("address, status", [
+    ("/api/runs/%00", 404), ("/api/runs/ab%00cd/turns", 404), ("/api/workflows/no%00tes", 404),
+    ("/api/runs/%00/gates/writing.asking/events", 404), ("/api/runs?workflow=%00", 400),
+    ("/api/runs?status=done&workflow=no%00tes", 400),
+])
+def test_an_address_holding_nul_is_a_404_or_a_400_never_a_500(client: httpx.Client, address: str,
+                                                              status: int) -> None:
+    """PostgreSQL cannot compare text holding NUL: such an address is refused before anything looks it up."""
+    method = client.post if address.endswith("/events") else client.get
+    error(method(address, **({"json": {"type": "reply", "text": "x"}} if method == client.post else {})), status,
+          "NUL character")
+
+
+@pytest.mark.parametrize("address, status", [
+    ("/runs/%00/", 404), ("/runs/ab%00cd/timeline/", 404), ("/workflows/no%00tes/", 404), ("/runs/?workflow=%00", 400),
+    ("/runs/?q=%00", 400), ("/gates/?q=a%00", 400),
+])
+def test_a_console_address_holding_nul_is_a_404_or_a_400_never_a_500(live: LiveServer, address: str,
+                                                                     status: int) -> None:
+    with httpx.Client(base_url=live.url, trust_env=False) as browser:
+        response = browser.get(address)
+    assert response.status_code == status and "NUL character" in response.text, (response.status_code,
+                                                                                   response.text[:300])
+
+
 @pytest.mark.parametrize("door", [["changes"], "One fix.", 5, True])
 def test_a_door_that_is_not_an_object_is_a_400(client: httpx.Client, door: Any) -> None:
     before = run_count(client)

@@ -95,6 +95,8 @@ def _broken(data: dict[str, Any], how: str) -> dict[str, Any]:
         bad["format"] = "something.else"
     elif how == "version":
         bad["version"] = 7
+    elif how == "nul":
+        bad["journal"][0]["entry"]["input"]["changes"] = "One.\x00"
     return bad
 
 
@@ -106,6 +108,7 @@ def _broken(data: dict[str, Any], how: str) -> dict[str, Any]:
     ("orphan message", "messages.0.turn: no Turn turn-99 in turns"),
     ("format", 'not a jr2 run export: "format" must be "jr2.run"'),
     ("version", "this instance reads run exports of version 1; the file is version 7"),
+    ("nul", "journal.0.entry.input.changes: text may not contain the NUL character"),
 ])
 def test_a_bad_file_is_refused_naming_what_is_wrong_and_imports_nothing(how: str, words: str) -> None:
     made = _made(review=False)

@@ -133,6 +133,8 @@ def test_a_fork_with_an_edited_context_runs_to_another_output_and_survives_a_res
     (0, {}, "step must be a journal entry of run"),
     (1, {"answer": ("nowhere", "go", {})}, 'no Gate "nowhere" is open after step 1 (open Gates: desk)'),
     (1, {"answer": ("desk", "go", {"sender": "me"})}, "the Gate answer is refused after step 1: no party can write"),
+    (1, {"context": {"name": "A\x00da", "greeting": "Hi", "times": 1}},
+     "context.name: text may not contain the NUL character"),
 ])
 def test_a_bad_fork_is_refused_in_words_and_makes_nothing(step: int, kwargs: dict[str, Any], words: str) -> None:
     async def body(host: Host) -> None:
