@@ -5,8 +5,11 @@ starting and ending, each Gate that opens with the `jr2 send` command that answe
 status when it changes. It stops when the run has ended and every entry up to its last step was said."""
 from __future__ import annotations
 
-import time
-from typing import Any, Callable
+import signal
+import threading
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any, Callable, Iterator
 
 from engine.replay import describe
 
@@ -37,12 +40,18 @@ class Follower:
         self.slots: dict[str, str] = {}
 
     def follow(self) -> dict[str, Any]:
-        """Poll until the run has ended; its last body."""
-        while True:
-            run = self.poll()
-            if run.get("status") not in LIVE and self.seq >= int(run.get("seq") or 0):
-                return run
-            time.sleep(self.interval)
+        """Poll until the run has ended; its last body. Ctrl-C raises KeyboardInterrupt between polls, never in
+        the middle of a request: interrupted there, the HTTP client's connection pool can be left locked and the
+        command hang on its way out. A second Ctrl-C interrupts at once."""
+        with _ctrl_c_between_polls() as asked:
+            while True:
+                run = self.poll()
+                if asked.is_set():
+                    raise KeyboardInterrupt
+                if run.get("status") not in LIVE and self.seq >= int(run.get("seq") or 0):
+                    return run
+                if asked.wait(self.interval):
+                    raise KeyboardInterrupt
 
     def poll(self) -> dict[str, Any]:
         """One look: the run, then the journal entries up to the run's step (so the two agree), then what
@@ -109,3 +118,24 @@ class Follower:
             self.status = status
             reason = f": {run.get('reason')}" if run.get("reason") and status not in LIVE else ""
             self.say(f"status: {status}{reason}")
+
+
+@contextmanager
+def _ctrl_c_between_polls() -> Iterator[threading.Event]:
+    """An event set by Ctrl-C (SIGINT) while the block runs; a second Ctrl-C raises KeyboardInterrupt at once.
+    Off the main thread, where signals cannot be caught, an event nothing sets."""
+    asked = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield asked
+        return
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if asked.is_set():
+            raise KeyboardInterrupt
+        asked.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield asked
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -4,6 +4,7 @@ they print and their exit codes checked."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
 import shlex
@@ -180,6 +181,20 @@ def test_run_exits_3_when_the_run_it_follows_is_cancelled(live: LiveServer) -> N
                                "reason": ""}
     assert follow.lines[-4:] == ["the run was cancelled", "Turn turn-1 of writer ended", "Gate writing.asking closed",
                                  "status: cancelled"]
+
+
+def test_while_following_ctrl_c_is_taken_between_polls_and_a_second_one_at_once() -> None:
+    """Never inside an HTTP request (an interrupted request could leave the client's pool locked and `jr2 run`
+    hanging on its way out), unless asked twice."""
+    from engine.cli.follow import _ctrl_c_between_polls
+
+    with _ctrl_c_between_polls() as asked:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert asked.wait(5), "the first Ctrl-C was not taken"
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_ctrl_c_stops_following_and_the_run_goes_on(live: LiveServer) -> None:
