@@ -1,8 +1,9 @@
-"""Random sequences through the runtime (issue 9, "Hypothesis"): per example workflow, a real Host on SQLite drives
-runs while Hypothesis throws picks at them (Menu names, others, names outside the Allowed picks, valid and invalid
-params; delivered directly, or offered to the Turn loop through a person's seat), Gate answers (accepted events
-and others, good and bad input), Effect results (racing the real Effects), timer advances, faults, waits and a
-cancel. Every Agent's seat is held by a person, so no scripted model picks in between.
+"""Random sequences through the runtime (issue 9, "Hypothesis"): per example workflow, a real Host on the suite's
+database (SQLite, or PostgreSQL on the second pass) drives runs while Hypothesis throws picks at them (Menu names,
+others, names outside the Allowed picks, valid and invalid params; delivered directly, or offered to the Turn loop
+through a person's seat), Gate answers (accepted events and others, good and bad input), Effect results (racing
+the real Effects), timer advances, faults, waits and a cancel. Every Agent's seat is held by a person, so no
+scripted model picks in between.
 
 Checks, for every sequence:
 - nothing raises: every input gets an outcome, and the run's task never dies;
