@@ -123,9 +123,11 @@ class Follower:
 @contextmanager
 def _ctrl_c_between_polls() -> Iterator[threading.Event]:
     """An event set by Ctrl-C (SIGINT) while the block runs; a second Ctrl-C raises KeyboardInterrupt at once.
-    Off the main thread, where signals cannot be caught, an event nothing sets."""
+    An event nothing sets off the main thread (where signals cannot be caught) and in a process that ignores
+    SIGINT (started with nohup, or as a background job), which goes on ignoring it."""
     asked = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         yield asked
         return
 

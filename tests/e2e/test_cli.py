@@ -33,8 +33,10 @@ class Following:
     def __init__(self, live: LiveServer, *args: str) -> None:
         script = shutil.which("jr2", path=str(BIN))
         assert script
+        # Ctrl-C as from a terminal: a suite run as a background job ignores SIGINT, and a child would inherit that.
         self.process = subprocess.Popen([script, "run", *args], cwd=live.folder, env=live.env, text=True,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -188,13 +190,22 @@ def test_while_following_ctrl_c_is_taken_between_polls_and_a_second_one_at_once(
     hanging on its way out), unless asked twice."""
     from engine.cli.follow import _ctrl_c_between_polls
 
-    with _ctrl_c_between_polls() as asked:
-        os.kill(os.getpid(), signal.SIGINT)
-        assert asked.wait(5), "the first Ctrl-C was not taken"
-        with pytest.raises(KeyboardInterrupt):
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as Python sets it up under a terminal
+    try:
+        with _ctrl_c_between_polls() as asked:
             os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(5)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            assert asked.wait(5), "the first Ctrl-C was not taken"
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # started with Ctrl-C ignored (nohup, a background job)
+        with _ctrl_c_between_polls() as asked:
+            os.kill(os.getpid(), signal.SIGINT)
+            assert not asked.wait(0.2), "a process that ignores Ctrl-C must go on ignoring it"
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_ctrl_c_stops_following_and_the_run_goes_on(live: LiveServer) -> None:
