@@ -22,8 +22,9 @@ WHY = {
 }
 
 
-class ApiJsonErrors:
-    """Middleware: rewrite non-JSON error responses of /api/ paths as `{"detail": ...}`."""
+class _Middleware:
+    """Sync and async alike, without a thread hop (Django's MiddlewareMixin runs its hooks through sync_to_async
+    under ASGI): `refuse` may answer a request before the view, `after` may change the response."""
 
     async_capable = True
     sync_capable = True
@@ -35,15 +36,25 @@ class ApiJsonErrors:
             markcoroutinefunction(self)
 
     def __call__(self, request: HttpRequest) -> Any:
+        refused = self.refuse(request)
         if self.is_async:
-            return self._acall(request)
-        return self._json(request, self.get_response(request))
+            return self._acall(request, refused)
+        return refused if refused is not None else self.after(request, self.get_response(request))
 
-    async def _acall(self, request: HttpRequest) -> HttpResponse:
-        return self._json(request, await self.get_response(request))
+    async def _acall(self, request: HttpRequest, refused: HttpResponse | None) -> HttpResponse:
+        return refused if refused is not None else self.after(request, await self.get_response(request))
 
-    @staticmethod
-    def _json(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    def refuse(self, request: HttpRequest) -> HttpResponse | None:
+        return None
+
+    def after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        return response
+
+
+class ApiJsonErrors(_Middleware):
+    """Middleware: rewrite non-JSON error responses of /api/ paths as `{"detail": ...}`."""
+
+    def after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if not request.path.startswith("/api/") or response.status_code < 400 or \
                 response.get("Content-Type", "").startswith("application/json"):
             return response
@@ -59,29 +70,15 @@ class ApiJsonErrors:
         return replaced
 
 
-class ContentSecurityPolicy:
+class ContentSecurityPolicy(_Middleware):
     """Middleware: the `Content-Security-Policy` header (settings.JR2_CSP; empty: none) on every response that has
     none. The Console's JS lives in static files, htmx included (its indicator styles are off: base.html)."""
 
-    async_capable = True
-    sync_capable = True
-
     def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
+        super().__init__(get_response)
         self.policy = str(getattr(settings, "JR2_CSP", ""))
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest) -> Any:
-        if self.is_async:
-            return self._acall(request)
-        return self._header(self.get_response(request))
-
-    async def _acall(self, request: HttpRequest) -> HttpResponse:
-        return self._header(await self.get_response(request))
-
-    def _header(self, response: HttpResponse) -> HttpResponse:
+    def after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if self.policy and "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = self.policy
         return response
@@ -93,31 +90,12 @@ def _nul_in_query(query: str) -> bool:
     return any(NUL in k or NUL in v for k, v in parse_qsl(query, keep_blank_values=True))
 
 
-class RefuseNul:
+class RefuseNul(_Middleware):
     """Middleware: an address holding NUL (`%00`), which no run id, workflow name or filter may contain: a 404 when
     it is in the path (there is no such thing), a 400 when it is in the query. Form fields are checked by their
     forms, and JSON bodies by what reads them (the run core, forks, imports), so those refusals name the field."""
 
-    async_capable = True
-    sync_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        refused = self._refused(request)
-        if self.is_async:
-            return self._acall(request, refused)
-        return refused or self.get_response(request)
-
-    async def _acall(self, request: HttpRequest, refused: HttpResponse | None) -> HttpResponse:
-        return refused or await self.get_response(request)
-
-    @staticmethod
-    def _refused(request: HttpRequest) -> HttpResponse | None:
+    def refuse(self, request: HttpRequest) -> HttpResponse | None:
         if NUL in request.path:
             status, detail = 404, "nothing is at this address: it holds the NUL character (%00), which no run id " \
                                   "or name contains"

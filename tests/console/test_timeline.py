@@ -79,7 +79,8 @@ class Empty(BaseModel):
     pass
 
 
-def test_walking_the_journal_finds_when_each_gate_opened_and_was_answered_and_each_timer() -> None:
+def gate_then_timer() -> tuple[Any, list[dict[str, Any]]]:
+    """A Machine that waits at a Gate, then sleeps 5 s, and the journal of a run through both."""
     go, late = (define_event(name=n, input=Empty, description=n) for n in ("go", "late"))
     machine = jr2_setup(events=[go, late]).create_machine({
         "id": "wait", "initial": "asking",
@@ -89,8 +90,12 @@ def test_walking_the_journal_finds_when_each_gate_opened_and_was_answered_and_ea
     session = Session(machine, clock=SimulatedClock(0))
     session.send_gate("desk", "go", {}, at=1000)
     session.advance(5000)
-    rows = [{"seq": i, "entry": e} for i, e in enumerate(session.journal, start=1)]
-    kinds = [e["kind"] for e in session.journal]
+    return machine, [{"seq": i, "entry": e} for i, e in enumerate(session.journal, start=1)]
+
+
+def test_walking_the_journal_finds_when_each_gate_opened_and_was_answered_and_each_timer() -> None:
+    machine, rows = gate_then_timer()
+    kinds = [row["entry"]["kind"] for row in rows]
     spans = {s.kind: s for s in spans_of(machine, rows)}
     gate, timer = spans["gate"], spans["timer"]
     assert (gate.opened, gate.closed) == (1, kinds.index("gate") + 1)
@@ -101,16 +106,7 @@ def test_walking_the_journal_finds_when_each_gate_opened_and_was_answered_and_ea
 
 def test_a_live_runs_walk_goes_on_from_its_last_render_and_finds_the_same_spans(monkeypatch: Any) -> None:
     """The timeline of a live run is redrawn at each commit: its walk is kept and fed only the new entries."""
-    go, late = (define_event(name=n, input=Empty, description=n) for n in ("go", "late"))
-    machine = jr2_setup(events=[go, late]).create_machine({
-        "id": "again", "initial": "asking",
-        "states": {"asking": {"invoke": {"src": "gate", "id": "desk"}, "on": {"go": "sleeping", "late": "done"}},
-                   "sleeping": {"after": {"5000": "done"}},
-                   "done": {"type": "final"}}})
-    session = Session(machine, clock=SimulatedClock(0))
-    session.send_gate("desk", "go", {}, at=1000)
-    session.advance(5000)
-    rows = [{"seq": i, "entry": e} for i, e in enumerate(session.journal, start=1)]
+    machine, rows = gate_then_timer()
     applied: list[int] = []
     apply = Session.apply
     monkeypatch.setattr(Session, "apply", lambda self, entry, index: (applied.append(index), apply(self, entry,
