@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test test-postgres soak bench bench-menu bench-runtime bench-graph bench-console bench-big install node clean system-up system-test screenshots
+.PHONY: up test test-sqlite test-postgres soak bench bench-menu bench-runtime bench-graph bench-console bench-big install node clean system-up system-test screenshots
 
 # llama-cpp-python (the `local-model` extra) has no Linux wheel on PyPI, so pip builds it from its sdist, once per
 # machine (pip's wheel cache keeps it): for any x86-64 with AVX2 (no -march=native, AVX-512 or AMX), without OpenMP,
@@ -59,13 +59,18 @@ screenshots: install system-test
 	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py tests/e2e/test_browser_forks.py \
 		tests/e2e/test_browser_big.py
 
-# The whole suite twice: on the embedded default (SQLite, in-memory channel layer), then on the fleet's engines
-# (PostgreSQL and Redis, private servers on local ports that scripts/services starts and stops; the tests that
-# need them, such as the kill soak, run only there). `make test-postgres` is the second pass alone.
+# The whole suite twice, side by side (each pass waits on servers and browsers much of the time, so two fit on 2
+# cores; each one's output comes when it ends): on the embedded default (SQLite, in-memory channel layer), and on
+# the fleet's engines (PostgreSQL and Redis, private servers on local ports that scripts/services starts and
+# stops; the tests that need them, such as the kill soak, run only there). `make test-sqlite` and
+# `make test-postgres` run one pass each.
 test: install node system-test
 	$(BIN)/mypy
+	@echo "make test: the SQLite and the PostgreSQL passes run side by side; each one's report comes when it ends"
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
+
+test-sqlite: install node system-test
 	$(BIN)/python -m pytest
-	scripts/services run $(BIN)/python -m pytest
 
 test-postgres: install node system-test
 	scripts/services run $(BIN)/python -m pytest
