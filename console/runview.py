@@ -176,7 +176,8 @@ def _seats(run: Run, machine: Machine | None, user: Any, view: dict[str, Any],
                 form = bound.get(seat_key(agent, name)) or schema_form(event.input,
                                                                        auto_id=f"id_seat_{agent}_{name}_%s")
                 picks.append((name, tool.get("description", ""), form, name in allowed, why))
-        out.append(SeatView(agent, player_for(run.workflow, agent, slot.model).label, holder, mine, playing and holder is None, turn, picks))
+        played_by = player_for(run.workflow, agent, slot.model).label
+        out.append(SeatView(agent, played_by, holder, mine, playing and holder is None, turn, picks))
     return out
 
 

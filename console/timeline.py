@@ -26,7 +26,8 @@ from engine.session import Session, SessionError
 from engine.trace import numbered, trace, trace_on
 from engine.workflow import Machine
 
-__all__ = ["Bar", "Row", "Tick", "Timeline", "Span", "build_timeline", "spans_of", "timeline_of"]
+__all__ = ["Bar", "Row", "Tick", "Timeline", "Span", "SpanWalk", "build_timeline", "spans_of", "walked_spans",
+           "timeline_of"]
 
 Record = Mapping[str, Any]
 

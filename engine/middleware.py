@@ -5,6 +5,7 @@ refused before any view looks it up (PostgreSQL cannot compare text with NUL: it
 from __future__ import annotations
 
 from http import HTTPStatus
+from urllib.parse import parse_qsl
 from typing import Any, Callable
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
@@ -85,8 +86,6 @@ class ContentSecurityPolicy(_Middleware):
 
 
 def _nul_in_query(query: str) -> bool:
-    from urllib.parse import parse_qsl
-
     return any(NUL in k or NUL in v for k, v in parse_qsl(query, keep_blank_values=True))
 
 

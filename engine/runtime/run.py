@@ -515,7 +515,8 @@ class RunDriver:
             outcome = await run_effect(request, self.session.effect_slot(pending.id))
         kind = "effect_done" if outcome.ok else "effect_failed"
         try:
-            await self.submit(kind, effect=pending.id, value=without_nul(outcome.value), duration_ms=outcome.duration_ms)
+            await self.submit(kind, effect=pending.id, value=without_nul(outcome.value),
+                              duration_ms=outcome.duration_ms)
         finally:
             # Listed until its result is committed, so a draining host waits for the commit, not only the process.
             if self.effects.get(pending.id) is asyncio.current_task():

@@ -96,8 +96,9 @@ def nul_machine() -> Any:
         "id": "nul", "initial": "working",
         "states": {"working": {"invoke": {"src": "worker"}, "initial": "idle",
                                "states": {"idle": {"on": {"go": "running"}},
-                                          "running": {"invoke": {"src": "binary", "onDone": "#nul.finished",
-                                                                      "input": from_pick(fill=lambda params: {"stdin": params["text"]})}}}},
+                                          "running": {"invoke": {
+                                              "src": "binary", "onDone": "#nul.finished",
+                                              "input": from_pick(fill=lambda params: {"stdin": params["text"]})}}}},
                    "finished": {"type": "final"}},
     })
 
