@@ -58,6 +58,24 @@ class LiveServer:
         return subprocess.run([script, *args], cwd=self.folder, env={**self.env, **(env or {})}, text=True,
                               capture_output=True, input=input, timeout=timeout)
 
+    def shell(self, code: str) -> str:
+        """`python manage.py shell -c <code>` against this server's database; its stdout (a failure fails the
+        test, with its output)."""
+        done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "shell", "-c", code], cwd=self.folder,
+                              env=self.env, text=True, capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    def add_users(self, groups_of: dict[str, list[str]], password: str | None = None) -> None:
+        """Users by name, each in the Console's groups given (one `manage.py shell` for all)."""
+        self.shell("from django.contrib.auth import get_user_model\n"
+                   "from django.contrib.auth.models import Group\n"
+                   f"for name, groups in {groups_of!r}.items():\n"
+                   f"    user = get_user_model().objects.create_user(name, password={password!r})\n"
+                   "    found = Group.objects.filter(name__in=groups)\n"
+                   "    assert found.count() == len(groups), f'no group among {groups}'\n"
+                   "    user.groups.add(*found)\n")
+
     def start(self, extra_env: dict[str, str] | None = None) -> None:
         script = shutil.which("jr2", path=str(BIN))
         assert script

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -17,7 +15,7 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from tests.e2e.conftest import ROOT, LiveServer, make_server
+from tests.e2e.conftest import LiveServer, make_server
 
 NOTES_GATE = "writing.asking"
 QUESTION = "Who reads these notes, and what should they know first?"
@@ -90,15 +88,8 @@ def gate_url(run_id: str, gate: str = NOTES_GATE) -> str:
     return f"/api/runs/{run_id}/gates/{gate}/events"
 
 
-def manage_shell(live: LiveServer, code: str) -> None:
-    """`python manage.py shell -c <code>` against the live server's database."""
-    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "shell", "-c", code], cwd=live.folder,
-                          env=live.env, text=True, capture_output=True, timeout=60)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 def set_permissions(live: LiveServer, username: str, *codenames: str) -> None:
-    manage_shell(live, (
+    live.shell((
         "from django.contrib.auth import get_user_model\n"
         "from django.contrib.auth.models import Permission\n"
         f"user = get_user_model().objects.get(username={username!r})\n"
@@ -385,9 +376,9 @@ def test_a_bad_door_is_a_400_naming_the_field(client: httpx.Client, workflow: st
 def test_an_address_holding_nul_is_a_404_or_a_400_never_a_500(client: httpx.Client, address: str,
                                                               status: int) -> None:
     """PostgreSQL cannot compare text holding NUL: such an address is refused before anything looks it up."""
-    method = client.post if address.endswith("/events") else client.get
-    error(method(address, **({"json": {"type": "reply", "text": "x"}} if method == client.post else {})), status,
-          "NUL character")
+    sent = client.post(address, json={"type": "reply", "text": "x"}) if address.endswith("/events") \
+        else client.get(address)
+    error(sent, status, "NUL character")
 
 
 @pytest.mark.parametrize("address, status", [

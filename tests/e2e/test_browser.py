@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import time
 from typing import Any, Iterator
 
@@ -49,13 +47,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     # ("lease lost to another host"), a runtime race reported separately.
     live = make_server(tmp_path_factory.mktemp("browser"), {"JR2_LEASE_SECONDS": "15"})
     try:
-        manage_shell(live, (
-            "from django.contrib.auth import get_user_model\n"
-            "from django.contrib.auth.models import Group\n"
-            "User = get_user_model()\n"
-            f"User.objects.create_user({OPERATOR!r}, password={PASSWORD!r}).groups.add("
-            "Group.objects.get(name='operators'))\n"
-            f"User.objects.create_user({OBSERVER!r}, password={PASSWORD!r})\n"))
+        live.add_users({OPERATOR: ["operators"], OBSERVER: []}, PASSWORD)
         yield live
     finally:
         live.stop()
@@ -91,13 +83,6 @@ def page(operator: BrowserContext) -> Iterator[Page]:
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------
-
-def manage_shell(live: LiveServer, code: str) -> None:
-    """`python manage.py shell -c <code>` against the live server's database."""
-    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "shell", "-c", code], cwd=live.folder,
-                          env=live.env, text=True, capture_output=True, timeout=60)
-    assert done.returncode == 0, done.stdout + done.stderr
-
 
 def watch_errors(tab: Page) -> list[str]:
     errors: list[str] = []

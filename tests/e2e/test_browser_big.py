@@ -17,8 +17,8 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect
 
 from tests.e2e.conftest import ROOT, LiveServer, make_server
-from tests.e2e.test_browser import (OPERATOR, PASSWORD, SHOTS, log_in, manage_shell,
-                                    new_context, settled, watch_errors)
+from tests.e2e.test_browser import (  # noqa: F401 - page is a fixture, used by name
+    OPERATOR, PASSWORD, SHOTS, log_in, new_context, page, settled)
 
 STEP_PAGE = 50  # console/feeds.py STEP_PAGE
 STEP_HEAD = 10  # console/feeds.py STEP_HEAD: the newest steps a live update carries
@@ -42,15 +42,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     live = make_server(tmp_path_factory.mktemp("browser-big"), {"JR2_LEASE_SECONDS": "15", "PYTHONPATH": str(ROOT)},
                        files=files)
     try:
-        manage_shell(live, (
-            "from django.contrib.auth import get_user_model\n"
-            "from django.contrib.auth.models import Group\n"
-            f"get_user_model().objects.create_user({OPERATOR!r}, password={PASSWORD!r}).groups.add("
-            "Group.objects.get(name='operators'))\n"))
+        live.add_users({OPERATOR: ["operators"]}, PASSWORD)
         yield live
     finally:
         live.stop()
-
 
 
 @pytest.fixture(scope="module")
@@ -60,15 +55,6 @@ def operator(browser: Browser, server: LiveServer) -> Iterator[BrowserContext]:
     log_in(context, server, OPERATOR).close()
     yield context
     context.close()
-
-
-@pytest.fixture
-def page(operator: BrowserContext) -> Iterator[Page]:
-    tab = operator.new_page()
-    errors = watch_errors(tab)
-    yield tab
-    tab.close()
-    assert not errors, f"script errors on the page: {errors}"
 
 
 def tick(server: LiveServer, run_id: str, times: int) -> int:

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import LiveServer, make_server
-from tests.e2e.test_browser import (OPERATOR, PASSWORD, log_in, manage_shell, new_context,
-                                    settled, shot, waiting_run, watch_errors)
+from tests.e2e.test_browser import (  # noqa: F401 - operator and page are fixtures, used by name
+    OPERATOR, PASSWORD, operator, page, settled, shot, waiting_run)
 from tests.e2e.test_cli_forks import GREET
 
 RUN_URL = re.compile(r"/runs/([a-z0-9]+)/$")
@@ -27,32 +27,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     live = make_server(tmp_path_factory.mktemp("browser-forks"), {"JR2_LEASE_SECONDS": "15"},
                        files={"greet.py": GREET})
     try:
-        manage_shell(live, (
-            "from django.contrib.auth import get_user_model\n"
-            "from django.contrib.auth.models import Group\n"
-            f"get_user_model().objects.create_user({OPERATOR!r}, password={PASSWORD!r}).groups.add("
-            "Group.objects.get(name='operators'))\n"))
+        live.add_users({OPERATOR: ["operators"]}, PASSWORD)
         yield live
     finally:
         live.stop()
-
-
-
-@pytest.fixture(scope="module")
-def operator(browser: Browser, server: LiveServer) -> Iterator[BrowserContext]:
-    context = new_context(browser)
-    log_in(context, server, OPERATOR).close()
-    yield context
-    context.close()
-
-
-@pytest.fixture
-def page(operator: BrowserContext) -> Iterator[Page]:
-    tab = operator.new_page()
-    errors = watch_errors(tab)
-    yield tab
-    tab.close()
-    assert not errors, f"script errors on the page: {errors}"
 
 
 def greet_run(server: LiveServer, name: str) -> str:

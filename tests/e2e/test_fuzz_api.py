@@ -35,7 +35,7 @@ from schemathesis.checks import (content_type_conformance, negative_data_rejecti
 
 from engine.api import api
 from tests.databases import all_rows
-from tests.e2e.conftest import ROOT, LiveServer, make_server
+from tests.e2e.conftest import LiveServer, make_server
 
 EXAMPLES = int(os.environ.get("JR2_FUZZ_EXAMPLES", "5"))
 #: (method, path) of every operation in the document, read in-process at collection; the test reads the live one.
@@ -74,9 +74,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 @pytest.fixture(scope="module")
 def tokens(server: LiveServer) -> dict[str, str | None]:
     """Who calls: an operator (every permission), an observer (none), a revoked token, a made-up one, nobody."""
-    observer = _manage(server, "from django.contrib.auth import get_user_model\n"
-                               "get_user_model().objects.create_user('observer')")
-    assert observer.returncode == 0, observer.stderr
+    server.add_users({"observer": []})
     reader = server.jr2("token", "create", "observer")
     assert reader.returncode == 0, reader.stderr
     revoked = server.jr2("token", "create", "e2e", "--name", "revoked")
@@ -86,12 +84,6 @@ def tokens(server: LiveServer) -> dict[str, str | None]:
     return {"operator": server.token, "observer": reader.stdout.strip(), "revoked": revoked.stdout.strip(),
             "made-up": "jr2_" + "x" * 43, "nobody": None}
 
-
-def _manage(server: LiveServer, code: str) -> Any:
-    import subprocess
-    import sys
-    return subprocess.run([sys.executable, str(ROOT / "manage.py"), "shell", "-c", code], cwd=server.folder,
-                          env=server.env, text=True, capture_output=True, timeout=60)
 
 
 @pytest.fixture(scope="module")

@@ -3,15 +3,13 @@ Effect's argv; helpers to log in through the real login form (with its CSRF toke
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from typing import Iterator
 
 import httpx
 import pytest
 
 from tests.databases import server_database
-from tests.e2e.conftest import ROOT, LiveServer, make_server
+from tests.e2e.conftest import LiveServer, make_server
 
 PASSWORD = "a long test password"
 #: username -> groups: the roles of docs/console.md ("Who may do what").
@@ -48,19 +46,8 @@ machine = jr2_setup(events=[], actors={
 '''
 
 
-def manage(server: LiveServer, code: str) -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "shell", "-c", code], cwd=server.folder,
-                          env=server.env, text=True, capture_output=True, timeout=60)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
 def add_users(server: LiveServer) -> None:
-    manage(server, "from django.contrib.auth import get_user_model\n"
-                   "from django.contrib.auth.models import Group\n"
-                   f"for name, groups in {ROLES!r}.items():\n"
-                   f"    user = get_user_model().objects.create_user(name, password={PASSWORD!r})\n"
-                   "    user.groups.add(*Group.objects.filter(name__in=groups))\n")
+    server.add_users(ROLES, PASSWORD)
 
 
 @pytest.fixture(scope="module")
