@@ -10,7 +10,7 @@ holds only what the user scrolled through.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.template.loader import render_to_string
@@ -38,28 +38,26 @@ def _run_exists(run_id: str) -> None:
         raise Http404(f"no run {run_id}")
 
 
-@readers_only
-def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
+def _run_feed(request: HttpRequest, run_id: str, page: Callable[[str, int | None, int], Any],
+              template: str) -> HttpResponse:
+    """One page of a run's feed (`page(run, before, after)`) drawn with its loader, or a 400 naming the bad cursor."""
     _run_exists(run_id)
     try:
         before, after = _range(request)
     except ValueError as err:
         return HttpResponseBadRequest(str(err))
-    feed = step_page(run_id, before, after)
-    return HttpResponse(render_to_string("console/feeds/_steps.html",
-                                         {"feed": feed, "run": {"id": run_id}, "loader": True}, request))
+    return HttpResponse(render_to_string(template, {"feed": page(run_id, before, after), "run": {"id": run_id},
+                                                    "loader": True}, request))
+
+
+@readers_only
+def run_steps(request: HttpRequest, run_id: str) -> HttpResponse:
+    return _run_feed(request, run_id, step_page, "console/feeds/_steps.html")
 
 
 @readers_only
 def run_turns(request: HttpRequest, run_id: str) -> HttpResponse:
-    _run_exists(run_id)
-    try:
-        before, after = _range(request)
-    except ValueError as err:
-        return HttpResponseBadRequest(str(err))
-    feed = turn_page(run_id, before, after)
-    return HttpResponse(render_to_string("console/feeds/_turns.html",
-                                         {"feed": feed, "run": {"id": run_id}, "loader": True}, request))
+    return _run_feed(request, run_id, turn_page, "console/feeds/_turns.html")
 
 
 @readers_only
