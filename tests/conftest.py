@@ -1,6 +1,6 @@
 """Settings for every test: Agents' workspaces go to a temporary folder of the session, never beside the code
 (servers the e2e tests start keep theirs beside their own database, in their own temporary folder). And the
-browser the browser tests share, one per test module."""
+browser the browser tests share, one per test module, and channel layers of its own for each test."""
 from __future__ import annotations
 
 import shutil
@@ -8,6 +8,7 @@ import tempfile
 from typing import Iterator
 
 import pytest
+from channels.layers import channel_layers
 from django.conf import settings
 from playwright.sync_api import Browser
 
@@ -22,6 +23,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_ROOT, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layers() -> Iterator[None]:
+    """Each test gets new channel layers: a layer's asyncio locks (and the Redis layer's pools) bind to the event
+    loop that first uses them, and tests each run their own loop, so a layer kept from an earlier test can fail
+    with "bound to a different event loop"."""
+    yield
+    channel_layers.backends.clear()
 
 
 @pytest.fixture(scope="module")
