@@ -245,7 +245,7 @@ def _leaves_of_transitions_state(state: Any, sep: str = "_") -> set:
 
 def ours_implementations(chart: Chart) -> dict:
     """Named guards and actions for our engine (the same names xstate_bench.mjs implements)."""
-    from engine.statechart import assign
+    from engine.core.statechart import assign
 
     if chart.name != "deep":
         return {}
@@ -262,7 +262,7 @@ def ours_implementations(chart: Chart) -> dict:
 
 
 def ours_machine(chart: Chart):
-    from engine.statechart import create_machine
+    from engine.core.statechart import create_machine
 
     return create_machine(chart.config, **ours_implementations(chart))
 

@@ -419,7 +419,7 @@ import json, os, signal, sys, time, threading
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "jr2.settings")
 import django
 django.setup()
-import console.live as live
+from console import live
 stats = {"renders": 0, "render_s": 0.0, "calls": 0, "call_s": 0.0, "updates": []}
 lock = threading.Lock()
 page, regions, tell = live.run_page, live.render_regions, live.RunHub._tell

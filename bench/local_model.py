@@ -80,7 +80,7 @@ def generation(server: LlamaServer, reps: int) -> dict[str, Any]:
 
 def turn_request() -> tuple[str, str, list[dict[str, Any]]]:
     """The first request of notes_once's writer, as the Turn loop builds it: system prompt, Menu, prompt."""
-    from engine.prompts import system_prompt, user_message
+    from engine.core.prompts import system_prompt, user_message
     from tests.local_workflow import DOOR, notes_once
     machine = notes_once()
     slot = machine.agents["writer"]
@@ -90,7 +90,7 @@ def turn_request() -> tuple[str, str, list[dict[str, Any]]]:
 
 
 def prompt_rate(server: LlamaServer, reps: int) -> dict[str, Any]:
-    from engine.providers.local import openai_messages
+    from engine.runtime.providers.local import openai_messages
     system, _, messages = turn_request()
     rates, tokens = [], []
     for _ in range(reps):
@@ -104,8 +104,8 @@ def prompt_rate(server: LlamaServer, reps: int) -> dict[str, Any]:
 
 
 async def pick_requests(server: LlamaServer, reps: int) -> dict[str, Any]:
-    from engine.providers.base import ModelRequest, TurnView
-    from engine.providers.local import LocalProvider
+    from engine.runtime.providers.base import ModelRequest, TurnView
+    from engine.runtime.providers.local import LocalProvider
     from tests.local_workflow import DIALS
     system, tools, messages = turn_request()
     view = TurnView(agent="writer", turn="turn-1", prompt="", menu=(), allowed_picks=("ask",))
@@ -136,7 +136,7 @@ async def pick_requests(server: LlamaServer, reps: int) -> dict[str, Any]:
 async def runs(server: LlamaServer, count: int) -> dict[str, Any]:
     """notes_once runs through a Host, one after another; the Gate answered as soon as it opens."""
     from engine.models import JournalEntry, ModelCall, Run
-    from engine.providers import aclose_all, reset_providers
+    from engine.runtime.providers import aclose_all, reset_providers
     from engine.runtime.host import Host
     from tests.local_workflow import REPLY, notes_once
     reset_providers()

@@ -249,7 +249,7 @@ async def runs_ended(host: Any, run_ids: Iterable[str], timeout: float) -> None:
 def check_counter_run(run_id: str, counts: int, picks: int, replay: bool = False) -> dict[str, Any]:
     """In the database: done, the count, one journal row per entry, the picks journaled; optionally a replay."""
     from engine.models import JournalEntry, Run, RunSnapshot
-    from engine.session import Session
+    from engine.core.session import Session
     run = Run.objects.get(id=run_id)
     expect((run.status, run.output, run.reason), ("done", {"count": counts}, ""), f"counter run {run_id}")
     kinds = list(JournalEntry.objects.filter(run_id=run_id).order_by("seq").values_list("kind", flat=True))
@@ -558,7 +558,7 @@ async def take_up_once(args: argparse.Namespace, run_id: str, expected: dict[str
     """A new Host (its database connection open, as `Host.start` leaves it) takes the run up; seconds until the
     run's driver is live, checked against a full replay; then the host stops again (the run stays as it was)."""
     from engine.models import Run
-    from engine.runtime.run import run_status
+    from engine.runtime.driver import run_status
     machine = counter_machine_cached()
     host = new_host({"counter": machine}, "bench-resume", args.snapshot_every)
     profiles: dict[str, str] = {}
@@ -594,7 +594,7 @@ async def take_up_once(args: argparse.Namespace, run_id: str, expected: dict[str
 
 async def measure_resume(args: argparse.Namespace) -> dict[str, Any]:
     from engine.models import RunSnapshot
-    from engine.session import Session
+    from engine.core.session import Session
     machine = counter_machine_cached()
     run_id, entries = await build_long_run(args)
     db = SingleThread()

@@ -341,8 +341,8 @@ def verify(calm: Phase, chaos: Phase, calm_ledger: Path, chaos_ledger: Path) -> 
     from django.db.models import Count, Max, Min
 
     from engine.models import EffectRecord, JournalEntry, Run, RunInput
-    from engine.registry import workflows
-    from engine.replay import replay
+    from engine.runtime.registry import workflows
+    from engine.core.journal.replay import replay
 
     machines = workflows().machines
     failures: list[str] = []

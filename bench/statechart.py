@@ -57,7 +57,7 @@ class WrongState(AssertionError):
 def ours_importable() -> str | None:
     """None if our engine can be benchmarked, else why not."""
     try:
-        from engine.statechart import assign, create_machine  # noqa: F401
+        from engine.core.statechart import assign, create_machine  # noqa: F401
     except Exception as exc:  # the engine is optional for the rest of the bench
         return f"{type(exc).__name__}: {exc}"
     return None
@@ -212,7 +212,7 @@ def _per_call_us(fn, inner: int, samples: int, timer=time.perf_counter) -> float
 
 
 def bench_snapshot(chart: Chart, inner: int, samples: int, clock: str = "wall") -> dict:
-    from engine.statechart import create_actor
+    from engine.core.statechart import create_actor
 
     machine = ours_machine(chart)
     actor = machine.start()
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     why_not_ours = ours_importable()
     if why_not_ours and "ours" in libs:
         libs.remove("ours")
-        notes.append(f"ours: not benchmarked, engine.statechart is not importable ({why_not_ours})")
+        notes.append(f"ours: not benchmarked, engine.core.statechart is not importable ({why_not_ours})")
 
     print(
         f"# statechart benchmark: {n:,} events per run, {reps} timed runs ({args.stat} shown, {args.clock} clock)",

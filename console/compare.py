@@ -9,7 +9,7 @@ A step is an input that can move a run: time that passed and fired nothing, and 
 are left out, so two runs whose clocks ticked differently still line up. A fork's history is its parent's up to
 the step it was forked from (inherited rows, muted), whose state afterwards is the fork's own (an edited context
 differs right there), then its own steps; so a fork lines up with its parent and with its siblings. This is the
-re-run view's walk (engine/replay.py's words, engine/trace.py's walker) done for two recorded runs.
+re-run view's walk (engine/core/journal/replay.py's words, engine/core/journal/trace.py's walker) done for two recorded runs.
 """
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
-from engine.outputs import NoticeKept, Output, PickAnswered, PickStopped, RunEnded
-from engine.replay import brief, describe, state_paths
-from engine.session import HOST_KINDS, SessionError
-from engine.trace import TraceStep, trace
-from engine.workflow import Machine
+from engine.core.outputs import NoticeKept, Output, PickAnswered, PickStopped, RunEnded
+from engine.core.journal.replay import brief, describe, state_paths
+from engine.core.session import HOST_KINDS, SessionError
+from engine.core.journal.trace import TraceStep, trace
+from engine.core.workflow import Machine
 
 __all__ = ["Step", "Row", "Comparison", "history_of", "forked_history", "align", "compare_runs"]
 
@@ -177,7 +177,7 @@ class _Unwalkable(Exception):
 def _full_history(run: Any, seen: set[str]) -> list[Step]:
     from engine.models import JournalEntry
 
-    from .runview import machine_of
+    from console.runview import machine_of
 
     machine = machine_of(run.workflow)
     if machine is None:

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from .access import can_read
-from .gates import open_count
+from console.access import can_read
+from console.gates import open_count
 
 
 def open_gates(request: HttpRequest) -> dict[str, Any]:

@@ -27,9 +27,9 @@ from django.db.models.expressions import Case, When
 from django.db.models.functions import Left, StrIndex
 
 from engine.models import EffectRecord, ModelCall, Run, TurnRecord
-from engine.workflow import Machine
+from engine.core.workflow import Machine
 
-from .graph import heat_level
+from console.graph import heat_level
 
 __all__ = ["StateCost", "state_costs", "percentile", "heat_of", "titles_of", "cost_table", "CostTable", "MEASURES",
            "measure_of", "fmt_ms"]

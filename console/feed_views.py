@@ -17,8 +17,8 @@ from django.template.loader import render_to_string
 
 from engine.models import Run, TurnRecord
 
-from .access import readers_only
-from .feeds import cursor, step_page, steps_around, turn_lines, turn_page
+from console.access import readers_only
+from console.feeds import cursor, step_page, steps_around, turn_lines, turn_page
 
 __all__ = ["run_steps", "run_turns", "turn_lines_view", "deep_link"]
 

@@ -19,9 +19,9 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from engine.models import EffectRecord, JournalEntry, ModelCall, TurnMessage, TurnRecord
-from engine.replay import describe
+from engine.core.journal.replay import describe
 
-from .runview import Line, TurnView, _lines
+from console.runview import Line, TurnView, _lines
 
 __all__ = ["STEP_PAGE", "STEP_HEAD", "TURN_PAGE", "StepView", "StepPage", "TurnPage", "Summary", "step_page", "steps_around",
            "turn_page", "turn_lines", "summary", "cursor"]

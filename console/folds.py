@@ -22,11 +22,11 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from engine.models import Run
-from engine.registry import workflows
-from engine.workflow import Machine
+from engine.runtime.registry import workflows
+from engine.core.workflow import Machine
 
-from . import graph
-from .access import readers_only
+from console import graph
+from console.access import readers_only
 
 __all__ = ["SESSION_KEY", "folds_for", "child_machine", "graph_context", "graph_folds", "child_machine_page"]
 
@@ -125,7 +125,7 @@ def graph_folds(request: HttpRequest, name: str) -> HttpResponse:
 @readers_only
 def child_machine_page(request: HttpRequest, name: str, invokes: str) -> HttpResponse:
     """A child Machine's own graph (reached from the state that invokes it), with its states' details."""
-    from .views import _state_details
+    from console.views import _state_details
 
     loaded = workflows().find(name)
     if loaded is None or loaded.machine is None:

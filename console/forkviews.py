@@ -1,6 +1,6 @@
 """Console pages for a run's time and its relatives: the timeline, forking from a step, comparing two runs, and
 exporting and importing runs. Thin views: the timeline and the comparison are computed in console/timeline.py and
-console/compare.py, a fork is made by the host (`Host.fork_run`), a file is read by engine/exchange.py."""
+console/compare.py, a fork is made by the host (`Host.fork_run`), a file is read by engine/web/exchange.py."""
 from __future__ import annotations
 
 import json
@@ -11,17 +11,17 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from engine.exchange import ExchangeError, export_run, import_run
+from engine.web.exchange import ExchangeError, export_run, import_run
 from engine.models import JournalEntry, Run
-from engine.replay import describe
+from engine.core.journal.replay import describe
 from engine.runtime.host import HostError, current_host
-from engine.session import SessionError
+from engine.core.session import SessionError
 
-from .access import can, needs, readers_only
-from .compare import compare_runs
-from .replaying import session_at
-from .runview import machine_of
-from .timeline import timeline_of
+from console.access import can, needs, readers_only
+from console.compare import compare_runs
+from console.replaying import session_at
+from console.runview import machine_of
+from console.timeline import timeline_of
 
 __all__ = ["timeline", "fork", "compare", "export", "import_runs", "MAX_IMPORT_BYTES"]
 

@@ -20,8 +20,8 @@ from django.utils import timezone
 from engine.models import GateRecord, Run
 from engine.runtime.host import current_host
 
-from .forms import SchemaForm, check, schema_form
-from .runview import machine_of
+from console.forms import SchemaForm, check, schema_form
+from console.runview import machine_of
 
 __all__ = ["InboxItem", "EventForm", "open_gates", "open_count", "inbox_items", "item_for", "rejecting",
            "Outcome", "answer_many", "ORDERS", "MAX_BATCH"]

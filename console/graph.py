@@ -48,11 +48,11 @@ from typing import Any, Iterable, Mapping
 import graphviz
 from graphviz.quoting import quote
 
-from engine.routes import SeatGuard, SentBy
-from engine.slots import AgentSlot, EffectSlot, FailSlot, GateSlot
-from engine.statechart.nodes import InvokeDef, StateNode, Transition
-from engine.statechart.selection import history_default_targets
-from engine.workflow import Machine
+from engine.core.routes import SeatGuard, SentBy
+from engine.core.slots import AgentSlot, EffectSlot, FailSlot, GateSlot
+from engine.core.statechart.nodes import InvokeDef, StateNode, Transition
+from engine.core.statechart.selection import history_default_targets
+from engine.core.workflow import Machine
 
 __all__ = ["machine_svg", "lit_svg", "guard_text", "overlay_svg", "heat_level", "state_paths", "state_dom_id",
            "GraphError", "collapsible", "clear_cache"]
@@ -126,7 +126,7 @@ def machine_svg(machine: Machine, collapsed: Iterable[str] = ()) -> str:
     Cached in-process by the Machine's shape digest plus a hash of the DOT source: the digest leaves out guard
     names and labels, which the drawing shows, so a Machine of the same shape with other guards is drawn anew.
     A Machine never changes once built and the Console keeps its Machines for the life of the process
-    (`engine.registry`), so each Machine object also remembers its key: its next calls skip building the DOT."""
+    (`engine.runtime.registry`), so each Machine object also remembers its key: its next calls skip building the DOT."""
     folded = frozenset(collapsed)
     with _lock:
         known = _keys.get(machine, {}).get(folded)

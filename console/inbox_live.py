@@ -23,8 +23,8 @@ from django.template.loader import render_to_string
 from engine.models import GateRecord, Run
 from engine.runtime.notify import GATES_GROUP
 
-from .access import can, can_read
-from .gates import closed, item_for
+from console.access import can, can_read
+from console.gates import closed, item_for
 
 __all__ = ["GatesHub", "GateCountConsumer", "InboxConsumer"]
 

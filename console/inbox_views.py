@@ -11,11 +11,11 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from engine.models import GateRecord, Run
-from engine.registry import workflows
+from engine.runtime.registry import workflows
 
-from .access import can, needs, readers_only
-from .forms import EVENT_FIELD
-from .gates import ORDERS, SHOWN, Outcome, answer_many, check_batch, inbox_items, item_for, open_gates
+from console.access import can, needs, readers_only
+from console.forms import EVENT_FIELD
+from console.gates import ORDERS, SHOWN, Outcome, answer_many, check_batch, inbox_items, item_for, open_gates
 
 __all__ = ["inbox", "answer"]
 

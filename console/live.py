@@ -26,8 +26,8 @@ from django.template.loader import render_to_string
 from engine.models import Run
 from engine.runtime.notify import run_group, workflow_group
 
-from .access import can, can_read
-from .runview import run_page
+from console.access import can, can_read
+from console.runview import run_page
 
 __all__ = ["RunConsumer", "WorkflowConsumer", "RunHub", "run_regions"]
 

@@ -1,5 +1,5 @@
 """The login page, rate-limited: failed logins are counted per address and per username (`JR2_RATE_LOGIN`,
-failures/seconds, engine/ratelimit.py); past the limit a login is refused with 429 and Retry-After before the
+failures/seconds, engine/web/ratelimit.py); past the limit a login is refused with 429 and Retry-After before the
 password is even checked, until the window ends. Django's own `login()` gives the session a new key."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
 
-from engine import ratelimit
+from engine.web import ratelimit
 
 __all__ = ["LoginView"]
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.models import JournalEntry, Run, RunSnapshot
-from engine.replay import describe
-from engine.session import HOST_KINDS, Session, SessionError
-from engine.trace import start_session
-from engine.workflow import Machine
+from engine.core.journal.replay import describe
+from engine.core.session import HOST_KINDS, Session, SessionError
+from engine.core.journal.trace import start_session
+from engine.core.workflow import Machine
 
 __all__ = ["Step", "steps_of", "session_at"]
 

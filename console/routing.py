@@ -1,9 +1,9 @@
 """The Console's websockets: one per open live page."""
 from django.urls import path
 
-from .inbox_live import GateCountConsumer, InboxConsumer
-from .live import RunConsumer, WorkflowConsumer
-from .timeline_live import TimelineConsumer
+from console.inbox_live import GateCountConsumer, InboxConsumer
+from console.live import RunConsumer, WorkflowConsumer
+from console.timeline_live import TimelineConsumer
 
 websocket_urlpatterns = [
     path("ws/runs/<str:run_id>/", RunConsumer.as_asgi()),

@@ -11,17 +11,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.models import ModelCall, Run, TurnMessage, TurnRecord
-from engine.registry import workflows
+from engine.runtime.registry import workflows
 from engine.runtime.players import player_for
-from engine.runtime.workspace_tools import workspace_for
-from engine.workflow import Machine
-from engine.workspace import TOOL_NAMES, WorkspaceError
+from engine.runtime.workspace.tools import workspace_for
+from engine.core.workflow import Machine
+from engine.runtime.workspace.sandbox import TOOL_NAMES, WorkspaceError
 
-from .access import can
-from .forms import EVENT_FIELD, SchemaForm, schema_form
+from console.access import can
+from console.forms import EVENT_FIELD, SchemaForm, schema_form
 
 if TYPE_CHECKING:
-    from .feeds import Feeds
+    from console.feeds import Feeds
 
 __all__ = ["RunPage", "GateView", "AgentTurns", "TurnView", "Line", "run_page", "machine_of"]
 
@@ -106,7 +106,7 @@ def machine_of(workflow: str) -> Machine | None:
 def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None) -> RunPage | None:
     """Everything the run page shows; `bound` holds Gate forms filled by the user (with their errors). Of the
     history, only the summary and the newest page of steps and Turns (console/feeds.py): older pages load apart."""
-    from .feeds import head
+    from console.feeds import head
 
     run = Run.objects.filter(id=run_id).first()
     if run is None:

@@ -1,11 +1,11 @@
-"""The runs page's search form: each filter of engine/search.py with its "any of" and "none of" values as the URL
+"""The runs page's search form: each filter of engine/web/search.py with its "any of" and "none of" values as the URL
 has them, and suggestions (states, events, Agents, Gates) from the workflows that load now."""
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from engine.registry import workflows
-from engine.search import FILTERS, Search
+from engine.runtime.registry import workflows
+from engine.web.search import FILTERS, Search
 
 __all__ = ["search_context"]
 

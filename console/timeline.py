@@ -8,7 +8,7 @@ The axis starts when a host first committed a step of the run (its first journal
 created, and each bar is the time its thing ran: a model request is its latency ending when its reply was
 committed, an Effect runs from its start to its result (the time it waited to be started is not drawn), so time
 a run or an Effect sat in a queue is never on the axis. Turns, requests and Effects come from their records;
-Gates and timers from walking the journal through the Session (engine/trace.py), which needs the workflow at the
+Gates and timers from walking the journal through the Session (engine/core/journal/trace.py), which needs the workflow at the
 shape the run was written under. A fork's Turns that began in its parent are drawn from the fork's start.
 """
 from __future__ import annotations
@@ -21,10 +21,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from engine.replay import brief, describe
-from engine.session import Session, SessionError
-from engine.trace import numbered, trace, trace_on
-from engine.workflow import Machine
+from engine.core.journal.replay import brief, describe
+from engine.core.session import Session, SessionError
+from engine.core.journal.trace import numbered, trace, trace_on
+from engine.core.workflow import Machine
 
 __all__ = ["Bar", "Row", "Tick", "Timeline", "Span", "SpanWalk", "build_timeline", "spans_of", "walked_spans",
            "timeline_of"]
@@ -228,7 +228,7 @@ def _duration(ms: float) -> str:
 
 def spans_of(machine: Machine, journal: Sequence[Record]) -> list[Span]:
     """Each Gate between the entries that opened and closed it, and each timer between the entries that set and
-    ended it, by walking the journal (engine/trace.py). SessionError when the journal does not replay."""
+    ended it, by walking the journal (engine/core/journal/trace.py). SessionError when the journal does not replay."""
     return SpanWalk(machine).feed(journal).spans()
 
 

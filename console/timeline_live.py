@@ -12,9 +12,9 @@ from django.template.loader import render_to_string
 from engine.models import Run
 from engine.runtime.notify import run_group
 
-from .access import can_read
-from .runview import machine_of
-from .timeline import timeline_of
+from console.access import can_read
+from console.runview import machine_of
+from console.timeline import timeline_of
 
 __all__ = ["TimelineConsumer", "chart"]
 

@@ -19,22 +19,22 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 import engine
-from engine import search as run_search
+from engine.web import search as run_search
 from engine.models import Run
-from engine.registry import workflows
+from engine.runtime.registry import workflows
 from engine.runtime.host import HostError, current_host
 
 #: Said when this process has no host: it was started some other way than `jr2 up` or `jr2 web`.
 NO_HOST = "no host in this server process: start it with `jr2 up` (or `jr2 web` beside `jr2 worker`)"
 
-from . import costs as cost_tables
-from . import graph
-from .access import can, needs, readers_only
-from .feed_views import deep_link
-from .folds import graph_context
-from .forms import EVENT_FIELD, check, schema_form
-from .live import live_counts, run_regions
-from .runview import gate_key, machine_of, run_page
+from console import costs as cost_tables
+from console import graph
+from console.access import can, needs, readers_only
+from console.feed_views import deep_link
+from console.folds import graph_context
+from console.forms import EVENT_FIELD, check, schema_form
+from console.live import live_counts, run_regions
+from console.runview import gate_key, machine_of, run_page
 
 PAGE_SIZE = 25
 
@@ -191,8 +191,8 @@ async def start_run(request: HttpRequest, name: str) -> HttpResponse:
 
 @readers_only
 def runs(request: HttpRequest) -> HttpResponse:
-    """Every run, or those a search matches (engine/search.py: every filter a query on the server, in the URL)."""
-    from .search_form import search_context
+    """Every run, or those a search matches (engine/web/search.py: every filter a query on the server, in the URL)."""
+    from console.search_form import search_context
 
     search = run_search.parse(request.GET)
     rows = search.apply(Run.objects.all())
@@ -318,11 +318,11 @@ def replay(request: HttpRequest, run_id: str) -> HttpResponse:
     """Step through a run's journal: the graph, context, seats, Allowed picks and Turns as they were after a step,
     and the whole run replayed against the current Machine (no model, no Effect)."""
     from engine.models import JournalEntry, TurnMessage
-    from engine.replay import replay as replay_run
-    from engine.session import SessionError
+    from engine.core.journal.replay import replay as replay_run
+    from engine.core.session import SessionError
 
-    from .replaying import session_at, steps_of
-    from .runview import _lines
+    from console.replaying import session_at, steps_of
+    from console.runview import _lines
 
     run_row = Run.objects.filter(id=run_id).first()
     if run_row is None:
@@ -416,7 +416,7 @@ async def give_seat(request: HttpRequest, run_id: str, agent: str) -> HttpRespon
 async def seat_pick(request: HttpRequest, run_id: str, agent: str) -> HttpResponse:
     """A pick made in the seat: checked by the event's model, then handed to the Turn loop, which treats it as a
     model's tool call (refused, answered, outstanding or ending the Turn)."""
-    from .runview import seat_key
+    from console.runview import seat_key
 
     user = await request.auser()
     await sync_to_async(needs)(user, "play")

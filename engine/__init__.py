@@ -1,4 +1,4 @@
-"""The jr2 engine: the authoring surface workflows import, over the statechart interpreter (`engine.statechart`).
+"""The jr2 engine: the authoring surface workflows import, over the statechart interpreter (`engine.core.statechart`).
 
 Workflows import everything from here: `define_event`, `jr2_setup`, `agent`, `fail`, `effect`, `from_pick`,
 `assign`, `answer`, `sent_by`, `raise_`, `send_to`; the `gate` actor is always registered (`gate(workspace=...,
@@ -7,21 +7,21 @@ deterministic core of one run.
 """
 from importlib.metadata import PackageNotFoundError, version
 
-from engine.statechart import (
+from engine.core.statechart import (
     and_, assign, cancel, emit, enqueue_actions, forward_to, log, not_, or_, raise_, send_parent, send_to,
     state_in,
 )
 
-from engine.statechart.clock import SimulatedClock
+from engine.core.statechart.clock import SimulatedClock
 
-from .errors import EventDefError, MachineError
-from .events import EventDef, define_event
-from .routes import answer, sent_by
-from .scripts import scripted
-from .outputs import Delivery, EffectRequested, PickResult
-from .session import Gate, PendingEffect, Session, SessionError, Turn
-from .slots import agent, effect, fail, from_pick, gate
-from .workflow import Machine, Setup, jr2_setup
+from engine.core.errors import EventDefError, MachineError
+from engine.core.events import EventDef, define_event
+from engine.core.routes import answer, sent_by
+from engine.core.scripts import scripted
+from engine.core.outputs import Delivery, EffectRequested, PickResult
+from engine.core.session import Gate, PendingEffect, Session, SessionError, Turn
+from engine.core.slots import agent, effect, fail, from_pick, gate
+from engine.core.workflow import Machine, Setup, jr2_setup
 
 try:
     __version__ = version("jr2")

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils import timezone
 
-from .models import ApiToken, Run
+from engine.models import ApiToken, Run
 
 
 @admin.register(ApiToken)

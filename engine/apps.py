@@ -6,4 +6,4 @@ class EngineConfig(AppConfig):
     verbose_name = "jr2 engine"
 
     def ready(self) -> None:
-        from . import signals, system_checks  # noqa: F401 - connects the signal and registers the checks
+        from engine import checks, signals  # noqa: F401 - registers the system checks and connects the signal

@@ -157,7 +157,7 @@ class TurnRecord(models.Model):
 
 
 class TurnMessage(models.Model):
-    """One message of a conversation, in the neutral form of engine/providers/base.py: prompts, the model's
+    """One message of a conversation, in the neutral form of engine/runtime/providers/base.py: prompts, the model's
     replies (tool calls = picks), tool results (answers and refusals), notices, re-prompts."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")

@@ -13,12 +13,12 @@ from django.db import transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
-from .models import Run
-from .workspace import WorkspaceError, remove_run_folder
+from engine.models import Run
+from engine.runtime.workspace.sandbox import WorkspaceError, remove_run_folder
 
 __all__ = ["remove_workspaces"]
 
-log = logging.getLogger("engine.workspace")
+log = logging.getLogger("engine.runtime.workspace.sandbox")
 
 
 @receiver(post_delete, sender=Run, dispatch_uid="engine.remove_workspaces")

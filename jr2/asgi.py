@@ -13,7 +13,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from console.routing import websocket_urlpatterns  # noqa: E402
-from engine.middleware import refuse_nul_websockets  # noqa: E402
+from engine.web.middleware import refuse_nul_websockets  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": ASGIStaticFilesHandler(django_application),

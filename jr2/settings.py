@@ -27,10 +27,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "engine.middleware.ApiJsonErrors",
+    "engine.web.middleware.ApiJsonErrors",
     "django.middleware.security.SecurityMiddleware",
-    "engine.middleware.ContentSecurityPolicy",
-    "engine.middleware.RefuseNul",
+    "engine.web.middleware.ContentSecurityPolicy",
+    "engine.web.middleware.RefuseNul",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -123,12 +123,12 @@ def _env_json(name: str, default: object) -> object:
     return json.loads(value) if value else default
 
 
-# Model providers: the prefix of agent(model="<prefix>/<id>") picks a class (engine/providers/).
+# Model providers: the prefix of agent(model="<prefix>/<id>") picks a class (engine/runtime/providers/).
 JR2_PROVIDERS = _env_json("JR2_PROVIDERS", {
-    "anthropic": "engine.providers.anthropic.AnthropicProvider",
-    "local": "engine.providers.local.LocalProvider",
-    "script": "engine.providers.script.ScriptProvider",
-    "human": "engine.providers.human.HumanProvider",
+    "anthropic": "engine.runtime.providers.anthropic.AnthropicProvider",
+    "local": "engine.runtime.providers.local.LocalProvider",
+    "script": "engine.runtime.providers.script.ScriptProvider",
+    "human": "engine.runtime.providers.human.HumanProvider",
 })
 JR2_ANTHROPIC_BASE_URL = os.environ.get("JR2_ANTHROPIC_BASE_URL") or None
 JR2_LOCAL_BASE_URL = os.environ.get("JR2_LOCAL_BASE_URL", "http://127.0.0.1:8080/v1")
@@ -163,13 +163,13 @@ JR2_WORKSPACE_LIMITS = _env_json("JR2_WORKSPACE_LIMITS", {})
 # The JSON API: reads need a token too unless this is "1".
 JR2_OPEN_READS = os.environ.get("JR2_OPEN_READS", "") == "1"
 
-# Security (docs/reliability.md, "Security"). The Content-Security-Policy of every page (engine/middleware.py):
+# Security (docs/reliability.md, "Security"). The Content-Security-Policy of every page (engine/web/middleware.py):
 # no inline script, no eval; "" sends none.
 JR2_CSP = os.environ.get("JR2_CSP", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                                     "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
                                     "form-action 'self'; frame-ancestors 'none'")
 # Failed logins (per address and per username) and wrong API tokens (per address): '<failures>/<seconds>', then
-# 429 with Retry-After until the window ends (engine/ratelimit.py). Behind a proxy, the client's address is the last
+# 429 with Retry-After until the window ends (engine/web/ratelimit.py). Behind a proxy, the client's address is the last
 # one of X-Forwarded-For (JR2_BEHIND_PROXY=1, which also trusts X-Forwarded-Proto for HTTPS).
 JR2_RATE_LOGIN = os.environ.get("JR2_RATE_LOGIN", "10/300")
 JR2_RATE_TOKEN = os.environ.get("JR2_RATE_TOKEN", "60/60")

@@ -6,7 +6,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
 from console.login import LoginView
-from engine.api import api
+from engine.web.api import api
 
 
 @csrf_exempt

@@ -6,7 +6,7 @@ The chat format is `chatml-function-calling` (SmolLM2 speaks ChatML): with tools
 lets the model choose, under a grammar, between a message and one of the Menu's tools by name, then writes the
 call's arguments under a grammar made from that tool's JSON schema, so even a 135M model sends well-formed picks.
 That format's template drops `tool` messages, so the provider is told to send answers as the user's text
-(`JR2_LOCAL_TOOL_RESULTS=user`, see engine/providers/local.py); `JR2_LOCAL_TOOL_CHOICE=allowed` names the pick
+(`JR2_LOCAL_TOOL_RESULTS=user`, see engine/runtime/providers/local.py); `JR2_LOCAL_TOOL_CHOICE=allowed` names the pick
 when only one is allowed. `PROVIDER_SETTINGS` holds both.
 
     python -m tests.llama_server -- jr2 up      # the server, then the command with JR2_LOCAL_BASE_URL set;

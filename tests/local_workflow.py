@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from engine import agent, answer, assign, define_event, fail, jr2_setup
-from engine.workflow import Machine
+from engine.core.workflow import Machine
 from tests.llama_server import MODEL
 
 __all__ = ["notes_once", "DOOR", "REPLY", "DIALS"]

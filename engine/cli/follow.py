@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, Callable, Iterator
 
-from engine.replay import describe
+from engine.core.journal.replay import describe
 
-from .client import Client
-from .text import LIVE, gate_lines, state_line
+from engine.cli.client import Client
+from engine.cli.text import LIVE, gate_lines, state_line
 
 __all__ = ["Follower", "INTERVAL"]
 

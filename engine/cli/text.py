@@ -7,7 +7,7 @@ import json
 import shlex
 from typing import Any, Mapping
 
-from engine.replay import brief, state_paths
+from engine.core.journal.replay import brief, state_paths
 
 __all__ = ["EXIT_CODES", "LIVE", "exit_code", "final", "state_line", "example_input", "send_command", "gate_lines",
            "status_lines", "runs_table", "age"]

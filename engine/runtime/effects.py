@@ -23,9 +23,9 @@ from typing import Any, Mapping
 import httpx
 from pydantic import BaseModel
 
-from engine.outputs import EffectRequested
-from engine.slots import EffectSlot
-from engine.statechart.callables import call_with
+from engine.core.outputs import EffectRequested
+from engine.core.slots import EffectSlot
+from engine.core.statechart.callables import call_with
 
 __all__ = ["EffectOutcome", "run_effect", "OUTPUT_CAP"]
 

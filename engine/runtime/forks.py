@@ -15,10 +15,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from engine.forking import ForkPlan
+from engine.core.journal.forking import ForkPlan
 from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage, TurnRecord
 
-from .index import Indexed
+from engine.runtime.index import Indexed
 
 __all__ = ["ForkSource", "load_source", "commit_fork"]
 

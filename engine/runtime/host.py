@@ -3,7 +3,7 @@
     host = Host(workflows)              # {name: Machine}; default: the workflows folder
     await host.start()                  # resumes every live run whose lease it can take
     run_id = await host.start_run("notes", {"changes": "..."})
-    fork_id = await host.fork_run(run_id, step=2, context={...})   # engine/forking.py; the parent is only read
+    fork_id = await host.fork_run(run_id, step=2, context={...})   # engine/core/journal/forking.py; the parent is only read
     delivery = await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "..."})
     await host.cancel(run_id)
     await host.stop()
@@ -31,15 +31,17 @@ from typing import Any, Callable, Mapping, TypeVar
 from django.conf import settings
 from django.db import DatabaseError, connections
 
-from engine.forking import ForkError, plan_fork
+from engine.core.journal.forking import ForkError, plan_fork
 from engine.models import Run
-from engine.session import Session, SessionError
-from engine.statechart.clock import SimulatedClock
-from engine.workflow import Machine
+from engine.core.session import Session, SessionError
+from engine.core.statechart.clock import SimulatedClock
+from engine.core.workflow import Machine
 
-from . import forks, relay, store
-from .notify import notify
-from .run import RunDriver, wall_ms
+from engine.runtime import forks
+from engine.runtime import relay
+from engine.runtime import store
+from engine.runtime.notify import notify
+from engine.runtime.driver import RunDriver, wall_ms
 
 __all__ = ["Host", "HostError", "RunNotHosted", "NoHostAnswered", "current_host", "ROLES"]
 
@@ -76,7 +78,7 @@ class Host:
         if role not in ROLES:
             raise ValueError(f"a host's role is one of {', '.join(ROLES)}, not {role!r}")
         if workflows is None:
-            from engine.registry import workflows as registered
+            from engine.runtime.registry import workflows as registered
             workflows = registered().machines
         self.workflows = dict(workflows)
         self.role = role
@@ -221,7 +223,7 @@ class Host:
 
     async def offer_pick(self, run_id: str, agent: str, event: str, params: dict[str, Any]) -> None:
         """A pick made in the Console by the person holding `agent`'s seat, for the Turn waiting on them."""
-        from engine.providers import human
+        from engine.runtime.providers import human
 
         if run_id in self.drivers:
             human.offer(run_id, agent, event, params)
@@ -376,7 +378,7 @@ class Host:
         """For the crash tests: `JR2_CRASH_AFTER_COMMIT=<kind>` kills the process right after committing an entry
         of that kind, before anyone is told."""
         if self._crash_after and any(e.get("kind") == self._crash_after for e in entries):
-            from .run import crash_now
+            from engine.runtime.driver import crash_now
             crash_now()
 
 

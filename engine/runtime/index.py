@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 
 from engine.models import GateRecord, RunMark, RunText
 
-from .store import Op
+from engine.runtime.store import Op
 
 __all__ = ["Indexed", "words", "TAKEN_PICKS", "answered_gates"]
 

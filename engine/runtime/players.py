@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from django.conf import settings
 
-from engine.scripts import script_named
+from engine.core.scripts import script_named
 
 __all__ = ["Player", "player_for", "offline_notice", "model_overrides", "check_model_overrides", "KEYS"]
 

@@ -21,12 +21,12 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from engine.models import Run
-from engine.outputs import Delivery
+from engine.core.outputs import Delivery
 
-from . import store
+from engine.runtime import store
 
 if TYPE_CHECKING:
-    from .host import Host
+    from engine.runtime.host import Host
 
 __all__ = ["HOSTS_GROUP", "send", "wake_hosts", "encode", "decode", "RELAYED_KINDS"]
 
@@ -42,7 +42,7 @@ _FIRST_POLL, _LAST_POLL = 0.005, 0.1
 
 async def send(host: Host, run_id: str, kind: str, args: dict[str, Any]) -> Any:
     """Hand an input to whichever host drives `run_id` and return its result, once that host has committed it."""
-    from .host import NoHostAnswered, RunNotHosted
+    from engine.runtime.host import NoHostAnswered, RunNotHosted
 
     if kind not in RELAYED_KINDS:
         raise ValueError(f"input kind {kind!r} cannot be relayed (relayed kinds: {', '.join(sorted(RELAYED_KINDS))})")
@@ -93,7 +93,7 @@ def encode(result: Any) -> dict[str, Any]:
 def decode(outcome: Any) -> Any:
     """The sender's side of `encode`: a Delivery, an error (returned, as the host returns a seat's refusal), or a
     value."""
-    from .host import HostError
+    from engine.runtime.host import HostError
 
     if not isinstance(outcome, dict):
         return outcome

@@ -28,7 +28,7 @@ def serve(address: str, port: int, say: Callable[[str], None] = print, role: str
 
     from jr2.asgi import application
 
-    from .host import Host
+    from engine.runtime.host import Host
 
     host = Host(role=role)
     name = f"jr2 {role}"
@@ -57,7 +57,7 @@ def serve(address: str, port: int, say: Callable[[str], None] = print, role: str
 def work(say: Callable[[str], None] = print) -> None:
     """Drive runs until SIGINT/SIGTERM, then drain: claim nothing more, let running Effects finish (up to
     JR2_DRAIN_SECONDS), hand every run back and exit."""
-    from .host import Host
+    from engine.runtime.host import Host
 
     async def main() -> None:
         host = Host(role="worker")

@@ -5,8 +5,8 @@ Each request carries the Agent's system prompt, its Menu as the tools block (the
 slot) and the conversation so far; each tool call is refused here when it is not on the Menu or its arguments are
 not a JSON object, else it goes to the run as a pick and its answer comes back as the tool result. An outstanding
 pick's answer is awaited before the model is asked again. An Agent with a workspace also has the workspace tools
-after its Menu; their calls are answered here (engine/runtime/workspace_tools.py), never reach the run as picks, and
-are recorded as messages of kind "workspace". `engine.turn_policy` decides re-prompts, rerolls and
+after its Menu; their calls are answered here (engine/runtime/workspace/tools.py), never reach the run as picks, and
+are recorded as messages of kind "workspace". `engine.core.turn_policy` decides re-prompts, rerolls and
 faults. Everything the model is sent or says is recorded before the next thing happens, so a restarted host can
 take the Turn up from its recorded conversation: a tool call recorded but not yet delivered is delivered, and a
 request that had no answer is asked again.
@@ -20,19 +20,19 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.prompts import allowed_line, user_message
-from engine.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
-from engine.providers.human import SeatGivenBack
-from engine.text import without_nul
-from engine.turn_policy import TurnPolicy, TurnWatch
-from engine.workspace import Workspace
+from engine.core.prompts import allowed_line, user_message
+from engine.runtime.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
+from engine.runtime.providers.human import SeatGivenBack
+from engine.core.text import without_nul
+from engine.core.turn_policy import TurnPolicy, TurnWatch
+from engine.runtime.workspace.sandbox import Workspace
 
-from . import store
-from . import workspace_tools
-from .players import Player
+from engine.runtime import store
+from engine.runtime.workspace import tools as workspace_tools
+from engine.runtime.players import Player
 
 if TYPE_CHECKING:
-    from .run import RunDriver
+    from engine.runtime.driver import RunDriver
 
 __all__ = ["Conversation", "TurnLoop"]
 
@@ -53,7 +53,7 @@ class Conversation:
 
     def add(self, turn: str, role: str, kind: str, content: list[dict[str, Any]]) -> store.Message:
         """Append a message and return the record that writes it (with its sequence number). A tool's result (a
-        workspace file, say) may hold the NUL character: replaced (engine/text.py), as the model's reply is."""
+        workspace file, say) may hold the NUL character: replaced (engine/core/text.py), as the model's reply is."""
         content = without_nul(content)
         self.seq += 1
         self.messages.append({"role": role, "content": content, "kind": kind, "turn": turn})

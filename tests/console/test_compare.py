@@ -10,7 +10,7 @@ from django.test import Client
 
 from console.compare import align, forked_history, history_of
 from engine import Session, SimulatedClock
-from engine.forking import plan_fork
+from engine.core.journal.forking import plan_fork
 from engine.models import JournalEntry, Run
 from engine.runtime.host import Host
 from tests.console.conftest import NOTES_DOOR, WORKFLOWS

@@ -20,7 +20,7 @@ from console.graph import heat_level, lit_svg, machine_svg, overlay_svg
 from console.live import run_regions
 from engine import Machine, agent, define_event, effect, jr2_setup
 from engine.models import EffectRecord, ModelCall, Run, TurnRecord
-from engine.providers import reset_providers
+from engine.runtime.providers import reset_providers
 from engine.runtime.host import Host
 from tests.console.conftest import NOTES_DOOR, user_in
 from tests.fakes.model_server import ModelServer, tool_call

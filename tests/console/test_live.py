@@ -10,7 +10,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from console.routing import websocket_urlpatterns
-from engine.middleware import refuse_nul_websockets
+from engine.web.middleware import refuse_nul_websockets
 from engine.models import Run
 from engine.runtime.host import Host
 from tests.console.conftest import NOTES_DOOR, WORKFLOWS

@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from engine.models import Run
-from engine.registry import workflows
+from engine.runtime.registry import workflows
 from engine.runtime.host import Host
 from tests.console.test_pages import HOSTILE
 
@@ -116,7 +116,7 @@ def test_a_turn_shows_workspace_calls_apart_from_picks_and_the_gate_shows_its_fi
 
 
 def test_a_gate_whose_files_are_not_there_yet_says_so(tmp_path: Path, settings: Any, operator: Any) -> None:
-    from engine.workspace import remove_run_folder
+    from engine.runtime.workspace.sandbox import remove_run_folder
     run_id = desk_run(tmp_path, settings)
     remove_run_folder(run_id)
     client = Client()

@@ -1,4 +1,4 @@
-"""Runs charts through xstate (a node process) and through `engine.statechart`, and compares them step by step.
+"""Runs charts through xstate (a node process) and through `engine.core.statechart`, and compares them step by step.
 
 A run of a chart is a list of steps: steps[0] is the initial snapshot, steps[i] the snapshot after events[i-1].
 A step is `{"value", "status", "context", "output"}`, or `{"error": "..."}` when the engine raised (the run stops
@@ -80,7 +80,7 @@ def _engine():
     """(create_machine, actions, guards), built on first use (the engine may not import yet when this loads)."""
     global _ENGINE
     if _ENGINE is None:
-        from engine.statechart import assign, create_machine, raise_
+        from engine.core.statechart import assign, create_machine, raise_
 
         def log(context, event, params):
             tag = f"{params['tag']}@{event['type']}" if params.get("ev") else params["tag"]

@@ -58,7 +58,7 @@ def _run_batch(charts: list[dict]) -> list[list[dict]]:
 
 
 def _implementations(out: list[str], chart: dict) -> tuple[dict, dict]:
-    from engine.statechart import (
+    from engine.core.statechart import (
         cancel, emit, enqueue_actions, log, raise_, send_parent, send_to, spawn_child, state_in, stop_child,
     )
 
@@ -121,7 +121,7 @@ def _view(actor: Any, out: list[str]) -> dict:
 
 
 def run_ours(chart: dict) -> list[dict]:
-    from engine.statechart import SimulatedClock, create_actor, create_machine
+    from engine.core.statechart import SimulatedClock, create_actor, create_machine
 
     use_alarm = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
     if use_alarm:

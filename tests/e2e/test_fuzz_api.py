@@ -33,7 +33,7 @@ from schemathesis.core.parameters import ParameterLocation as Location
 from schemathesis.checks import (content_type_conformance, negative_data_rejection, not_a_server_error,
                                  response_headers_conformance, response_schema_conformance, status_code_conformance)
 
-from engine.api import api
+from engine.web.api import api
 from tests.databases import all_rows
 from tests.e2e.conftest import LiveServer, make_server
 

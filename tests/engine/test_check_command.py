@@ -1,4 +1,4 @@
-"""`jr2 check` and the workflow loader (engine/loader.py).
+"""`jr2 check` and the workflow loader (engine/runtime/loader.py).
 
 The command is run for real, as a subprocess, through both entry points (the installed `jr2` console script and
 `python manage.py jr2`), with JR2_WORKFLOWS pointed at temporary folders outside the project. The loader is also
@@ -18,7 +18,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from engine import Machine
-from engine.loader import load_workflows, package_name, workflows_folder
+from engine.runtime.loader import load_workflows, package_name, workflows_folder
 from tests.databases import fresh_database_url
 
 ROOT = Path(__file__).resolve().parents[2]

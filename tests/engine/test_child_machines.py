@@ -3,7 +3,7 @@
 from pydantic import BaseModel, Field
 
 from engine import Session, agent, answer, assign, define_event, jr2_setup
-from engine.outputs import PickAnswered, TurnEnded, TurnStarted
+from engine.core.outputs import PickAnswered, TurnEnded, TurnStarted
 
 
 class Topic(BaseModel):
@@ -104,7 +104,7 @@ def test_leaving_the_state_stops_the_child_machines_turns():
 
 
 def test_a_child_that_finishes_as_it_starts_answers_the_pick_at_once():
-    from engine.statechart import create_machine
+    from engine.core.statechart import create_machine
 
     instant = create_machine({"id": "instant", "initial": "done", "states": {"done": {"type": "final"}},
                               "output": {"sum": 3}})

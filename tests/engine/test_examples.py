@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from engine import Session
-from engine.outputs import (
+from engine.core.outputs import (
     EffectCancelled, EffectRequested, GateClosed, GateOpened, NoticeKept, PickAnswered, PickStopped, RunEnded,
     TurnEnded, TurnStarted,
 )

@@ -1,4 +1,4 @@
-"""`engine.replay`: a recorded journal re-run against a Machine, and the first divergence in words.
+"""`engine.core.journal.replay`: a recorded journal re-run against a Machine, and the first divergence in words.
 
 Runs are recorded by driving a `Session` of a notes-like Machine (an Agent, a Gate below it, a guard, an Effect, a
 timer); the journal is then replayed against the same Machine and against edited ones (a guard, a target, the
@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from engine import Session, agent, answer, assign, define_event, effect, jr2_setup
-from engine.replay import ReplayReport, brief, describe, numbered, replay, state_paths
+from engine.core.journal.replay import ReplayReport, brief, describe, numbered, replay, state_paths
 from tests.engine.test_child_machines import build as build_study
 
 

@@ -9,7 +9,7 @@ from engine import (
     EventDefError, MachineError, Session, agent, answer, assign, define_event, effect, fail, jr2_setup, raise_,
     send_to,
 )
-from engine.outputs import (
+from engine.core.outputs import (
     NoticeKept, PickAnswered, PickStopped, RunEnded, TurnEnded,
 )
 

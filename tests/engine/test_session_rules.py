@@ -8,7 +8,7 @@ import pytest
 from pydantic import create_model
 
 from engine import Session, agent, answer, assign, define_event, effect, fail, jr2_setup, raise_, sent_by
-from engine.outputs import (
+from engine.core.outputs import (
     EffectCancelled, GateClosed, NoticeKept, PickAnswered, PickStopped, TurnEnded, TurnStarted,
 )
 from workflows import notes

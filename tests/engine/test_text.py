@@ -1,4 +1,4 @@
-"""The NUL character (engine/text.py): found where it is, replaced in what the world writes, and refused in what a
+"""The NUL character (engine/core/text.py): found where it is, replaced in what the world writes, and refused in what a
 party sends, by the Session itself, so a run's journal never holds it on any database."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from engine import Session
-from engine.text import nul_at, without_nul
+from engine.core.text import nul_at, without_nul
 from workflows import notes
 
 

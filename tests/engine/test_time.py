@@ -5,7 +5,7 @@ import copy
 from pydantic import BaseModel, Field
 
 from engine import Session, agent, define_event, jr2_setup
-from engine.outputs import PickAnswered, TurnEnded
+from engine.core.outputs import PickAnswered, TurnEnded
 from workflows import notes
 
 DOOR = {"changes": "One fix."}

@@ -2,9 +2,9 @@
 from pydantic import BaseModel
 
 from engine import Session, agent, assign, define_event, jr2_setup
-from engine.outputs import AllowedChanged, PickAnswered, TurnStarted
-from engine.prompts import BRIEFING, answer_message, system_prompt
-from engine.turn_policy import TurnPolicy
+from engine.core.outputs import AllowedChanged, PickAnswered, TurnStarted
+from engine.core.prompts import BRIEFING, answer_message, system_prompt
+from engine.core.turn_policy import TurnPolicy
 from workflows import notes
 
 
@@ -92,7 +92,7 @@ def test_a_runaway_turn_repeating_the_same_call_is_rerolled_once_then_faults():
 
 def test_too_many_tool_calls_is_a_runaway_and_calls_that_move_the_machine_are_not_repeats():
     watch = TurnPolicy(max_tool_calls=5, max_repeats=3).watch()
-    from engine.outputs import PickResult
+    from engine.core.outputs import PickResult
     for _ in range(5):
         assert watch.call("spend", {}) is None
         watch.result(PickResult("answered"))

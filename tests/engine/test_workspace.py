@@ -1,4 +1,4 @@
-"""The workspace sandbox (engine/workspace.py) on a real folder: each way out is refused with its reason, the caps
+"""The workspace sandbox (engine/runtime/workspace/sandbox.py) on a real folder: each way out is refused with its reason, the caps
 hold, writes are atomic and idempotent by content; and the authoring options that name a workspace are checked
 when the Machine is built."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from pydantic import BaseModel
 
 from engine import agent, define_event, effect, gate, jr2_setup
-from engine.errors import MachineError
-from engine.statechart.errors import ConfigError
-from engine.workspace import (
+from engine.core.errors import MachineError
+from engine.core.statechart.errors import ConfigError
+from engine.runtime.workspace.sandbox import (
     Limits, Workspace, WorkspaceError, escape_name, folder_for, remove_run_folder, run_folder,
 )
 

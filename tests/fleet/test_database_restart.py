@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.db import DatabaseError, connection
 
-from engine.outputs import Delivery
+from engine.core.outputs import Delivery
 from engine.runtime.host import Host
 from tests.runtime.hosting import fleet, status, until
 

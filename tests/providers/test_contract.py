@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from engine.providers import aclose_all, provider_for, reset_providers
-from engine.providers.anthropic import AnthropicProvider
-from engine.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage
-from engine.providers.local import LocalProvider
-from engine.runtime.workspace_tools import TOOL_NAMES, tools_json
+from engine.runtime.providers import aclose_all, provider_for, reset_providers
+from engine.runtime.providers.anthropic import AnthropicProvider
+from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage
+from engine.runtime.providers.local import LocalProvider
+from engine.runtime.workspace.tools import TOOL_NAMES, tools_json
 from tests.fakes.model_server import ModelServer, closed_port_url, error, refusal, text, tool_call
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from engine.providers import DEFAULT_PROVIDERS, ProviderError, aclose_all, provider_for, reset_providers
-from engine.providers.base import ModelRequest, TurnView
+from engine.runtime.providers import DEFAULT_PROVIDERS, ProviderError, aclose_all, provider_for, reset_providers
+from engine.runtime.providers.base import ModelRequest, TurnView
 from engine.runtime.players import check_model_overrides, model_overrides, player_for
 from tests.fakes.model_server import ModelServer, text, tool_call
 from tests.providers import test_contract as contract

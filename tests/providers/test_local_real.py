@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
-from engine.providers import reset_providers
+from engine.runtime.providers import reset_providers
 from engine.runtime.host import Host
 from tests.llama_server import MODEL, PROVIDER_SETTINGS, LlamaServer
 from tests.local_workflow import DIALS, DOOR, REPLY, notes_once

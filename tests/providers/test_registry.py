@@ -10,8 +10,8 @@ from typing import Any, Iterator
 import pytest
 
 import engine
-from engine.providers import (DEFAULT_PROVIDERS, aclose_all, provider_for, reset_providers, split_model)
-from engine.providers.base import ModelReply, ModelRequest, Provider, ProviderError
+from engine.runtime.providers import (DEFAULT_PROVIDERS, aclose_all, provider_for, reset_providers, split_model)
+from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ProviderError
 
 
 class EchoProvider(Provider):
@@ -103,14 +103,14 @@ async def test_aclose_all_closes_every_provider_and_forgets_them(settings: Any) 
 
 
 def test_importing_the_providers_package_imports_no_sdk() -> None:
-    code = ("import sys, engine.providers, engine.providers.script; "
+    code = ("import sys, engine.runtime.providers, engine.runtime.providers.script; "
             "print(sorted(m for m in ('anthropic', 'openai') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(engine.__file__).parent.parent)
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize(("sdk", "owner"), [("anthropic", "providers/anthropic.py"), ("openai", "providers/local.py")])
+@pytest.mark.parametrize(("sdk", "owner"), [("anthropic", "runtime/providers/anthropic.py"), ("openai", "runtime/providers/local.py")])
 def test_each_sdk_is_imported_by_one_module_only(sdk: str, owner: str) -> None:
     root = Path(engine.__file__).parent
     importers = sorted(str(path.relative_to(root)) for path in root.rglob("*.py") if sdk in _imports(path))

@@ -6,11 +6,11 @@ from typing import Any, Iterator
 
 import pytest
 
-import engine.scripts
-from engine.providers import provider_for, reset_providers
-from engine.providers.base import ModelRequest, ProviderError, ToolCall, TurnView, Usage
-from engine.providers.script import NO_PICK_TEXT
-from engine.scripts import scripted
+import engine.core.scripts
+from engine.runtime.providers import provider_for, reset_providers
+from engine.runtime.providers.base import ModelRequest, ProviderError, ToolCall, TurnView, Usage
+from engine.runtime.providers.script import NO_PICK_TEXT
+from engine.core.scripts import scripted
 
 pytestmark = pytest.mark.anyio
 
@@ -21,7 +21,7 @@ MENU = json.dumps([{"description": "Ask.", "input_schema": {"type": "object"}, "
 @pytest.fixture(autouse=True)
 def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """An empty script registry for each test (the real one is global)."""
-    monkeypatch.setattr(engine.scripts, "_SCRIPTS", {})
+    monkeypatch.setattr(engine.core.scripts, "_SCRIPTS", {})
     reset_providers()
     yield
     reset_providers()

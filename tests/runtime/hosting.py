@@ -5,7 +5,7 @@ import asyncio
 from typing import Any, Awaitable, Callable, Mapping
 
 from engine.models import Run
-from engine.providers import aclose_all
+from engine.runtime.providers import aclose_all
 from engine.runtime.host import Host
 from workflows.notes import machine as notes_machine
 

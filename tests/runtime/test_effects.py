@@ -17,9 +17,9 @@ import pytest
 from pydantic import BaseModel
 
 from engine import effect
-from engine.outputs import EffectRequested
+from engine.core.outputs import EffectRequested
 from engine.runtime.effects import EffectOutcome, run_effect
-from engine.slots import EffectSlot
+from engine.core.slots import EffectSlot
 from workflows.triage import search_issues
 
 PY = sys.executable

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.exchange import ExchangeError, export_run, import_run, schema, validate
+from engine.web.exchange import ExchangeError, export_run, import_run, schema, validate
 from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage, TurnRecord
 from engine.runtime.host import Host, RunNotHosted
 from tests.runtime.hosting import hosted, status, until

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from engine import agent, define_event, effect, jr2_setup, scripted
 from engine.models import EffectRecord, JournalEntry, Run, RunInput
-from engine.outputs import Delivery
+from engine.core.outputs import Delivery
 from engine.runtime import store
 from engine.runtime.host import Host, NoHostAnswered, RunNotHosted
 from tests.runtime.hosting import fleet, status, until

@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 
 from engine import define_event, jr2_setup
 from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage, TurnRecord
-from engine.providers import aclose_all
-from engine.replay import replay
+from engine.runtime.providers import aclose_all
+from engine.core.journal.replay import replay
 from engine.runtime.host import Host, HostError
 from tests.runtime.hosting import hosted, status, until
 from workflows import notes

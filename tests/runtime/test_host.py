@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from engine import agent, answer, define_event, jr2_setup, raise_, scripted
 from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage, TurnRecord
 from engine.runtime.host import Host
-from engine.session import Session
+from engine.core.session import Session
 from tests.runtime.hosting import hosted, status, until
 from workflows import code_review, notes, triage
 

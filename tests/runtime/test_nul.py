@@ -1,4 +1,4 @@
-"""The NUL character through the runtime (engine/text.py), on whichever database the suite runs (SQLite, then
+"""The NUL character through the runtime (engine/core/text.py), on whichever database the suite runs (SQLite, then
 PostgreSQL, which holds NUL neither in text nor in jsonb): what a party sends holding it is refused in words and
 changes nothing; what a model or an Effect writes holding it is kept with U+FFFD in its place; and the run goes on.
 Before, a door holding NUL crashed the commit on PostgreSQL."""
@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine import agent, define_event, effect, from_pick, jr2_setup, scripted
 from engine.models import EffectRecord, JournalEntry, Run, RunInput, TurnMessage
-from engine.outputs import Delivery
+from engine.core.outputs import Delivery
 from engine.runtime.host import Host
 from tests.runtime.hosting import fleet, hosted, status, until
 from workflows import notes

@@ -10,7 +10,7 @@ Checks, for every sequence:
 - a pick of an event off the Agent's Menu, or a Gate answer with an event the Gate does not accept, is refused;
 - replaying the run's journal from the database step by step, every delivered pick was among the Allowed picks
   and every Gate answer among the Gate's accepts at that point, and every entry applies as it was recorded
-  (`engine.replay`: same outcomes, same outputs);
+  (`engine.core.journal.replay`: same outcomes, same outputs);
 - the replayed Session ends in the state the host committed last (its final snapshot, and the Run row's view).
 
 `JR2_SEQUENCES` sets the sequences per workflow (default 15); docs/reliability.md ("Random sequences") has the
@@ -31,12 +31,12 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from engine.models import JournalEntry, Run, RunSnapshot
-from engine.providers import aclose_all, human
-from engine.replay import replay
+from engine.runtime.providers import aclose_all, human
+from engine.core.journal.replay import replay
 from engine.runtime.host import Host, RunNotHosted
-from engine.session import HOST_KINDS, Session
-from engine.statechart.clock import SimulatedClock
-from engine.workflow import Machine
+from engine.core.session import HOST_KINDS, Session
+from engine.core.statechart.clock import SimulatedClock
+from engine.core.workflow import Machine
 from tests.engine.test_properties import MACHINES, door_for, params_for, valid_params
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from engine.models import GateRecord, JournalEntry, ModelCall, Run, Seat, TurnMessage, TurnRecord
-from engine.providers import human
+from engine.runtime.providers import human
 from engine.runtime.host import Host, HostError
 from tests.runtime.hosting import hosted, status, until
 from workflows import notes

@@ -17,12 +17,12 @@ from pydantic import BaseModel, Field
 
 from engine import agent, answer, assign, define_event, fail, jr2_setup
 from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
-from engine.prompts import BRIEFING, reprompt_message
-from engine.providers import reset_providers
+from engine.core.prompts import BRIEFING, reprompt_message
+from engine.runtime.providers import reset_providers
 from engine.runtime.host import Host
-from engine.runtime.run import UNANSWERED
-from engine.turn_policy import TurnPolicy
-from engine.workflow import Machine
+from engine.runtime.driver import UNANSWERED
+from engine.core.turn_policy import TurnPolicy
+from engine.core.workflow import Machine
 from tests.runtime.hosting import status, until
 from tests.runtime.hosting import hosted as hosted_with
 from tests.fakes.model_server import ModelServer, Recorded, Reply, ToolUse, error, text, tool_call
@@ -548,7 +548,7 @@ def test_without_a_key_the_scripted_stand_in_plays_and_the_records_say_so(
     hosted({"notes": notes.machine}, body)
 
 
-# -- re-prompts and rerolls (engine/turn_policy.py) -------------------------------------------------------------
+# -- re-prompts and rerolls (engine/core/turn_policy.py) -------------------------------------------------------------
 
 @pytest.mark.parametrize("provider", ["anthropic", "local"])
 def test_a_reply_without_a_pick_is_reprompted_twice_then_the_turn_faults(server: ModelServer, provider: str) -> None:

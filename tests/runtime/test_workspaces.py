@@ -14,12 +14,12 @@ from pydantic import BaseModel, Field
 
 from engine import agent, assign, define_event, effect, jr2_setup
 from engine.models import EffectRecord, ModelCall, Run, TurnMessage, TurnRecord
-from engine.prompts import BRIEFING, WORKSPACE_BRIEFING
+from engine.core.prompts import BRIEFING, WORKSPACE_BRIEFING
 from engine.runtime.host import Host
-from engine.runtime.workspace_tools import TOOL_NAMES, effect_folder, tool_defs, tools_json
-from engine.system_checks import workspace_settings
-from engine.workflow import Machine
-from engine.workspace import WorkspaceError, configured_limits, configured_root, folder_for
+from engine.runtime.workspace.tools import TOOL_NAMES, effect_folder, tool_defs, tools_json
+from engine.checks import workspace_settings
+from engine.core.workflow import Machine
+from engine.runtime.workspace.sandbox import WorkspaceError, configured_limits, configured_root, folder_for
 from tests.fakes.model_server import ModelServer, Reply, ToolUse, text, tool_call
 from tests.runtime.hosting import hosted, status, until
 from tests.runtime.test_turn_loop import (  # noqa: F401 - `server` is a fixture

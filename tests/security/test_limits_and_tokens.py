@@ -76,6 +76,6 @@ def test_the_token_check_compares_hashes_in_constant_time() -> None:
     secret's hash is compared with hmac.compare_digest, never with == or a database filter on the hash."""
     import inspect
 
-    from engine.api import TokenAuth
+    from engine.web.api import TokenAuth
     source = inspect.getsource(TokenAuth.authenticate)
     assert "hmac.compare_digest(" in source and "prefix=" in source and "key_hash=" not in source

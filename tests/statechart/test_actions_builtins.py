@@ -12,7 +12,7 @@ list); each expectation there was checked against xstate 5.32.5 in Node.
 
 import pytest
 
-from engine.statechart import (
+from engine.core.statechart import (
     SimulatedClock,
     StatechartError,
     assign,

@@ -7,7 +7,7 @@ groups).
 
 import pytest
 
-from engine.statechart import (
+from engine.core.statechart import (
     StatechartError,
     assign,
     create_actor,

@@ -5,7 +5,7 @@ Behaviour ported from xstate's packages/core/test/actions.test.ts (the
 transition`` groups).
 """
 
-from engine.statechart import (
+from engine.core.statechart import (
     assign,
     create_actor,
     create_machine,
@@ -13,7 +13,7 @@ from engine.statechart import (
     send_to,
 )
 
-from .tracking import as_list
+from tests.statechart.tracking import as_list
 
 
 def _walk(node, label, make_enter, make_exit, path=()):
@@ -848,7 +848,7 @@ class TestTargetlessTransitions:
         assert ran == [1]
 
     def test_targetless_delayed_transition_does_not_exit(self):
-        from engine.statechart import SimulatedClock
+        from engine.core.statechart import SimulatedClock
 
         ran = []
         clock = SimulatedClock()

@@ -5,7 +5,7 @@ Time is driven by `SimulatedClock`, so nothing sleeps.
 
 import json
 
-from engine.statechart import SimulatedClock, cancel, create_actor, create_machine, raise_, send_parent, spawn_child
+from engine.core.statechart import SimulatedClock, cancel, create_actor, create_machine, raise_, send_parent, spawn_child
 
 
 def _started(machine, **options):

@@ -6,7 +6,7 @@ checks the context that comes out.
 
 import pytest
 
-from engine.statechart import assign, create_actor, create_machine
+from engine.core.statechart import assign, create_actor, create_machine
 
 
 def _started(machine, **options):

@@ -1,7 +1,7 @@
 """Bad input gets a clear error that names what is wrong, never a silent wrong state (issue 2, section 2)."""
 import pytest
 
-from engine.statechart import (
+from engine.core.statechart import (
     ConfigError, EventError, ImplementationError, SnapshotError, create_actor, create_machine, raise_,
 )
 

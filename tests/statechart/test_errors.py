@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from engine.statechart import (
+from engine.core.statechart import (
     assign,
     create_actor,
     create_machine,

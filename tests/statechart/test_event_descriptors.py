@@ -6,7 +6,7 @@ malformed wildcards never match.
 
 import pytest
 
-from engine.statechart import create_actor, create_machine
+from engine.core.statechart import create_actor, create_machine
 
 
 def _started(machine, **options):

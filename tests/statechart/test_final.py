@@ -3,9 +3,9 @@
 Behaviour ported from xstate's packages/core/test/final.test.ts (xstate 5.32.5).
 """
 
-from engine.statechart import assign, create_actor, create_machine, send_parent, spawn_child
+from engine.core.statechart import assign, create_actor, create_machine, send_parent, spawn_child
 
-from .tracking import track_entries
+from tests.statechart.tracking import track_entries
 
 
 def _final_child(name="b"):

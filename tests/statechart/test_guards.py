@@ -7,7 +7,7 @@ is missing.
 
 import pytest
 
-from engine.statechart import (
+from engine.core.statechart import (
     StatechartError,
     and_,
     create_actor,

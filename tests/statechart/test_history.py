@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from engine.statechart import create_actor, create_machine, from_callback
+from engine.core.statechart import create_actor, create_machine, from_callback
 
-from .tracking import track_entries
+from tests.statechart.tracking import track_entries
 
 
 def _send_all(actor, *event_types):

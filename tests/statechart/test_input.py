@@ -6,7 +6,7 @@ Input reaches the context factory and the `xstate.init` event of a machine, invo
 
 import asyncio
 
-from engine.statechart import (
+from engine.core.statechart import (
     assign,
     create_actor,
     create_machine,

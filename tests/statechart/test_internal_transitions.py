@@ -3,9 +3,9 @@
 Behaviour ported from xstate's packages/core/test/internalTransitions.test.ts (xstate 5.32.5).
 """
 
-from engine.statechart import assign, create_actor, create_machine
+from engine.core.statechart import assign, create_actor, create_machine
 
-from .tracking import track_entries
+from tests.statechart.tracking import track_entries
 
 
 def test_parent_enters_a_child_without_reentering_itself():

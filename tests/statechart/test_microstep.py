@@ -5,11 +5,11 @@ Behaviour ported from xstate's packages/core/test/microstep.test.ts (xstate 5.32
 ``machine.microsteps(snapshot, event)`` is our ``machine.microstep(...)``. xstate's ``getMicrosteps`` and
 ``getInitialMicrosteps`` have no counterpart in docs/statechart.md yet; the tests below use the natural
 extension ``get_microsteps(machine, snapshot, event)`` / ``get_initial_microsteps(machine, input=None)`` from
-``engine.statechart``, each returning a list of ``(snapshot, actions)`` pairs. They are imported inside the
+``engine.core.statechart``, each returning a list of ``(snapshot, actions)`` pairs. They are imported inside the
 tests so that their absence fails only those tests.
 """
 
-from engine.statechart import create_machine, raise_
+from engine.core.statechart import create_machine, raise_
 
 
 def _values(snapshots):
@@ -137,7 +137,7 @@ def test_last_microstep_equals_the_macrostep_result():
 
 
 def test_get_microsteps_pairs_each_snapshot_with_its_actions():
-    from engine.statechart import get_microsteps
+    from engine.core.statechart import get_microsteps
 
     def on_go():
         pass
@@ -169,7 +169,7 @@ def test_get_microsteps_pairs_each_snapshot_with_its_actions():
 
 
 def test_get_microsteps_captures_steps_caused_by_raised_events():
-    from engine.statechart import get_microsteps
+    from engine.core.statechart import get_microsteps
 
     def on_go():
         pass
@@ -202,7 +202,7 @@ def test_get_microsteps_captures_steps_caused_by_raised_events():
 
 
 def test_get_initial_microsteps_has_the_entry_actions():
-    from engine.statechart import get_initial_microsteps
+    from engine.core.statechart import get_initial_microsteps
 
     def enter_a():
         pass
@@ -216,7 +216,7 @@ def test_get_initial_microsteps_has_the_entry_actions():
 
 
 def test_get_initial_microsteps_includes_initial_eventless_steps():
-    from engine.statechart import get_initial_microsteps
+    from engine.core.statechart import get_initial_microsteps
 
     def enter_a():
         pass
@@ -246,7 +246,7 @@ def test_get_initial_microsteps_includes_initial_eventless_steps():
 
 
 def test_get_initial_microsteps_enters_nested_initial_states_in_one_step():
-    from engine.statechart import get_initial_microsteps
+    from engine.core.statechart import get_initial_microsteps
 
     def enter_parent():
         pass
@@ -274,7 +274,7 @@ def test_get_initial_microsteps_enters_nested_initial_states_in_one_step():
 
 
 def test_get_initial_microsteps_passes_input_to_the_context_factory():
-    from engine.statechart import get_initial_microsteps
+    from engine.core.statechart import get_initial_microsteps
 
     machine = create_machine(
         {

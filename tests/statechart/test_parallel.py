@@ -5,9 +5,9 @@ Behaviour ported from xstate's packages/core/test/parallel.test.ts (xstate 5.32.
 
 import pytest
 
-from engine.statechart import assign, create_actor, create_machine, raise_
+from engine.core.statechart import assign, create_actor, create_machine, raise_
 
-from .tracking import track_entries
+from tests.statechart.tracking import track_entries
 
 
 def _noop_actions(*names):

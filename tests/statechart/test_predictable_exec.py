@@ -5,7 +5,7 @@
 
 import time
 
-from engine.statechart import (
+from engine.core.statechart import (
     SimulatedClock,
     assign,
     create_actor,

@@ -3,7 +3,7 @@ timing rules; these only show that real timers reach the actor at all.)"""
 import asyncio
 import threading
 
-from engine.statechart import create_machine
+from engine.core.statechart import create_machine
 
 MACHINE = create_machine({"initial": "waiting", "states": {"waiting": {"after": {10: "done"}},
                                                            "done": {"type": "final"}}})

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from engine.statechart import (
+from engine.core.statechart import (
     SimulatedClock,
     assign,
     create_actor,

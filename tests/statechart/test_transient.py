@@ -4,7 +4,7 @@ Candidate selection order, action ordering across a macrostep, interplay with ra
 `state_in`, the event seen by eventless guards/actions, and loop protection.
 """
 
-from engine.statechart import assign, create_actor, create_machine, raise_, state_in
+from engine.core.statechart import assign, create_actor, create_machine, raise_, state_in
 
 
 def _started(machine, **options):

@@ -1,7 +1,7 @@
 """`jr2 <subcommand>` (also `python manage.py jr2 <subcommand>`): the command line of SPEC.md 7.
 
     jr2 check [--workflows DIR] [--tracebacks]
-        Load every workflow (engine.loader), apply the refusals, print each Workflow's seats and warnings and a
+        Load every workflow (engine.runtime.loader), apply the refusals, print each Workflow's seats and warnings and a
         summary. Exit 1 when any Workflow is refused or fails to import; warnings alone do not fail the check.
 
     jr2 up [ADDR:PORT] [--port N]
@@ -31,7 +31,7 @@ $JR2_TOKEN). Wherever a run is named, its id or 4 or more of its first character
     jr2 cancel <run>
         Cancel a live run; prints the API's answer as JSON.
 
-Replaying reads this project's database and workflows folder, like `check` (engine/replay.py does the work):
+Replaying reads this project's database and workflows folder, like `check` (engine/core/journal/replay.py does the work):
 
     jr2 replay <run> [--against-current] [--workflows DIR] [--url URL [--token T]]
         Re-run the run's journal (picks, Gate answers, Effect results, time) against the workflow's Machine without
@@ -81,8 +81,8 @@ from engine import __version__
 from engine.cli.client import DEFAULT_URL, Client, CliError, one_line, parse_json
 from engine.cli.follow import Follower
 from engine.cli.text import exit_code, final, runs_table, status_lines
-from engine.loader import Loaded, Workflows, load_workflows
-from engine.registry import reload_workflows
+from engine.runtime.loader import Loaded, Workflows, load_workflows
+from engine.runtime.registry import reload_workflows
 
 
 def _check_arguments(parser: ArgumentParser) -> None:
@@ -340,9 +340,9 @@ class Command(BaseCommand):
     def _prepare(self, verbosity: int, role: str) -> None:
         """What every server process does first: check the workflows (seats printed) and JR2_MODEL_OVERRIDE,
         migrate, and say what will play the Agents and whether anyone can log in."""
-        from engine.providers import DEFAULT_PROVIDERS
-        from engine.providers._config import setting_dict
-        from engine.registry import workflows
+        from engine.runtime.providers import DEFAULT_PROVIDERS
+        from engine.runtime.providers._config import setting_dict
+        from engine.runtime.registry import workflows
         from engine.runtime.players import check_model_overrides, model_overrides, offline_notice
 
         self.handle_check(verbosity=verbosity, workflows=None, raise_on_failure=False)
@@ -509,10 +509,10 @@ class Command(BaseCommand):
 
     def handle_replay(self, run: str, against_current: bool = False, workflows: str | None = None,
                       url: str | None = None, token: str | None = None, **options: Any) -> None:
-        """Re-run the run's journal against the workflow's current Machine (engine.replay): "same (N steps)",
+        """Re-run the run's journal against the workflow's current Machine (engine.core.journal.replay): "same (N steps)",
         exit 0; the first divergence in words, exit 1; a run whose Machine changed shape is not replayed without
         --against-current (exit 1)."""
-        from engine.replay import replay
+        from engine.core.journal.replay import replay
 
         record = self._replay_source_api(run, url, token) if url else self._replay_source_db(run)
         try:
@@ -612,8 +612,8 @@ class Command(BaseCommand):
 
     def handle_export(self, run: str | None = None, output: str | None = None, schema: bool = False,
                       url: str | None = None, token: str | None = None, **options: Any) -> None:
-        """The run as one JSON file (engine/exchange.py), from the database or with --url from a server's API."""
-        from engine import exchange
+        """The run as one JSON file (engine/web/exchange.py), from the database or with --url from a server's API."""
+        from engine.web import exchange
 
         if schema:
             data: Any = exchange.schema()
@@ -640,7 +640,7 @@ class Command(BaseCommand):
         """Read an export in, read-only, in one transaction; prints the run's id."""
         from django.db import DatabaseError
 
-        from engine.exchange import ExchangeError, import_run
+        from engine.web.exchange import ExchangeError, import_run
 
         data = parse_json("import", "file", file if file == "-" else "@" + file)
         if url:

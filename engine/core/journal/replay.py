@@ -1,0 +1,309 @@
+"""Replay a recorded run against a Machine, and say in words where it diverges.
+
+    from engine.core.journal.replay import replay
+    report = replay(machine, journal)     # journal: the run's entries, oldest first
+    report.same                           # True when every entry applied the same way and produced the same outputs
+    report.message                        # "same (7 steps)" or "step 7: writer picked done {notes: "…"}: now unmoved:
+                                          # not allowed in notes.writing.drafting (allowed now: ask)"
+
+A fresh `Session` of the Machine (for a fork, the Session its `fork` entry carries) is fed the recorded inputs in
+order: the start (the door input), picks, Gate answers, Effect results, time passing, faults, a cancel. Nothing is
+called: no model, no Effect; what they answered is in the journal. Entries a host writes for itself (`HOST_KINDS`: an Effect having started) are skipped. Each
+entry must apply as it did (a pick's outcome, a Gate answer or an Effect result delivered) and produce the same
+outputs (the digest in its `out`); the first one that does not is described: the step number is the entry's `seq`,
+then the entry as a person reads it, then what happens now, at the state the Session is in when the entry comes.
+
+The journal may hold the rows of the database or the API (`{"seq", "kind", "entry", "out", ...}`) or the Session's
+own entries (`{"kind", ..., "out"}`, numbered from 1). Pure: no Django, no I/O.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Mapping
+
+from pydantic import ValidationError
+
+from engine.core.statechart.clock import SimulatedClock
+
+from engine.core.outputs import (
+    AllowedChanged, EffectCancelled, EffectRequested, GateClosed, GateOpened, NoticeKept, Output, PickAnswered,
+    PickStopped, RunEnded, TurnEnded, TurnStarted,
+)
+from engine.core.session import HOST_KINDS, Session, SessionError
+from engine.core.journal.trace import numbered, start_session
+from engine.core.workflow import Machine
+
+__all__ = ["ReplayReport", "replay", "describe", "brief", "state_paths", "numbered"]
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    """What a replay found.
+
+    same: every entry applied the same way; steps: how many entries were replayed (host-only marks not counted),
+    up to and including the one that diverged; step: the `seq` of that entry (None when same); message: the
+    verdict in one line; state: where the Machine was when that entry came ("" when same); entry: that entry.
+
+    When the first divergence is only in the outputs (the entry applied, but what it produced differs: another
+    answer, other Allowed picks, a Gate that no longer opens), the replay goes on to the first entry that no
+    longer applies at all, and `later` describes it (the message then reads "...; later, step 9: ...")."""
+
+    same: bool
+    steps: int
+    step: int | None = None
+    message: str = ""
+    state: str = ""
+    entry: Mapping[str, Any] | None = None
+    later: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayReport:
+    """Feed the recorded journal to a fresh Session of `machine`; the first entry that does not apply the same way
+    or produces different outputs is described (see the module docstring). Raises ValueError for a journal that
+    is not a run's journal (empty, no start entry first, an unknown kind)."""
+    entries = numbered(journal)
+    if not entries or entries[0][1].get("kind") not in ("start", "fork"):
+        raise ValueError("a run's journal starts with its 'start' entry; this one "
+                         + ("is empty" if not entries else f"starts with {entries[0][1].get('kind')!r}"))
+    seq, start = entries[0]
+    root = machine.id
+    try:
+        if start.get("kind") == "fork":
+            session = start_session(machine, start)
+        else:
+            session = Session(machine, input=start.get("input"), clock=SimulatedClock(start.get("at", 0)))
+    except SessionError as err:
+        return _diverged(1, seq, start, f"now cannot start from there: {err}", root)
+    except ValidationError as err:
+        return _diverged(1, seq, start, f"now refused: the door says {_door_error(err)}", root)
+    except Exception as err:  # noqa: BLE001 - the workflow's own code raised while starting
+        return _diverged(1, seq, start, f"now raises {type(err).__name__}: {err}", root)
+    outputs = session.drain()
+    first: ReplayReport | None = None
+    if session.journal and _differs(start, session.journal[0].get("out")):
+        first = _diverged(1, seq, start, _different_outputs(outputs, session), root)
+    steps = 1
+    for seq, entry in entries[1:]:
+        kind = entry.get("kind")
+        if kind in HOST_KINDS:
+            continue
+        steps += 1
+        where = _where(session)
+        missing = [key for key in REQUIRED.get(str(kind), ()) if key not in entry]
+        if kind not in REQUIRED:
+            raise ValueError(f"journal entry {seq} has an unknown kind {kind!r}")
+        if missing:
+            raise ValueError(f"journal entry {seq} ({kind}) has no {', '.join(missing)}")
+        if session.status != "active":
+            now: str | None = f"now the run has already ended ({session.status}) before this step"
+        else:
+            mark = len(session.journal)
+            try:
+                now = _apply(session, entry, where)
+            except Exception as err:  # noqa: BLE001 - the workflow's code raised where the Session does not catch it
+                now = f"now raises {type(err).__name__}: {err}"
+            outputs = session.drain()
+            got = session.journal[mark].get("out") if mark < len(session.journal) else None
+            if now is None and _differs(entry, got):
+                if first is None:
+                    first = _diverged(steps, seq, entry, _different_outputs(outputs, session), where)
+                continue
+        if now is not None:
+            report = _diverged(steps, seq, entry, now, where)
+            if first is None:
+                return report
+            return replace(first, message=f"{first.message}; later, {report.message}", later=report.message)
+    if first is not None:
+        return replace(first, message=f"{first.message}; every later entry still applies")
+    return ReplayReport(True, steps, message=f"same ({steps} step{'s' if steps != 1 else ''})")
+
+
+#: The kinds of entry a Session takes, with the keys each needs.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "pick": ("agent", "event"), "gate": ("gate", "event"), "effect_done": ("effect",), "effect_failed": ("effect",),
+    "advance": ("ms",), "fault": ("agent", "reason"), "cancel": (),
+}
+
+
+def _apply(session: Session, entry: Mapping[str, Any], where: str) -> str | None:
+    """Apply one entry; what differs now in words, or None when it applied as recorded (outputs not yet
+    compared)."""
+    kind = entry["kind"]
+    if kind == "pick":
+        agent, event = entry["agent"], entry["event"]
+        before = session.allowed_picks(agent)
+        result = session.pick(agent, event, entry.get("params"))
+        recorded = entry.get("outcome", result.outcome)
+        if result.outcome == recorded:
+            return None
+        if result.outcome == "refused":
+            return f"now refused in {where}: {result.error}"
+        if result.outcome == "unmoved":
+            if event not in before:
+                allowed = ", ".join(before) or "nothing"
+                return f"now unmoved: not allowed in {where} (allowed now: {allowed})"
+            return f"now unmoved: the Machine did not take it with this input in {where} (a guard said no)"
+        return f"now {result.outcome} where it was {recorded}"
+    if kind == "gate":
+        delivery = session.send_gate(entry["gate"], entry["event"], entry.get("params"))
+        if delivery.outcome == "delivered":
+            return None
+        if delivery.outcome == "unmoved":
+            return f'now unmoved: the Machine takes no "{entry["event"]}" in {where}'
+        return f"now refused in {where}: {delivery.error}"
+    if kind in ("effect_done", "effect_failed"):
+        if kind == "effect_done":
+            delivery = session.effect_done(entry["effect"], entry.get("output"))
+        else:
+            delivery = session.effect_failed(entry["effect"], entry.get("error"))
+        return None if delivery.outcome == "delivered" else f"now refused in {where}: {delivery.error}"
+    if kind == "advance":
+        session.advance(float(entry["ms"]))
+        return None
+    if kind == "fault":
+        session.fault(entry["agent"], entry["reason"])
+        return None
+    if kind == "cancel":
+        session.cancel()
+    return None
+
+
+def _differs(entry: Mapping[str, Any], got: Any) -> bool:
+    expected = entry.get("out")
+    return bool(expected) and got != expected
+
+
+def _diverged(steps: int, seq: int, entry: Mapping[str, Any], now: str, where: str) -> ReplayReport:
+    return ReplayReport(False, steps, seq, f"step {seq}: {describe(entry)}: {now}", where, entry)
+
+
+def _where(session: Session) -> str:
+    return ", ".join(state_paths(session.machine.id, session.value)) or session.machine.id
+
+
+def _different_outputs(outputs: list[Output], session: Session) -> str:
+    said = [_output_words(o) for o in outputs]
+    said = [s for s in said if s]
+    if len(said) > 6:
+        said = said[:6] + [f"and {len(said) - 6} more"]
+    what = "; ".join(said) if said else "nothing"
+    return f"now produces different outputs (now: {what}; then in {_where(session)})"
+
+
+def _output_words(output: Output) -> str:
+    if isinstance(output, TurnStarted):
+        return f"{output.agent}'s Turn starts in {output.state} (allowed: {', '.join(output.allowed) or 'nothing'})"
+    if isinstance(output, TurnEnded):
+        return f"{output.agent}'s Turn ends"
+    if isinstance(output, PickAnswered):
+        allowed = ", ".join(output.allowed) or "nothing"
+        return f"the pick {output.event} is answered {_short(output.answer)} (allowed then: {allowed})"
+    if isinstance(output, PickStopped):
+        return f"the pick {output.event} stops unfinished"
+    if isinstance(output, AllowedChanged):
+        return f"{output.agent}'s Allowed picks become [{', '.join(output.allowed)}]"
+    if isinstance(output, NoticeKept):
+        return f"a notice is kept for {output.agent}"
+    if isinstance(output, GateOpened):
+        return f"the Gate {output.gate} opens (accepts {', '.join(output.accepts) or 'nothing'})"
+    if isinstance(output, GateClosed):
+        return f"the Gate {output.gate} closes"
+    if isinstance(output, EffectRequested):
+        return f"{output.effect} ({output.slot}) is asked for"
+    if isinstance(output, EffectCancelled):
+        return f"{output.effect} ({output.slot}) is cancelled"
+    if isinstance(output, RunEnded):
+        if output.status == "failed":
+            return f"the run fails: {output.reason}"
+        return f"the run ends {output.status}" + (f" with {brief(output.output)}" if output.output else "")
+    return output.kind
+
+
+# -- words for journal entries ----------------------------------------------------------------------------------
+
+def describe(entry: Mapping[str, Any], slots: Mapping[str, str] | None = None) -> str:
+    """A journal entry as a person reads it: "writer picked done {notes: "…"}", "the Gate writing.asking got reply
+    {text: "Ops"}", "effect-2 finished", "300 ms passed". `slots` names Effects by their slot when known."""
+    kind = entry.get("kind")
+    if kind == "start":
+        return f"the run started with {brief(entry.get('input'))}"
+    if kind == "fork":
+        edited = " with its context edited" if entry.get("context") is not None else ""
+        return f"forked from run {entry.get('parent')} at step {entry.get('step')}{edited}"
+    if kind == "pick":
+        return f"{entry.get('agent')} picked {entry.get('event')} {brief(entry.get('params') or {})}"
+    if kind == "gate":
+        return f"the Gate {entry.get('gate')} got {entry.get('event')} {brief(entry.get('params') or {})}"
+    if kind in ("effect_started", "effect_done", "effect_failed"):
+        effect = str(entry.get("effect"))
+        name = f"{effect} ({slots[effect]})" if slots and effect in slots else effect
+        if kind == "effect_started":
+            attempt = int(entry.get("attempt") or 1)
+            return f"{name} started" + (f" (attempt {attempt})" if attempt > 1 else "")
+        if kind == "effect_done":
+            return f"{name} finished"
+        return f"{name} failed: {_error_words(entry.get('error'))}"
+    if kind == "advance":
+        return f"{_duration(float(entry.get('ms') or 0))} passed"
+    if kind == "fault":
+        return f"{entry.get('agent')}'s Turn faulted: {entry.get('reason')}"
+    if kind == "cancel":
+        return "the run was cancelled"
+    return f"a {kind} entry"
+
+
+def brief(value: Any, width: int = 40, total: int = 160) -> str:
+    """A value on one short line: `{notes: "## What's new…", count: 2}`; strings cut at `width` characters."""
+    if isinstance(value, Mapping):
+        text = "{" + ", ".join(f"{key}: {_short(item, width)}" for key, item in value.items()) + "}"
+    else:
+        text = _short(value, width)
+    if len(text) <= total:
+        return text
+    return text[:total - 2] + "…}" if text.startswith("{") else text[:total - 1] + "…"
+
+
+def _short(value: Any, width: int = 40) -> str:
+    if isinstance(value, str):
+        cut = value if len(value) <= width else value[:width] + "…"
+        return json.dumps(cut, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[:width] + "…"
+
+
+def _error_words(error: Any) -> str:
+    if isinstance(error, Mapping):
+        for key in ("message", "reason"):
+            if error.get(key):
+                return str(error[key])
+    return error if isinstance(error, str) else json.dumps(error, default=str)
+
+
+def _duration(ms: float) -> str:
+    if ms < 10_000:
+        return f"{ms:g} ms"
+    seconds = ms / 1000
+    if seconds < 600:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def _door_error(err: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(input)'}: {e['msg']}" for e in err.errors())
+
+
+def state_paths(root: str, value: Any) -> list[str]:
+    """A statechart value as dotted paths from the root: {"writing": "asking"} -> ["notes.writing.asking"]; one
+    path per active region."""
+    if isinstance(value, str):
+        return [f"{root}.{value}"]
+    if isinstance(value, Mapping) and value:
+        paths: list[str] = []
+        for key, child in value.items():
+            paths.extend(state_paths(f"{root}.{key}", child) if child else [f"{root}.{key}"])
+        return paths
+    return [root]

@@ -1,0 +1,217 @@
+"""The bodies the JSON API answers with, declared for the OpenAPI document: each operation lists every status it
+can answer and its body, so a client (and the fuzz, tests/e2e/test_fuzz_api.py) can hold the server to them.
+
+Values a workflow writes (inputs, context, outputs, Gate meta, journal entries) are any JSON; everything the API
+itself makes is typed.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ninja import Schema
+from pydantic import Field
+
+from engine.web.exchange import RunExport
+
+__all__ = ["Error", "Created", "Outcome", "RunRow", "RunPage", "WorkflowOut", "RunOut", "TurnOut", "JournalOut",
+           "Forked", "ExportOut", "errors", "RATE_LIMITED"]
+
+
+class FieldError(Schema):
+    field: str
+    message: str
+
+
+class Error(Schema):
+    """Every error: what is wrong and what to do, and for invalid input one entry per field."""
+
+    detail: str
+    errors: list[FieldError] | None = None
+
+
+class Created(Schema):
+    id: str
+    workflow: str
+    status: str
+    url: str
+
+
+class Outcome(Schema):
+    outcome: str
+    run: str
+    status: str
+
+
+class RunRow(Schema):
+    id: str
+    workflow: str
+    status: str
+    scripted: bool
+    open_gates: int
+    reason: str
+    created_at: str
+    updated_at: str
+
+
+class RunPage(Schema):
+    count: int
+    page: int
+    pages: int
+    results: list[RunRow]
+
+
+class WorkflowOut(Schema):
+    """A workflow; one whose file failed to load has only `name`, `file`, `loaded` (false), `error`, `where`."""
+
+    name: str
+    file: str
+    loaded: bool
+    error: str | None = None
+    where: str | None = None
+    machine: str | None = None
+    digest: str | None = None
+    agents: dict[str, str] | None = None
+    warnings: list[dict[str, Any]] | None = None
+    live_runs: int | None = None
+    seats: list[str] | None = None
+    door: dict[str, Any] | None = None
+    menus: dict[str, list[dict[str, Any]]] | None = None
+    seats_data: list[dict[str, Any]] | None = None
+    seats_text: str | None = None
+
+
+with warnings.catch_warnings():
+    # The field is named `schema`, the name clients read, though it shadows BaseModel.schema(): an alias would not
+    # do, as ninja names an aliased field by its alias in `properties` but by its own name in `required`.
+    warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)
+
+    class GateEventOut(Schema):
+        """An event a Gate accepts: its description and its input's JSON schema."""
+
+        type: str
+        description: str | None
+        schema: dict[str, Any] | None = Field(...)  # type: ignore[assignment]
+
+
+class GateOut(Schema):
+    id: str
+    state: str | None
+    meta: Any
+    events: list[GateEventOut]
+
+
+class RunOut(Schema):
+    id: str
+    workflow: str
+    status: str
+    digest: str
+    input: Any
+    output: Any
+    reason: str
+    scripted: bool
+    value: Any
+    context: Any
+    gates: list[GateOut]
+    turns: list[dict[str, Any]]
+    effects: list[dict[str, Any]]
+    next_due: float | None
+    seq: int
+    parent: str | None
+    parent_step: int | None
+    forks: list[str]
+    imported_from: str | None
+    created_at: str
+    updated_at: str
+
+
+class Forked(Schema):
+    id: str
+    workflow: str
+    status: str
+    parent: str
+    parent_step: int
+    url: str
+
+
+#: GET /api/runs/<id>/export answers the exchange format's own model (engine/web/exchange.py).
+ExportOut = RunExport
+
+
+class Usage(Schema):
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+
+
+class MessageOut(Schema):
+    seq: int
+    conversation: str
+    role: str
+    kind: str
+    content: Any
+    at: str
+
+
+class CallOut(Schema):
+    seq: int
+    model: str
+    scripted: bool
+    status: str
+    request: Any
+    messages: int
+    response: Any
+    tool_calls: Any
+    stop_reason: str | None
+    error: str | None
+    latency_ms: float | None
+    usage: Usage
+    started_at: str
+    finished_at: str | None
+
+
+class TurnOut(Schema):
+    turn: str
+    agent: str
+    state: str
+    model: str
+    declared_model: str
+    scripted: bool
+    status: str
+    reason: str | None
+    dials: Any
+    conversation: str
+    prompt: str
+    system: str
+    usage: Usage
+    started_at: str
+    ended_at: str | None
+    messages: list[MessageOut]
+    calls: list[CallOut]
+
+
+class EntryOut(Schema):
+    seq: int
+    kind: str
+    entry: Any
+    out: Any
+    at: str
+
+
+class JournalOut(Schema):
+    run: str
+    workflow: str
+    digest: str
+    seq: int
+    entries: list[EntryOut]
+
+
+#: A 429 carries Retry-After (seconds); declared on every operation, as any call with a wrong token counts.
+RATE_LIMITED = {"responses": {429: {"headers": {"Retry-After": {
+    "description": "seconds to wait before trying again", "required": True, "schema": {"type": "integer"}}}}}}
+
+
+def errors(*codes: int) -> dict[int, type[Error]]:
+    """The error statuses of an operation, each answered with an `Error`."""
+    return {code: Error for code in codes}

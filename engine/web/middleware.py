@@ -1,0 +1,119 @@
+"""Middleware: under /api/, every error is JSON with a `detail` (a response that Django or a library made as an HTML
+page, a wrong method, a CSRF refusal, a page not found, is given again as JSON); every response carries the
+Content-Security-Policy (`JR2_CSP`), which allows no inline script; and an address holding the NUL character is
+refused before any view looks it up (PostgreSQL cannot compare text with NUL: it would be a 500 there)."""
+from __future__ import annotations
+
+from http import HTTPStatus
+from urllib.parse import parse_qsl
+from typing import Any, Callable
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from engine.core.text import NUL
+
+__all__ = ["ApiJsonErrors", "ContentSecurityPolicy", "RefuseNul", "refuse_nul_websockets"]
+
+WHY = {
+    403: "forbidden: {reason}",
+    404: "no API endpoint {method} {path}; see /api/docs",
+    405: "{method} is not allowed on {path} (allowed: {allowed}); see /api/docs",
+}
+
+
+class _Middleware:
+    """Sync and async alike, without a thread hop (Django's MiddlewareMixin runs its hooks through sync_to_async
+    under ASGI): `refuse` may answer a request before the view, `after` may change the response."""
+
+    async_capable = True
+    sync_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        refused = self.refuse(request)
+        if self.is_async:
+            return self._acall(request, refused)
+        return refused if refused is not None else self.after(request, self.get_response(request))
+
+    async def _acall(self, request: HttpRequest, refused: HttpResponse | None) -> HttpResponse:
+        return refused if refused is not None else self.after(request, await self.get_response(request))
+
+    def refuse(self, request: HttpRequest) -> HttpResponse | None:
+        return None
+
+    def after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        return response
+
+
+class ApiJsonErrors(_Middleware):
+    """Middleware: rewrite non-JSON error responses of /api/ paths as `{"detail": ...}`."""
+
+    def after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if not request.path.startswith("/api/") or response.status_code < 400 or \
+                response.get("Content-Type", "").startswith("application/json"):
+            return response
+        status = response.status_code
+        text = getattr(response, "content", b"").decode(errors="replace").strip()
+        reason = "CSRF verification failed (send the API token as `Authorization: Bearer <token>`)" \
+            if "CSRF" in text else HTTPStatus(status).phrase
+        detail = WHY.get(status, "{reason}").format(method=request.method, path=request.path,
+                                                    allowed=response.get("Allow", "?"), reason=reason)
+        replaced = JsonResponse({"detail": detail}, status=status)
+        if response.get("Allow"):
+            replaced["Allow"] = response["Allow"]
+        return replaced
+
+
+class ContentSecurityPolicy(_Middleware):
+    """Middleware: the `Content-Security-Policy` header (settings.JR2_CSP; empty: none) on every response that has
+    none. The Console's JS lives in static files, htmx included (its indicator styles are off: base.html)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        super().__init__(get_response)
+        self.policy = str(getattr(settings, "JR2_CSP", ""))
+
+    def after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if self.policy and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = self.policy
+        return response
+
+
+def _nul_in_query(query: str) -> bool:
+    return any(NUL in k or NUL in v for k, v in parse_qsl(query, keep_blank_values=True))
+
+
+class RefuseNul(_Middleware):
+    """Middleware: an address holding NUL (`%00`), which no run id, workflow name or filter may contain: a 404 when
+    it is in the path (there is no such thing), a 400 when it is in the query. Form fields are checked by their
+    forms, and JSON bodies by what reads them (the run core, forks, imports), so those refusals name the field."""
+
+    def refuse(self, request: HttpRequest) -> HttpResponse | None:
+        if NUL in request.path:
+            status, detail = 404, "nothing is at this address: it holds the NUL character (%00), which no run id " \
+                                  "or name contains"
+        elif _nul_in_query(request.META.get("QUERY_STRING", "")):
+            status, detail = 400, "the query holds the NUL character (%00), which no filter may contain"
+        else:
+            return None
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": detail}, status=status)
+        return HttpResponse(detail, status=status, content_type="text/plain; charset=utf-8")
+
+
+def refuse_nul_websockets(app: Any) -> Any:
+    """ASGI middleware for the websocket routes: a socket whose path or query holds NUL is closed (4404, as for no
+    such run) before a consumer looks anything up."""
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if NUL in scope.get("path", "") or _nul_in_query(scope.get("query_string", b"").decode("latin-1")):
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 4404})
+            return
+        await app(scope, receive, send)
+    return guarded
