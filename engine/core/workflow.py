@@ -22,7 +22,7 @@ from engine.core.seats import OnKey, Party, Seat, derive_seats, on_keys, party_o
 from engine.core.routes import Answer, SeatGuard
 from engine.core.slots import GATE, AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.text import NUL_REFUSED, nul_at
-from engine.runtime.workspace.sandbox import TOOL_NAMES as WORKSPACE_TOOLS
+from engine.core.workspace import TOOL_NAMES as WORKSPACE_TOOLS
 
 __all__ = ["jr2_setup", "Setup", "Machine", "SlotLogic"]
 

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from engine.runtime.errors import SeatError
 from engine.core.outputs import (
     AllowedChanged, EffectCancelled, EffectRequested, Output, PickAnswered, PickResult, PickStopped, TurnEnded,
     TurnStarted,
@@ -95,9 +96,6 @@ class _Plan:
     ops: list[store.Op] = field(default_factory=list)
     after: list[Callable[[], object]] = field(default_factory=list)
 
-
-class SeatError(Exception):
-    """A seat cannot change hands as asked (no such Agent, or someone else holds it)."""
 
 
 class RunDriver:

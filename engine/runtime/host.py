@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping, TypeVar
 from django.conf import settings
 from django.db import DatabaseError, connections
 
+from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
 from engine.core.journal.forking import ForkError, plan_fork
 from engine.models import Run
 from engine.core.session import Session, SessionError
@@ -59,16 +60,7 @@ def current_host() -> Host | None:
     return _current
 
 
-class HostError(Exception):
-    """A request the host cannot carry out, in words (an unknown workflow, a run that has ended)."""
 
-
-class RunNotHosted(HostError):
-    """The run is not driven by this host: it has ended, or another host holds it."""
-
-
-class NoHostAnswered(HostError):
-    """An input relayed to another process was not taken in time (no worker is running): nothing was delivered."""
 
 
 class Host:

@@ -26,8 +26,9 @@ def serve(address: str, port: int, say: Callable[[str], None] = print, role: str
     from daphne.server import Server
     from twisted.internet import defer, reactor
 
-    from jr2.asgi import application
+    from django.utils.module_loading import import_string
 
+    application = import_string(settings.ASGI_APPLICATION)  # the project's, by name: the runtime sits below it
     from engine.runtime.host import Host
 
     host = Host(role=role)

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from engine.runtime.errors import InputWithdrawn, LeaseLost
 from engine.models import (
     EffectRecord, JournalEntry, ModelCall, Run, RunInput, RunSnapshot, Seat, TurnMessage, TurnRecord,
 )
@@ -31,14 +32,6 @@ __all__ = ["Step", "Op", "TurnOpened", "TurnClosed", "TurnChanged", "SeatChanged
            "withdraw_input", "answer_input"]
 
 
-class LeaseLost(Exception):
-    """The host writing a run's step no longer holds its lease (it expired and another host took the run): the
-    step is rolled back, so a run is only ever written by its one holder."""
-
-
-class InputWithdrawn(Exception):
-    """A relayed input's sender stopped waiting before the step that answered it committed: the step is rolled
-    back, so the sender's "not delivered" stays true."""
 
 
 # The TurnRecord row id of each open Turn by (run, Turn): every message and model call of a Turn points at that

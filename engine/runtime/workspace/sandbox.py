@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from engine.core.workspace import TOOL_NAMES
+
 __all__ = ["TOOL_NAMES", "Limits", "Workspace", "WorkspaceError", "folder_for", "run_folder",
            "remove_run_folder", "configured_root", "configured_limits", "escape_name"]
 
-#: The workspace tools an Agent with a workspace has beside its Menu, in the order they follow the Menu's events.
-TOOL_NAMES = ("workspace_list", "workspace_read", "workspace_search", "workspace_write")
 
 #: Runs are named by `engine.models.new_run_id`; anything else is never turned into a folder.
 _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -1,0 +1,8 @@
+"""The names an Agent's workspace adds beside its Menu. Pure: the folder and its sandbox are the runtime's
+(engine/runtime/workspace/); the Machine needs only the names, so that no event of a Menu can take one."""
+from __future__ import annotations
+
+__all__ = ["TOOL_NAMES"]
+
+#: The workspace tools an Agent with a workspace has beside its Menu, in the order they follow the Menu's events.
+TOOL_NAMES = ("workspace_list", "workspace_read", "workspace_search", "workspace_write")
