@@ -28,6 +28,7 @@ from django.db.models.functions import Left, StrIndex
 
 from engine.models import EffectRecord, ModelCall, Run, TurnRecord
 from engine.core.workflow import Machine
+from engine.core.words import duration_text as fmt_ms
 
 from console.graph import heat_level
 
@@ -233,19 +234,6 @@ def title(c: StateCost) -> str:
                      f"p95 {fmt_ms(c.effect_p95_ms)}")
     lines.append(f"time {fmt_ms(c.time_ms)} (model latency + Effects), heat {round(c.heat * 100)}%")
     return "\n".join(lines)
-
-
-def fmt_ms(ms: float | None) -> str:
-    """A latency or duration for people: `0.4 ms`, `125 ms`, `1.33 s`, `2.5 min`; `—` for none."""
-    if ms is None:
-        return "—"
-    if ms < 10:
-        return f"{ms:.1f} ms"
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    if ms < 60_000:
-        return f"{ms / 1000:.2f} s"
-    return f"{ms / 60_000:.1f} min"
 
 
 # -- the table ---------------------------------------------------------------------------------------------------

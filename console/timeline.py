@@ -25,6 +25,7 @@ from engine.core.journal.replay import brief, describe
 from engine.core.session import Session, SessionError
 from engine.core.journal.trace import numbered, trace, trace_on
 from engine.core.workflow import Machine
+from engine.core.words import duration_text
 
 __all__ = ["Bar", "Row", "Tick", "Timeline", "Span", "SpanWalk", "build_timeline", "spans_of", "walked_spans",
            "timeline_of"]
@@ -86,7 +87,7 @@ class Timeline:
 
     @property
     def length(self) -> str:
-        return _duration(self.span_ms)
+        return duration_text(self.span_ms)
 
     @property
     def bars(self) -> list[Bar]:
@@ -134,7 +135,7 @@ def _turn_row(turn: Record, calls: list[Record], ms: Any) -> tuple[float, int, R
     tokens_out = sum(int(c.get("output_tokens") or 0) for c in calls)
     details = [("Agent", str(turn["agent"])), ("state", str(turn.get("state", ""))),
                ("played by", str(turn.get("model", ""))), ("status", str(turn.get("status", ""))),
-               ("lasted", _duration(end - start) + (" so far" if still else "")),
+               ("lasted", duration_text(end - start) + (" so far" if still else "")),
                ("model requests", str(len(calls))), ("tokens in / out", f"{tokens_in} / {tokens_out}")]
     if turn.get("reason"):
         details.append(("why it faulted", str(turn["reason"])))
@@ -156,7 +157,7 @@ def _call_bar(call: Record, ms: Any) -> Bar:
         start, end = ms(call["started_at"]), ms(finished)
     names = ", ".join(str(c.get("name", "")) for c in call.get("tool_calls") or [] if isinstance(c, Mapping))
     details = [("model", str(call.get("model", ""))), ("status", str(call.get("status", ""))),
-               ("latency", _duration(float(latency)) if latency is not None else "—"),
+               ("latency", duration_text(float(latency)) if latency is not None else "—"),
                ("tokens in / out", f"{call.get('input_tokens') or 0} / {call.get('output_tokens') or 0}"),
                ("cache read / write", f"{call.get('cache_read_tokens') or 0} / {call.get('cache_write_tokens') or 0}"),
                ("tool calls", names or "none"), ("stop reason", str(call.get("stop_reason") or "—"))]
@@ -173,7 +174,7 @@ def _effect_row(effect: Record, ms: Any) -> tuple[float, int, Row]:
     details = [("slot", str(effect.get("slot", ""))), ("kind", str(effect.get("kind", ""))),
                ("state", str(effect.get("state", ""))), ("status", str(effect.get("status", ""))),
                ("attempts", str(effect.get("attempts") or 0)),
-               ("ran", _duration(end - start) + (" so far" if still else ""))]
+               ("ran", duration_text(end - start) + (" so far" if still else ""))]
     if effect.get("result") is not None:
         details.append(("result" if effect.get("status") == "done" else "error", brief(effect["result"])))
     bar = Bar("effect", f"tl-effect-{effect['effect']}", str(effect["effect"]), start, max(end, start), still,
@@ -192,7 +193,7 @@ def _span_row(span: Span, at: Mapping[int, dt.datetime], ms: Any, origin: dt.dat
     else:
         end, still = ms(None), live
     status = "open" if still else ("ended" if span.closed is not None else "left open")
-    details = span.details + (("lasted", _duration(end - start) + (" so far" if still else "")),)
+    details = span.details + (("lasted", duration_text(end - start) + (" so far" if still else "")),)
     bar = Bar(span.kind, f"tl-{span.kind}-{span.id}", span.label, start, max(end, start), still, status, details,
               span.closed)
     title = f"Gate {span.id}" if span.kind == "gate" else f"timer {span.label}"
@@ -211,17 +212,7 @@ def _ticks(total: float) -> tuple[Tick, ...]:
     power = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     count = int(total // step)
-    return tuple(Tick(round(100 * i * step / total, 3), _duration(i * step)) for i in range(count + 1))
-
-
-def _duration(ms: float) -> str:
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    if ms < 120_000:
-        return f"{ms / 1000:.1f} s"
-    if ms < 7_200_000:
-        return f"{ms / 60_000:.1f} min"
-    return f"{ms / 3_600_000:.1f} h"
+    return tuple(Tick(round(100 * i * step / total, 3), duration_text(i * step)) for i in range(count + 1))
 
 
 # -- Gates and timers, from the journal ---------------------------------------------------------------------------
@@ -284,7 +275,7 @@ class SpanWalk:
                 event = str((timer.get("event") or {}).get("type", ""))
                 due = (timer.get("started_at") or 0) + float(timer.get("delay") or 0)
                 timers[timer_id] = Span("timer", timer_id, event, seq, due_ms=due, details=(
-                    ("event", event), ("delay", _duration(float(timer.get("delay") or 0))),
+                    ("event", event), ("delay", duration_text(float(timer.get("delay") or 0))),
                     ("set at", f"step {seq}: {describe(entry)}")))
 
 

@@ -28,6 +28,7 @@ from engine.core.statechart.snapshot import Snapshot
 
 from engine.core.seats import state_path
 from engine.core.text import NUL_REFUSED, nul_at
+from engine.core.words import error_text, exception_text, validation_text
 from engine.core.prompts import allowed_changed_message, answer_message, system_prompt, user_message
 from engine.core.outputs import (
     AllowedChanged, EffectCancelled, EffectRequested, GateClosed, GateOpened, Delivery, NoticeKept, Output,
@@ -212,7 +213,7 @@ class Session:
         try:
             self._apply(snapshot, actions)
         except Exception as err:  # noqa: BLE001 - an entry action of the workflow raised: the run fails at once
-            self._end("failed", reason=f"the Machine raised while starting in {self._where()}: {_describe(err)}")
+            self._end("failed", reason=f"the Machine raised while starting in {self._where()}: {exception_text(err)}")
         self._settle()
         self.journal[0]["out"] = _digest(self._emitted)
         del self._emitted[:]
@@ -486,7 +487,7 @@ class Session:
                 taken = bool(select_transitions(self._snapshot, delivered))
             except Exception as err:  # noqa: BLE001 - a guard of the workflow raised on this input
                 return PickResult("refused", allowed=tuple(allowed),
-                                  error=f'a guard on "{event}" raised {_describe(err)} with this input; nothing '
+                                  error=f'a guard on "{event}" raised {exception_text(err)} with this input; nothing '
                                         "moved")
         entry = {"kind": "pick", "agent": agent, "event": event, "params": validated, "outcome": "unmoved"}
         self._record(entry)
@@ -544,7 +545,7 @@ class Session:
             taken = bool(select_transitions(self._snapshot, delivered))
         except Exception as err:  # noqa: BLE001 - a guard of the workflow raised on this input
             return Delivery("refused", accepts=open_gate.accepts, code="invalid",
-                            error=f'a guard on "{event}" raised {_describe(err)} with this input; nothing moved')
+                            error=f'a guard on "{event}" raised {exception_text(err)} with this input; nothing moved')
         if not taken:
             return Delivery("unmoved", accepts=open_gate.accepts,
                             error=f'the Machine takes no "{event}" now; nothing moved')
@@ -743,7 +744,7 @@ class Session:
                     self._apply(snapshot, actions)
                 except Exception as err:  # noqa: BLE001 - the workflow's guard or action raised: the run fails
                     self._end("failed", reason=f'the Machine raised while taking "{event.type}" in '
-                                               f"{self._where()}: {_describe(err)}")
+                                               f"{self._where()}: {exception_text(err)}")
                 for agent in list(self._closing):
                     self._flush_closing(agent)
                 self._routing.clear()
@@ -919,7 +920,7 @@ class Session:
         event = self._last_event
         actor_id = event.get("actorId") if event is not None else None
         node = self._invoke_nodes.get(actor_id) if isinstance(actor_id, str) else None
-        what = _error_text(error)
+        what = error_text(error)
         if node is None:
             return f"the Machine stopped with an error: {what}"
         src = next((inv.src for inv in node.invoke if inv.id == actor_id), None)
@@ -1132,28 +1133,6 @@ def _invoke_src(node: StateNode | None, invoke_id: str) -> Any:
     if node is None:
         return None
     return next((inv.src for inv in node.invoke if inv.id == invoke_id), None)
-
-
-def validation_text(err: ValidationError) -> str:
-    """A pydantic error on one line, naming each field: `text: Input should be a valid string`."""
-    return "; ".join(f'{".".join(str(p) for p in e["loc"]) or "(input)"}: {e["msg"]}' for e in err.errors())
-
-
-def _describe(err: BaseException) -> str:
-    """An exception of the workflow's code in words: the statechart wraps a guard's or an action's error, so name
-    the original."""
-    cause = err.__cause__ if err.__cause__ is not None else err
-    return f"{type(cause).__name__}: {cause}"
-
-
-def _error_text(error: Any) -> str:
-    if isinstance(error, Mapping):
-        for key in ("message", "reason"):
-            if error.get(key):
-                return str(error[key])
-    if isinstance(error, BaseException):
-        return _describe(error)
-    return json.dumps(error, default=str) if not isinstance(error, str) else error
 
 
 def _plain(value: Any) -> Any:

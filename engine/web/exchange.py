@@ -24,6 +24,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine import __version__
+from engine.core.words import validation_lines
 from engine.models import (ID_ALPHABET, EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage,
                            TurnRecord, new_run_id)
 from engine.core.text import NUL_REFUSED, nul_at
@@ -243,7 +244,7 @@ def validate(data: Any) -> RunExport:
     try:
         export = RunExport.model_validate(data)
     except ValidationError as err:
-        errors = [f"{'.'.join(str(p) for p in e['loc']) or '(file)'}: {e['msg']}" for e in err.errors()]
+        errors = validation_lines(err, "(file)")
         raise _refused(errors) from err
     errors = _misfits(export)
     if errors:

@@ -279,7 +279,7 @@ def test_overlay_of_the_shop_marks_the_states_that_spent(shop_runs: dict[str, Ru
     assert text.startswith("selling\n3 Turns, 11 model calls\n")
     assert "tokens in 23,000, out 230; cache read 1,500, write 1,200" in text
     assert "model latency p50 550 ms, p95 955 ms" in text and "heat 100%" in text
-    assert "3 Effects, duration p50 2.00 s, p95 2.90 s" in tooltip(found["selling.checking"])
+    assert "3 Effects, duration p50 2 s, p95 2.9 s" in tooltip(found["selling.checking"])
 
 
 # -- the table ---------------------------------------------------------------------------------------------------
@@ -307,7 +307,7 @@ def test_the_table_sorts_by_any_column_either_way_with_the_empty_ones_last(shop_
 
 def test_latencies_read_as_people_read_them() -> None:
     assert [fmt_ms(v) for v in (None, 0.123, 9.96, 125.4, 1332.4, 59_999, 150_000)] == [
-        "—", "0.1 ms", "10.0 ms", "125 ms", "1.33 s", "60.00 s", "2.5 min"]
+        "—", "0.123 ms", "9.96 ms", "125 ms", "1.33 s", "1 min", "2.5 min"]
 
 
 # -- the pages ---------------------------------------------------------------------------------------------------
@@ -354,7 +354,7 @@ def test_the_workflow_page_has_the_section_over_all_its_runs_and_no_overlay_by_d
     assert reviewing is not None
     cells = re.findall(r'<td class="num[^"]*">(.*?)</td>', reviewing.group(1), re.S)
     assert [re.sub(r"<[^>]+>", "", c).strip() for c in cells] == [
-        "2", "3", "2,700", "270", "2,400", "0", "400 ms", "580 ms", "0", "—", "—", "1.20 s", "100%"]
+        "2", "3", "2,700", "270", "2,400", "0", "400 ms", "580 ms", "0", "—", "—", "1.2 s", "100%"]
     assert not any(heat_classes(g) for g in graph_of(page).values())
     assert 'href="/workflows/code_review/?overlay=tokens"' in page
     assert 'href="/workflows/code_review/?overlay=time"' in page
@@ -368,7 +368,7 @@ def test_the_workflow_page_overlay_by_time_heats_the_graph_and_keeps_its_choice_
     assert {p: heat_classes(g) for p, g in found.items() if heat_classes(g)} == {
         "reviewing.testing": ["heat-4"], "reviewing": ["heat-0"], "coding": ["heat-0"]}
     assert tooltip(found["reviewing.testing"]).startswith("reviewing.testing\n0 Turns, 0 model calls\n")
-    assert "2 Effects, duration p50 6.00 s, p95 6.90 s" in tooltip(found["reviewing.testing"])
+    assert "2 Effects, duration p50 6 s, p95 6.9 s" in tooltip(found["reviewing.testing"])
     assert "model latency p50 400 ms, p95 580 ms" in tooltip(found["reviewing"])
     assert row_order(page)[0] == "reviewing.testing"
     assert 'href="/workflows/code_review/?overlay=time&amp;sort=-turns#costs"' in page
@@ -403,7 +403,7 @@ def test_a_run_page_shows_that_runs_costs_under_its_lit_graph(transactional_db: 
     found = graph_of(page)
     assert set(found["reviewing.testing"].get("class", "").split()) >= {"active", "heat-4"}
     assert set(found["reviewing"].get("class", "").split()) >= {"active", "visited", "heat-0"}
-    assert "1 Effect, duration p50 5.00 s, p95 5.00 s" in tooltip(found["reviewing.testing"])
+    assert "1 Effect, duration p50 5 s, p95 5 s" in tooltip(found["reviewing.testing"])
     assert "1 Turn, 2 model calls" in tooltip(found["reviewing"])
     assert page.index('id="graph"') < page.index('id="cost-toggle"') < page.index('id="costs"')
     for region in ("run-lit", "run-status", "run-turns"):
@@ -429,7 +429,7 @@ def test_a_run_with_no_model_calls_shows_zeros(transactional_db: Any) -> None:
         row = re.search(r'<tr data-state="writing">(.*?)</tr>', section(page), re.S)
         assert row is not None
         cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
-        assert cells == ["1", "0", "0", "0", "0", "0", "—", "—", "0", "—", "—", "0.0 ms", "0%"], url
+        assert cells == ["1", "0", "0", "0", "0", "0", "—", "—", "0", "—", "—", "0 ms", "0%"], url
         assert 'id="costs-unmeasured"' in page and 'id="costs-none"' not in page
     assert [heat_classes(g) for g in graph_of(page).values() if heat_classes(g)] == [["heat-0"]]
     empty = a_run("notes", status="waiting")

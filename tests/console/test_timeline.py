@@ -61,7 +61,7 @@ def test_a_live_run_draws_what_is_still_going_up_to_now_and_a_forks_inherited_tu
     found = build_timeline(journal(10, 12), [turn("turn-1", 2, None, "open")], [], [], [], now=at(20), live=True)
     [bar] = found.bars
     assert bar.open and (bar.start_ms, bar.end_ms) == (0, 10_000)
-    assert ("lasted", "10.0 s so far") in bar.details
+    assert ("lasted", "10 s so far") in bar.details
     assert build_timeline([], [], [], [], [], now=at(1), live=True).rows == ()
 
 

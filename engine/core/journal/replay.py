@@ -33,6 +33,7 @@ from engine.core.outputs import (
 from engine.core.session import HOST_KINDS, Session, SessionError
 from engine.core.journal.trace import numbered, start_session
 from engine.core.workflow import Machine
+from engine.core.words import duration_text, error_text, validation_text
 
 __all__ = ["ReplayReport", "replay", "describe", "brief", "state_paths", "numbered"]
 
@@ -79,7 +80,7 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
     except SessionError as err:
         return _diverged(1, seq, start, f"now cannot start from there: {err}", root)
     except ValidationError as err:
-        return _diverged(1, seq, start, f"now refused: the door says {_door_error(err)}", root)
+        return _diverged(1, seq, start, f"now refused: the door says {validation_text(err)}", root)
     except Exception as err:  # noqa: BLE001 - the workflow's own code raised while starting
         return _diverged(1, seq, start, f"now raises {type(err).__name__}: {err}", root)
     outputs = session.drain()
@@ -246,9 +247,9 @@ def describe(entry: Mapping[str, Any], slots: Mapping[str, str] | None = None) -
             return f"{name} started" + (f" (attempt {attempt})" if attempt > 1 else "")
         if kind == "effect_done":
             return f"{name} finished"
-        return f"{name} failed: {_error_words(entry.get('error'))}"
+        return f"{name} failed: {error_text(entry.get('error'))}"
     if kind == "advance":
-        return f"{_duration(float(entry.get('ms') or 0))} passed"
+        return f"{duration_text(float(entry.get('ms') or 0))} passed"
     if kind == "fault":
         return f"{entry.get('agent')}'s Turn faulted: {entry.get('reason')}"
     if kind == "cancel":
@@ -273,27 +274,6 @@ def _short(value: Any, width: int = 40) -> str:
         return json.dumps(cut, ensure_ascii=False)
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= width else text[:width] + "…"
-
-
-def _error_words(error: Any) -> str:
-    if isinstance(error, Mapping):
-        for key in ("message", "reason"):
-            if error.get(key):
-                return str(error[key])
-    return error if isinstance(error, str) else json.dumps(error, default=str)
-
-
-def _duration(ms: float) -> str:
-    if ms < 10_000:
-        return f"{ms:g} ms"
-    seconds = ms / 1000
-    if seconds < 600:
-        return f"{seconds:.1f} s"
-    return f"{seconds / 60:.1f} min"
-
-
-def _door_error(err: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(input)'}: {e['msg']}" for e in err.errors())
 
 
 def state_paths(root: str, value: Any) -> list[str]:

@@ -22,7 +22,8 @@ from pydantic import ValidationError
 from engine.core.statechart.clock import SimulatedClock
 
 from engine.core.outputs import Output
-from engine.core.session import HOST_KINDS, Session, SessionError, validation_text
+from engine.core.session import HOST_KINDS, Session, SessionError
+from engine.core.words import validation_text
 from engine.core.workflow import Machine
 
 __all__ = ["TraceStep", "trace", "trace_on", "numbered", "start_session", "ROOT_KINDS"]

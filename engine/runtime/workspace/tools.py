@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine.core.words import validation_text
 from engine.core.slots import AgentSlot
 from engine.runtime.workspace.sandbox import TOOL_NAMES, Workspace, WorkspaceError, configured_limits, folder_for
 
@@ -84,7 +85,7 @@ async def run_tool(workspace: Workspace, name: str, arguments: Any) -> tuple[str
     try:
         args = _TOOLS[name][1].model_validate(arguments)
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in err.errors())
+        problems = validation_text(err, "input")
         return f'the arguments of "{name}" do not fit its schema ({problems}); nothing was done.', True
     try:
         return await asyncio.to_thread(_dispatch, workspace, name, args), False
