@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Iterable
+
+from engine.core.words import brief
 
 __all__ = [
     "Output", "TurnStarted", "TurnEnded", "PickAnswered", "PickStopped", "NoticeKept", "GateOpened", "GateClosed",
@@ -18,6 +20,11 @@ class Output:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, **asdict(self)}
+
+    def words(self) -> str:
+        """What this output says happens, as a person reads it (a replay's "now ...", a comparison's answers);
+        empty for outputs a person need not read."""
+        return ""
 
 
 @dataclass(frozen=True)
@@ -35,12 +42,18 @@ class TurnStarted(Output):
     system: str = ""
     message: str = ""
 
+    def words(self) -> str:
+        return f"{self.agent}'s Turn starts in {self.state} (allowed: {', '.join(self.allowed) or 'nothing'})"
+
 
 @dataclass(frozen=True)
 class TurnEnded(Output):
     turn: str
     agent: str
     state: str
+
+    def words(self) -> str:
+        return f"{self.agent}'s Turn ends"
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,9 @@ class PickAnswered(Output):
     allowed: tuple[str, ...]
     message: str = ""
 
+    def words(self) -> str:
+        return f"the pick {self.event} is answered {brief(self.answer)} (allowed then: {_names(self.allowed)})"
+
 
 @dataclass(frozen=True)
 class AllowedChanged(Output):
@@ -63,6 +79,9 @@ class AllowedChanged(Output):
     agent: str
     allowed: tuple[str, ...]
     message: str
+
+    def words(self) -> str:
+        return f"{self.agent}'s Allowed picks become [{', '.join(self.allowed)}]"
 
 
 @dataclass(frozen=True)
@@ -74,6 +93,9 @@ class PickStopped(Output):
     event: str
     answer: str
 
+    def words(self) -> str:
+        return f"the pick {self.event} stops unfinished"
+
 
 @dataclass(frozen=True)
 class NoticeKept(Output):
@@ -83,6 +105,9 @@ class NoticeKept(Output):
     turn: str
     notice: Any
 
+    def words(self) -> str:
+        return f"a notice is kept for {self.agent}: {brief(self.notice)}"
+
 
 @dataclass(frozen=True)
 class GateOpened(Output):
@@ -91,11 +116,17 @@ class GateOpened(Output):
     accepts: tuple[str, ...]
     meta: dict[str, Any]
 
+    def words(self) -> str:
+        return f"the Gate {self.gate} opens (accepts {', '.join(self.accepts) or 'nothing'})"
+
 
 @dataclass(frozen=True)
 class GateClosed(Output):
     gate: str
     state: str
+
+    def words(self) -> str:
+        return f"the Gate {self.gate} closes"
 
 
 @dataclass(frozen=True)
@@ -108,11 +139,17 @@ class EffectRequested(Output):
     idempotent: bool
     state: str
 
+    def words(self) -> str:
+        return f"{self.effect} ({self.slot}) is asked for"
+
 
 @dataclass(frozen=True)
 class EffectCancelled(Output):
     effect: str
     slot: str
+
+    def words(self) -> str:
+        return f"{self.effect} ({self.slot}) is cancelled"
 
 
 @dataclass(frozen=True)
@@ -120,6 +157,12 @@ class RunEnded(Output):
     status: str
     output: Any = None
     reason: str | None = None
+
+    def words(self) -> str:
+        if self.status == "failed":
+            return f"the run fails: {self.reason}"
+        return f"the run ends {self.status}" + (f" with {brief(self.output)}" if self.output is not None else "") + (
+            f": {self.reason}" if self.reason else "")
 
 
 @dataclass(frozen=True)
@@ -154,3 +197,7 @@ class Delivery:
     error: str | None = None
     accepts: tuple[str, ...] = field(default_factory=tuple)
     code: str = ""
+
+
+def _names(allowed: Iterable[str]) -> str:
+    return ", ".join(allowed) or "nothing"

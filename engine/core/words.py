@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-__all__ = ["duration_text", "validation_lines", "validation_text", "error_text", "exception_text"]
+__all__ = ["brief", "duration_text", "validation_lines", "validation_text", "error_text", "exception_text"]
 
 #: (unit, how many ms it holds, the largest value shown in it before the next unit)
 _UNITS = (("ms", 1.0, 1000.0), ("s", 1000.0, 60.0), ("min", 60_000.0, 120.0), ("h", 3_600_000.0, float("inf")))
@@ -57,3 +57,22 @@ def error_text(error: Any) -> str:
     if isinstance(error, BaseException):
         return exception_text(error)
     return error if isinstance(error, str) else json.dumps(error, default=str)
+
+
+def brief(value: Any, width: int = 40, total: int = 160) -> str:
+    """A value on one short line: `{notes: "## What's new…", count: 2}`; strings cut at `width` characters."""
+    if isinstance(value, Mapping):
+        text = "{" + ", ".join(f"{key}: {_short(item, width)}" for key, item in value.items()) + "}"
+    else:
+        text = _short(value, width)
+    if len(text) <= total:
+        return text
+    return text[:total - 2] + "…}" if text.startswith("{") else text[:total - 1] + "…"
+
+
+def _short(value: Any, width: int = 40) -> str:
+    if isinstance(value, str):
+        cut = value if len(value) <= width else value[:width] + "…"
+        return json.dumps(cut, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[:width] + "…"

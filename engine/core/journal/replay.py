@@ -18,7 +18,6 @@ own entries (`{"kind", ..., "out"}`, numbered from 1). Pure: no Django, no I/O.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
@@ -26,14 +25,12 @@ from pydantic import ValidationError
 
 from engine.core.statechart.clock import SimulatedClock
 
-from engine.core.outputs import (
-    AllowedChanged, EffectCancelled, EffectRequested, GateClosed, GateOpened, NoticeKept, Output, PickAnswered,
-    PickStopped, RunEnded, TurnEnded, TurnStarted,
-)
-from engine.core.session import HOST_KINDS, Session, SessionError
+from engine.core.outputs import Output
+from engine.core.journal.entries import HOST_KINDS, INPUT_KINDS, KINDS, Entry, JournalError
+from engine.core.session import Session, SessionError
 from engine.core.journal.trace import numbered, start_session
 from engine.core.workflow import Machine
-from engine.core.words import duration_text, error_text, validation_text
+from engine.core.words import brief, validation_text
 
 __all__ = ["ReplayReport", "replay", "describe", "brief", "state_paths", "numbered"]
 
@@ -94,9 +91,9 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
             continue
         steps += 1
         where = _where(session)
-        missing = [key for key in REQUIRED.get(str(kind), ()) if key not in entry]
-        if kind not in REQUIRED:
+        if kind not in INPUT_KINDS:
             raise ValueError(f"journal entry {seq} has an unknown kind {kind!r}")
+        missing = [key for key in KINDS[kind].required if key not in entry]
         if missing:
             raise ValueError(f"journal entry {seq} ({kind}) has no {', '.join(missing)}")
         if session.status != "active":
@@ -123,11 +120,6 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
     return ReplayReport(True, steps, message=f"same ({steps} step{'s' if steps != 1 else ''})")
 
 
-#: The kinds of entry a Session takes, with the keys each needs.
-REQUIRED: dict[str, tuple[str, ...]] = {
-    "pick": ("agent", "event"), "gate": ("gate", "event"), "effect_done": ("effect",), "effect_failed": ("effect",),
-    "advance": ("ms",), "fault": ("agent", "reason"), "cancel": (),
-}
 
 
 def _apply(session: Session, entry: Mapping[str, Any], where: str) -> str | None:
@@ -187,7 +179,7 @@ def _where(session: Session) -> str:
 
 
 def _different_outputs(outputs: list[Output], session: Session) -> str:
-    said = [_output_words(o) for o in outputs]
+    said = [o.words() for o in outputs]
     said = [s for s in said if s]
     if len(said) > 6:
         said = said[:6] + [f"and {len(said) - 6} more"]
@@ -195,85 +187,19 @@ def _different_outputs(outputs: list[Output], session: Session) -> str:
     return f"now produces different outputs (now: {what}; then in {_where(session)})"
 
 
-def _output_words(output: Output) -> str:
-    if isinstance(output, TurnStarted):
-        return f"{output.agent}'s Turn starts in {output.state} (allowed: {', '.join(output.allowed) or 'nothing'})"
-    if isinstance(output, TurnEnded):
-        return f"{output.agent}'s Turn ends"
-    if isinstance(output, PickAnswered):
-        allowed = ", ".join(output.allowed) or "nothing"
-        return f"the pick {output.event} is answered {_short(output.answer)} (allowed then: {allowed})"
-    if isinstance(output, PickStopped):
-        return f"the pick {output.event} stops unfinished"
-    if isinstance(output, AllowedChanged):
-        return f"{output.agent}'s Allowed picks become [{', '.join(output.allowed)}]"
-    if isinstance(output, NoticeKept):
-        return f"a notice is kept for {output.agent}"
-    if isinstance(output, GateOpened):
-        return f"the Gate {output.gate} opens (accepts {', '.join(output.accepts) or 'nothing'})"
-    if isinstance(output, GateClosed):
-        return f"the Gate {output.gate} closes"
-    if isinstance(output, EffectRequested):
-        return f"{output.effect} ({output.slot}) is asked for"
-    if isinstance(output, EffectCancelled):
-        return f"{output.effect} ({output.slot}) is cancelled"
-    if isinstance(output, RunEnded):
-        if output.status == "failed":
-            return f"the run fails: {output.reason}"
-        return f"the run ends {output.status}" + (f" with {brief(output.output)}" if output.output else "")
-    return output.kind
-
 
 # -- words for journal entries ----------------------------------------------------------------------------------
 
-def describe(entry: Mapping[str, Any], slots: Mapping[str, str] | None = None) -> str:
+def describe(entry: Mapping[str, Any] | Entry, slots: Mapping[str, str] | None = None) -> str:
     """A journal entry as a person reads it: "writer picked done {notes: "…"}", "the Gate writing.asking got reply
-    {text: "Ops"}", "effect-2 finished", "300 ms passed". `slots` names Effects by their slot when known."""
-    kind = entry.get("kind")
-    if kind == "start":
-        return f"the run started with {brief(entry.get('input'))}"
-    if kind == "fork":
-        edited = " with its context edited" if entry.get("context") is not None else ""
-        return f"forked from run {entry.get('parent')} at step {entry.get('step')}{edited}"
-    if kind == "pick":
-        return f"{entry.get('agent')} picked {entry.get('event')} {brief(entry.get('params') or {})}"
-    if kind == "gate":
-        return f"the Gate {entry.get('gate')} got {entry.get('event')} {brief(entry.get('params') or {})}"
-    if kind in ("effect_started", "effect_done", "effect_failed"):
-        effect = str(entry.get("effect"))
-        name = f"{effect} ({slots[effect]})" if slots and effect in slots else effect
-        if kind == "effect_started":
-            attempt = int(entry.get("attempt") or 1)
-            return f"{name} started" + (f" (attempt {attempt})" if attempt > 1 else "")
-        if kind == "effect_done":
-            return f"{name} finished"
-        return f"{name} failed: {error_text(entry.get('error'))}"
-    if kind == "advance":
-        return f"{duration_text(float(entry.get('ms') or 0))} passed"
-    if kind == "fault":
-        return f"{entry.get('agent')}'s Turn faulted: {entry.get('reason')}"
-    if kind == "cancel":
-        return "the run was cancelled"
-    return f"a {kind} entry"
-
-
-def brief(value: Any, width: int = 40, total: int = 160) -> str:
-    """A value on one short line: `{notes: "## What's new…", count: 2}`; strings cut at `width` characters."""
-    if isinstance(value, Mapping):
-        text = "{" + ", ".join(f"{key}: {_short(item, width)}" for key, item in value.items()) + "}"
-    else:
-        text = _short(value, width)
-    if len(text) <= total:
-        return text
-    return text[:total - 2] + "…}" if text.startswith("{") else text[:total - 1] + "…"
-
-
-def _short(value: Any, width: int = 40) -> str:
-    if isinstance(value, str):
-        cut = value if len(value) <= width else value[:width] + "…"
-        return json.dumps(cut, ensure_ascii=False)
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= width else text[:width] + "…"
+    {text: "Ops"}", "effect-2 finished", "300 ms passed" (each kind says its own words: entries.py). `slots`
+    names Effects by their slot when known."""
+    if isinstance(entry, Entry):
+        return entry.describe(slots)
+    try:
+        return Entry.from_json(entry).describe(slots)
+    except JournalError:
+        return f"a {entry.get('kind')} entry"
 
 
 def state_paths(root: str, value: Any) -> list[str]:
