@@ -835,23 +835,12 @@ class Session:
             self._keep_notice(target, value)
 
     def _answer_target(self, agent: str) -> Turn | None:
-        """The Turn whose pick an `answer` bound to `agent` answers: that Agent's waiting pick; but when the Agent's
-        own pick left its state (its Turn is over, nothing of it waits), the pick above that this one replies to,
-        if any; else the closed Turn (the answer becomes its notice)."""
+        """The Turn whose pick an `answer` bound to `agent` answers: placement decides (SPEC.md 4). That Agent's
+        waiting pick; else its Turn that this route just closed (the answer becomes its notice); else none."""
         turn = self.turn_of(agent)
         if turn is not None and turn.outstanding is not None:
             return turn
-        closing = self._closing.get(agent)
-        if closing is None:
-            return None
-        if self._current_pick is not None and closing.outstanding is self._current_pick:
-            state = self.statechart.id_map[closing.state]
-            waiting = [t for t in (*self._turns.values(), *self._closing.values())
-                       if t.id in self._routing and t.outstanding is not None
-                       and self.statechart.id_map[t.state] in state.ancestor_set]
-            if waiting:
-                return max(waiting, key=lambda t: self.statechart.id_map[t.state].depth)
-        return closing
+        return self._closing.get(agent)
 
     def _flush_closing(self, agent: str) -> None:
         """A Turn its own route closed: its answer (the route's `answer`, else the last reply) is a notice."""

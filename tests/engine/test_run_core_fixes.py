@@ -43,9 +43,11 @@ def noop(**_):
 
 # -- 1. a nested Agent's pick is a reply ------------------------------------------------------------------------
 
-def delegation(hand_back_route=None, lead_route=None):
-    """`lead` in `lead` (modes idle, delegating); `helper` invoked by `delegating` hands a result back."""
+def delegation(hand_back_route=None, lead_route=None, modes=None, helper_continues=False):
+    """`lead` in `lead` (modes idle, delegating, and `modes`); `helper` invoked by `delegating` hands a result
+    back."""
     hand_back = hand_back_route or {"target": "idle"}
+    helper_input = {"prompt": "Help.", "continue": True} if helper_continues else {"prompt": "Help."}
     return jr2_setup(events=[event("delegate"), event("hand_back", result=str), event("finish")], actors={
         "lead": slot("lead"), "helper": slot("helper"),
     }).create_machine({
@@ -58,8 +60,9 @@ def delegation(hand_back_route=None, lead_route=None):
                 "initial": "idle",
                 "states": {
                     "idle": {"on": {"delegate": lead_route or "delegating"}},
-                    "delegating": {"invoke": {"src": "helper", "input": {"prompt": "Help."}},
+                    "delegating": {"invoke": {"src": "helper", "input": helper_input},
                                    "on": {"hand_back": hand_back}},
+                    **(modes or {}),
                 },
             },
             "done": {"type": "final"},
@@ -78,20 +81,54 @@ def test_a_nested_agents_pick_answers_the_outstanding_pick_above_it():
     assert "42" in answered.message
 
 
-def test_the_chain_of_the_pick_above_holds_the_nested_agents_pick():
+def test_an_answer_on_the_helpers_route_answers_the_helper_and_the_lead_reads_the_last_reply():
+    """Placement decides (SPEC.md 4): `hand_back` is taken in `delegating`, which invokes the helper, so its
+    `answer` answers the helper's own pick. That route leaves the helper's state, so the answer is the helper's
+    notice; the lead's `delegate` gets its default, the last reply: the helper's pick."""
+    machine = delegation(hand_back_route={"target": "idle", "actions": answer(lambda event: "TO-HELPER")})
+    session = started(machine)
+    session.pick("lead", "delegate", {})
+    result = session.pick("helper", "hand_back", {"result": "42"})
+    outputs = session.drain()
+    assert (result.outcome, result.answer) == ("ended", "TO-HELPER")
+    assert [(n.agent, n.notice) for n in of(outputs, NoticeKept)] == [("helper", "TO-HELPER")]
+    [answered] = of(outputs, PickAnswered)
+    assert (answered.event, answered.answer) == ("delegate", {"result": "42"})
+    assert session.snapshot["notices"] == {"helper": ["TO-HELPER"]}
+
+
+def test_the_helpers_next_turn_that_continues_its_conversation_reads_the_notice():
+    machine = delegation(hand_back_route={"target": "idle", "actions": answer(lambda event: "TO-HELPER")},
+                         helper_continues=True)
+    session = started(machine)
+    session.pick("lead", "delegate", {})
+    session.pick("helper", "hand_back", {"result": "42"})
+    session.drain()
+    session.pick("lead", "delegate", {})
+    [turn] = [t for t in session.turns if t.agent == "helper"]
+    assert (turn.continues, turn.notices) == (True, ("TO-HELPER",))
+    assert session.snapshot["notices"] == {}
+
+
+def test_an_answer_in_the_leads_own_state_answers_the_lead_from_its_chain():
+    """To give the lead a text, write `answer` where the lead's pick is answered: on a route taken in the lead's
+    own state once the helper is done (here the eventless route of the mode `reporting`)."""
     seen = []
 
     def read(chain):
         seen.append(list(chain))
         return f"{len(chain)} repl{'y' if len(chain) == 1 else 'ies'}: " + chain[-1]["result"]
 
-    machine = delegation(hand_back_route={"target": "idle", "actions": answer(read)})
+    machine = delegation(hand_back_route="reporting",
+                         modes={"reporting": {"always": {"target": "idle", "actions": answer(read)}}})
     session = started(machine)
     session.pick("lead", "delegate", {})
     session.pick("helper", "hand_back", {"result": "42"})
-    [answered] = of(session.drain(), PickAnswered)
+    outputs = session.drain()
+    [answered] = of(outputs, PickAnswered)
     assert seen == [[{"result": "42"}]]
-    assert answered.answer == "1 reply: 42"
+    assert (answered.event, answered.answer) == ("delegate", "1 reply: 42")
+    assert of(outputs, NoticeKept) == []
 
 
 def test_several_nested_picks_are_the_chain_in_order():
@@ -108,10 +145,11 @@ def test_several_nested_picks_are_the_chain_in_order():
                 "states": {
                     "idle": {"on": {"delegate": "delegating"}},
                     "delegating": {"invoke": {"src": "helper"},
-                                   "on": {"progress": {"actions": answer(lambda: "noted")}, "hand_back": {
-                                       "target": "idle",
-                                       "actions": answer(lambda chain: [c.get("note", c.get("result"))
-                                                                        for c in chain])}}},
+                                   "on": {"progress": {"actions": answer(lambda: "noted")},
+                                          "hand_back": "reporting"}},
+                    "reporting": {"always": {
+                        "target": "idle",
+                        "actions": answer(lambda chain: [c.get("note", c.get("result")) for c in chain])}},
                 },
             },
             "done": {"type": "final"},

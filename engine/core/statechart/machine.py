@@ -193,7 +193,10 @@ class Machine:
     kind = "machine"
 
     def get_initial_snapshot(self, actor: Actor, input: Any) -> Snapshot:
-        return initial_snapshot(self, input, Scope(self, actor, actor.system, actor._execute_action))
+        """An actor's first snapshot; one that fails on the way is in status "error" and keeps the pre-initial
+        value and context, as in xstate 5.33 (the pure `initial_transition` raises instead)."""
+        return initial_snapshot(self, input, Scope(self, actor, actor.system, actor._execute_action),
+                                errors_as_snapshot=True)
 
     def transition_in(self, snapshot: Snapshot, event: Event, actor: Actor) -> Snapshot:
         return macrostep(snapshot, event, Scope(self, actor, actor.system, actor._execute_action))

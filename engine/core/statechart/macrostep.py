@@ -304,7 +304,8 @@ def macrostep(snapshot: Snapshot, event: Event, scope: Scope,
     if etype != INIT:
         transitions = select_transitions(snapshot, event)
         if not transitions and etype.startswith("xstate.error.actor"):
-            snapshot = snapshot.replace(status="error", error=event.get("error"))
+            # xstate 5.33: the machine fails, and its children are stopped and leave `children` first
+            snapshot = _stop_children(snapshot, event, scope).replace(status="error", error=event.get("error"))
             if on_microstep:
                 on_microstep(snapshot)
             return snapshot
@@ -359,24 +360,34 @@ def _context_assign(machine: Machine) -> BuiltinAction:
 
 
 def initial_snapshot(machine: Machine, input: Any, scope: Scope,
-                     on_microstep: Callable[[Snapshot], None] | None = None) -> Snapshot:
-    """The pre-initial state (context from `input`), the initial microstep, then a macrostep on `xstate.init`."""
+                     on_microstep: Callable[[Snapshot], None] | None = None, *,
+                     errors_as_snapshot: bool = False) -> Snapshot:
+    """The pre-initial state (context from `input`), the initial microstep, then a macrostep on `xstate.init`.
+
+    With `errors_as_snapshot` (a running actor's start, as xstate 5.33's `getInitialSnapshot`), an exception on
+    the way is not raised: the result is the pre-initial state in status "error", so it keeps the initial value
+    and the context that `context` gave (or the fresh one, if `context` itself raised)."""
     from engine.core.statechart.events import init_event
     import copy
 
     event = init_event(input)
     root = machine.root
     context_config = machine.config.get("context")
+    if context_config is not None and not callable(context_config) and not isinstance(context_config, dict):
+        raise StatechartError(f"the context of machine '{machine.id}' must be a dict or a callable of input")
     context = copy.deepcopy(context_config) if isinstance(context_config, dict) else {}
     snapshot = Snapshot(machine, (root,), context)
-    if callable(context_config):
-        snapshot = resolve_actions(snapshot, event, scope, [_context_assign(machine)], "context")
-    elif context_config is not None and not isinstance(context_config, dict):
-        raise StatechartError(f"the context of machine '{machine.id}' must be a dict or a callable of input")
-    initial = InitialTransition(root, None, {})
-    initial.target = tuple(initial_state_nodes(root))
-    initial.reenter = True
-    snapshot = microstep([initial], snapshot, event, scope, is_initial=True)
-    if on_microstep:
-        on_microstep(snapshot)
-    return macrostep(snapshot, event, scope, on_microstep)
+    try:
+        if callable(context_config):
+            snapshot = resolve_actions(snapshot, event, scope, [_context_assign(machine)], "context")
+        initial = InitialTransition(root, None, {})
+        initial.target = tuple(initial_state_nodes(root))
+        initial.reenter = True
+        entered = microstep([initial], snapshot, event, scope, is_initial=True)
+        if on_microstep:
+            on_microstep(entered)
+        return macrostep(entered, event, scope, on_microstep)
+    except Exception as err:
+        if not errors_as_snapshot:
+            raise
+        return snapshot.replace(status="error", error=err)
