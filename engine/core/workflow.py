@@ -12,7 +12,7 @@ from pydantic_core import PydanticCustomError
 from engine.core.statechart import create_machine as create_statechart
 from engine.core.statechart.errors import ConfigError, StatechartError
 from engine.core.statechart.logic import ActorLogic
-from engine.core.statechart.machine import Machine as Statechart
+from engine.core.statechart.machine import StateMachine
 from engine.core.statechart.nodes import StateNode
 
 from engine.core.refusals import MachineWarning, refuse, warnings_for
@@ -89,7 +89,7 @@ class Machine:
                 actors[name] = slot
         config = _default_invoke_ids(config, self.slots)
         try:
-            self.statechart: Statechart = create_statechart(config, guards=setup.guards, actions=setup.actions,
+            self.statechart: StateMachine = create_statechart(config, guards=setup.guards, actions=setup.actions,
                                                            actors=actors, delays=setup.delays)
         except StatechartError as err:
             raise MachineError(f'machine "{config.get("id") or "(machine)"}": {err}') from err

@@ -69,8 +69,8 @@ class Entry:
             raise JournalError(f"unknown kind {kind!r} (kinds: {', '.join(KINDS)})")
         missing = [key for key in cls.required if key not in data]
         if missing:
-            article = "an" if kind[0] in "aeiou" else "a"
-            raise JournalError(f"{article} {kind} entry has no {', '.join(missing)}")
+            article = "an" if cls.kind[0] in "aeiou" else "a"
+            raise JournalError(f"{article} {cls.kind} entry has no {', '.join(missing)}")
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {key: value for key, value in data.items() if key in names}
         extra = {key: value for key, value in data.items() if key not in names and key != "kind"}

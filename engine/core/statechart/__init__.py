@@ -14,7 +14,7 @@ from engine.core.statechart.errors import ConfigError, EventError, GuardError, I
 from engine.core.statechart.events import Event, matches_descriptor, to_event
 from engine.core.statechart.guards import and_, not_, or_, state_in
 from engine.core.statechart.logic import ActorLogic, ActorSnapshot, from_callback, from_promise, from_transition
-from engine.core.statechart.machine import Implementations, Machine, create_machine, get_initial_microsteps, get_microsteps
+from engine.core.statechart.machine import Implementations, StateMachine, create_machine, get_initial_microsteps, get_microsteps
 from engine.core.statechart.nodes import StateNode, Transition
 from engine.core.statechart.refs import ActorRef
 from engine.core.statechart.snapshot import Snapshot, matches_state
@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Actor", "ActorLogic", "ActorRef", "ActorSnapshot", "ActorSystem", "Clock", "ConfigError", "Event", "EventError",
-    "ExecutableAction", "GuardError", "ImplementationError", "Implementations", "Machine", "RealClock",
+    "ExecutableAction", "GuardError", "ImplementationError", "Implementations", "StateMachine", "RealClock",
     "SimulatedClock", "Snapshot", "SnapshotError", "StateNode", "StatechartError", "Subscription", "Transition",
     "and_", "assign", "cancel", "create_actor", "create_machine", "emit", "enqueue_actions", "forward_to",
     "from_callback", "from_promise", "from_transition", "get_initial_microsteps", "get_microsteps", "log", "matches_descriptor", "matches_state", "not_", "or_",

@@ -173,8 +173,8 @@ def from_transition(reducer: Callable[..., Any], initial: Any) -> TransitionLogi
 
 def to_logic(src: Any) -> Any:
     """Actor logic as given, or a plain callable taken as promise-like logic (its return value is the output)."""
-    from engine.core.statechart.machine import Machine
-    if isinstance(src, (Machine, ActorLogic)):
+    from engine.core.statechart.machine import StateMachine
+    if isinstance(src, (StateMachine, ActorLogic)):
         return src
     if callable(src):
         return PromiseLogic(src)

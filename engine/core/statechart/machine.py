@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from engine.core.statechart.clock import Clock
     from engine.core.statechart.nodes import InvokeDef, Transition
 
-__all__ = ["Machine", "create_machine", "Implementations", "get_microsteps", "get_initial_microsteps"]
+__all__ = ["StateMachine", "create_machine", "Implementations", "get_microsteps", "get_initial_microsteps"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Implementations:
     delays: Mapping[str, Any] = field(default_factory=dict)
 
 
-class Machine:
+class StateMachine:
     """A built statechart. Pure: `initial_transition` and `transition` compute, and never run anything."""
 
     def __init__(self, config: Mapping[str, Any], implementations: Implementations | None = None,
@@ -61,10 +61,10 @@ class Machine:
     # -- building ------------------------------------------------------------------------------------------
 
     def provide(self, guards: Mapping[str, Any] | None = None, actions: Mapping[str, Any] | None = None,
-                actors: Mapping[str, Any] | None = None, delays: Mapping[str, Any] | None = None) -> Machine:
+                actors: Mapping[str, Any] | None = None, delays: Mapping[str, Any] | None = None) -> StateMachine:
         """A new Machine with these implementations added over the current ones."""
         impl = self.implementations
-        return Machine(self.config, Implementations(
+        return StateMachine(self.config, Implementations(
             guards={**impl.guards, **(guards or {})}, actions={**impl.actions, **(actions or {})},
             actors={**impl.actors, **(actors or {})}, delays={**impl.delays, **(delays or {})},
         ), self.max_iterations)
@@ -220,10 +220,10 @@ class Machine:
         return node_definition(self.root)
 
     def __repr__(self) -> str:
-        return f"Machine({self.id!r}, {len(self.id_map)} states)"
+        return f"StateMachine({self.id!r}, {len(self.id_map)} states)"
 
 
-def invoke_state(machine: Machine, invoke: InvokeDef) -> str:
+def invoke_state(machine: StateMachine, invoke: InvokeDef) -> str:
     for node in machine.id_map.values():
         if invoke in node.invoke:
             return node.id
@@ -232,17 +232,17 @@ def invoke_state(machine: Machine, invoke: InvokeDef) -> str:
 
 def create_machine(config: Mapping[str, Any], guards: Mapping[str, Any] | None = None,
                    actions: Mapping[str, Any] | None = None, actors: Mapping[str, Any] | None = None,
-                   delays: Mapping[str, Any] | None = None, max_iterations: float = math.inf) -> Machine:
+                   delays: Mapping[str, Any] | None = None, max_iterations: float = math.inf) -> StateMachine:
     """Build a Machine from an xstate v5 config dict, with named implementations."""
-    return Machine(config, Implementations(guards=dict(guards or {}), actions=dict(actions or {}),
+    return StateMachine(config, Implementations(guards=dict(guards or {}), actions=dict(actions or {}),
                                            actors=dict(actors or {}), delays=dict(delays or {})), max_iterations)
 
 
-def get_microsteps(machine: Machine, snapshot: Snapshot, event: Any) -> list[tuple[Snapshot, list[ExecutableAction]]]:
+def get_microsteps(machine: StateMachine, snapshot: Snapshot, event: Any) -> list[tuple[Snapshot, list[ExecutableAction]]]:
     """xstate's `getMicrosteps`: every microstep of processing `event`, with its actions."""
     return machine.microsteps_with_actions(snapshot, event)
 
 
-def get_initial_microsteps(machine: Machine, input: Any = None) -> list[tuple[Snapshot, list[ExecutableAction]]]:
+def get_initial_microsteps(machine: StateMachine, input: Any = None) -> list[tuple[Snapshot, list[ExecutableAction]]]:
     """xstate's `getInitialMicrosteps`: the microsteps of starting the machine, with their actions."""
     return machine.microsteps_with_actions(None, input=input)

@@ -22,7 +22,7 @@ from engine.core.statechart.selection import compute_exit_set, remove_conflictin
 from engine.core.statechart.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from engine.core.statechart.machine import Machine
+    from engine.core.statechart.machine import StateMachine
     from engine.core.statechart.nodes import StateNode, Transition
 
 __all__ = ["Scope", "macrostep", "initial_snapshot", "resolve_actions"]
@@ -58,7 +58,7 @@ class Scope:
 
     __slots__ = ("machine", "self_ref", "system", "sink", "internal_queue", "deferred_actor_ids", "retries")
 
-    def __init__(self, machine: Machine, self_ref: Any, system: Any, sink: Callable[[ExecutableAction], None]) -> None:
+    def __init__(self, machine: StateMachine, self_ref: Any, system: Any, sink: Callable[[ExecutableAction], None]) -> None:
         self.machine = machine
         self.self_ref = self_ref
         self.system = system
@@ -341,7 +341,7 @@ def macrostep(snapshot: Snapshot, event: Event, scope: Scope,
     return snapshot
 
 
-def _context_assign(machine: Machine) -> BuiltinAction:
+def _context_assign(machine: StateMachine) -> BuiltinAction:
     """The machine's context factory as one `assign` on `xstate.init` (built once per machine)."""
     cached = machine.__dict__.get("_context_assign")
     if cached is not None:
@@ -359,7 +359,7 @@ def _context_assign(machine: Machine) -> BuiltinAction:
     return action
 
 
-def initial_snapshot(machine: Machine, input: Any, scope: Scope,
+def initial_snapshot(machine: StateMachine, input: Any, scope: Scope,
                      on_microstep: Callable[[Snapshot], None] | None = None, *,
                      errors_as_snapshot: bool = False) -> Snapshot:
     """The pre-initial state (context from `input`), the initial microstep, then a macrostep on `xstate.init`.

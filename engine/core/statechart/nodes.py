@@ -10,7 +10,7 @@ from engine.core.statechart.errors import ConfigError
 from engine.core.statechart.events import after_event, matches_descriptor
 
 if TYPE_CHECKING:
-    from engine.core.statechart.machine import Machine
+    from engine.core.statechart.machine import StateMachine
 
 __all__ = ["StateNode", "Transition", "InvokeDef", "to_state_path"]
 
@@ -138,7 +138,7 @@ class InvokeDef:
 class StateNode:
     """One state of a machine. Built recursively; `order` is the document (pre-)order used everywhere."""
 
-    def __init__(self, config: dict[str, Any], machine: Machine, key: str, parent: StateNode | None) -> None:
+    def __init__(self, config: dict[str, Any], machine: StateMachine, key: str, parent: StateNode | None) -> None:
         if not isinstance(config, dict):
             where = f"'{parent.id}.{key}'" if parent else "the root"
             raise ConfigError(f"the config of state {where} must be a dict; got {type(config).__name__}")

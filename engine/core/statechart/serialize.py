@@ -10,7 +10,7 @@ from engine.core.statechart.refs import ActorRef
 from engine.core.statechart.snapshot import Snapshot, Timer
 
 if TYPE_CHECKING:
-    from engine.core.statechart.machine import Machine
+    from engine.core.statechart.machine import StateMachine
     from engine.core.statechart.nodes import StateNode
 
 __all__ = ["snapshot_to_json", "snapshot_from_json", "nodes_for_value", "encode", "node_definition"]
@@ -70,7 +70,7 @@ def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
-def _node(machine: Machine, state_id: str, what: str) -> StateNode:
+def _node(machine: StateMachine, state_id: str, what: str) -> StateNode:
     node = machine.id_map.get(state_id)
     if node is None:
         raise SnapshotError(f"the snapshot's {what} names state '#{state_id}', which machine '{machine.id}' does not "
@@ -78,7 +78,7 @@ def _node(machine: Machine, state_id: str, what: str) -> StateNode:
     return node
 
 
-def snapshot_from_json(machine: Machine, data: Mapping[str, Any]) -> Snapshot:
+def snapshot_from_json(machine: StateMachine, data: Mapping[str, Any]) -> Snapshot:
     if not isinstance(data, Mapping) or "value" not in data:
         raise SnapshotError(f"a persisted snapshot is a dict with a 'value'; got {data!r:.200}")
     owner = data.get("machine")
@@ -107,7 +107,7 @@ def snapshot_from_json(machine: Machine, data: Mapping[str, Any]) -> Snapshot:
                     timers=timers, seq=int(data.get("seq") or 0))
 
 
-def _revive_history(machine: Machine, data: Any) -> dict[str, tuple[StateNode, ...]]:
+def _revive_history(machine: StateMachine, data: Any) -> dict[str, tuple[StateNode, ...]]:
     """History as xstate revives it: entries naming unknown states are dropped (with a warning), not fatal,
     because a history entry only matters if its state is entered again."""
     if not isinstance(data, Mapping):
@@ -127,7 +127,7 @@ def _revive_history(machine: Machine, data: Any) -> dict[str, tuple[StateNode, .
     return revived
 
 
-def nodes_for_value(machine: Machine, value: Any) -> list[StateNode]:
+def nodes_for_value(machine: StateMachine, value: Any) -> list[StateNode]:
     """The full configuration for a (possibly partial) state value: xstate's getAllStateNodes(getStateNodes())."""
     root = machine.root
     try:

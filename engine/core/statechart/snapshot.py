@@ -7,7 +7,7 @@ from engine.core.statechart.events import Event
 from engine.core.statechart.nodes import to_state_path
 
 if TYPE_CHECKING:
-    from engine.core.statechart.machine import Machine
+    from engine.core.statechart.machine import StateMachine
     from engine.core.statechart.nodes import StateNode
     from engine.core.statechart.refs import ActorRef
 
@@ -71,7 +71,7 @@ class Snapshot:
     __slots__ = ("machine", "nodes", "context", "status", "output", "error", "children", "history_value",
                  "timers", "seq", "_value", "_node_set", "_tags", "_adjacency")
 
-    def __init__(self, machine: Machine, nodes: tuple[StateNode, ...], context: Any, status: str = "active",
+    def __init__(self, machine: StateMachine, nodes: tuple[StateNode, ...], context: Any, status: str = "active",
                  output: Any = None, error: Any = None, children: dict[str, ActorRef] | None = None,
                  history_value: dict[str, tuple[StateNode, ...]] | None = None,
                  timers: dict[str, Timer] | None = None, seq: int = 0) -> None:
