@@ -12,9 +12,9 @@ import functools
 import inspect
 import logging
 import threading
-from collections import deque
 from typing import Any, Callable
 
+from engine.core.statechart.mailbox import Mailbox
 from engine.core.statechart.actions.base import ExecutableAction
 from engine.core.statechart.clock import Clock, RealClock
 from engine.core.statechart.errors import StatechartError
@@ -117,8 +117,7 @@ class Actor:
         self._is_machine = getattr(logic, "kind", None) == "machine"
         self._status = NOT_STARTED
         self._starting = False
-        self._processing = False
-        self._queue: deque[Event] = deque()
+        self._mailbox: Mailbox[Event] = Mailbox(self._process)
         self._observers: list[_Observer] = []
         self._listeners: dict[str, list[Callable[[Event], None]]] = {}
         self._deferred: list[Callable[[], None]] = []
@@ -252,7 +251,7 @@ class Actor:
     def _send(self, event: Any) -> None:
         if self._status == STOPPED:
             return
-        self._queue.append(event if type(event) is Event else to_event(event))
+        self._mailbox.push(event if type(event) is Event else to_event(event))
         if self._status == RUNNING and not self._starting:
             self._drain()
 
@@ -262,14 +261,7 @@ class Actor:
         """Process queued events one at a time. Re-entrant sends (from this actor's own actions) only queue;
         a timer thread waits for the lock, then drains what it queued."""
         with self.system.lock:
-            if self._processing:
-                return
-            self._processing = True
-            try:
-                while self._queue and self._status == RUNNING:
-                    self._process(self._queue.popleft())
-            finally:
-                self._processing = False
+            self._mailbox.run(lambda: self._status == RUNNING)
 
     def _process(self, event: Event) -> None:
         try:
@@ -475,11 +467,11 @@ class Actor:
     def _stop(self) -> Actor:
         if self._status == STOPPED:
             return self
-        self._queue.clear()
+        self._mailbox.clear()
         if self._status == NOT_STARTED:
             self._status = STOPPED
             return self
-        self._queue.append(Event(type=STOP))
+        self._mailbox.push(Event(type=STOP))
         self._drain()
         return self
 
@@ -487,7 +479,7 @@ class Actor:
         if self._status != RUNNING:
             return
         self._scheduler.cancel_all()
-        self._queue.clear()
+        self._mailbox.clear()
         self._status = STOPPED
         self.system._unregister(self)
 

@@ -1,0 +1,44 @@
+"""A mailbox: events for one processing function, taken one at a time, in order (xstate's Mailbox).
+
+An event that arrives while another is being processed (an actor's own action sending to itself, a child that
+finished as it started) only joins the queue; the loop already running takes it after the current one. That is
+run-to-completion: no event is processed inside another.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, Generic, TypeVar
+
+__all__ = ["Mailbox"]
+
+T = TypeVar("T")
+
+
+class Mailbox(Generic[T]):
+    """Queued items for `process`; `run` takes them in order until the queue is empty or `active` says stop."""
+
+    def __init__(self, process: Callable[[T], None]) -> None:
+        self._process = process
+        self._queue: deque[T] = deque()
+        self.busy = False
+
+    def push(self, item: T) -> None:
+        self._queue.append(item)
+
+    def clear(self) -> None:
+        self._queue.clear()
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def run(self, active: Callable[[], bool]) -> None:
+        """Process queued items while `active()`; a call made while processing (re-entrant) returns at once,
+        leaving its items to the loop already running."""
+        if self.busy:
+            return
+        self.busy = True
+        try:
+            while self._queue and active():
+                self._process(self._queue.popleft())
+        finally:
+            self.busy = False
