@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from engine.core.words import brief
+from engine.core.prompts import allowed_line, answer_message, ended_message
 
 __all__ = [
     "Output", "TurnStarted", "TurnEnded", "PickAnswered", "PickStopped", "NoticeKept", "GateOpened", "GateClosed",
@@ -177,7 +178,6 @@ class PickResult:
 
     def text(self) -> str:
         """What the Agent reads back: the answer (or why nothing moved), then the Allowed picks."""
-        from engine.core.prompts import allowed_line, answer_message, ended_message
         if self.outcome == "answered":
             return answer_message(self.answer, self.allowed)
         if self.outcome == "ended":

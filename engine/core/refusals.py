@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from engine.core.statechart.actions.assign import Assign
-from engine.core.statechart.guards import _And, _Not, _Or
+from engine.core.statechart.guards import AndGuard, NotGuard, OrGuard
 
 from engine.core.errors import MachineError
 from engine.core.seats import OnKey, Party, state_path
 from engine.core.routes import SentBy
 from engine.core.slots import FromPick
+from engine.core.statechart.entry_exit import initial_state_nodes
 
 if TYPE_CHECKING:
     from engine.core.statechart.nodes import StateNode, Transition
@@ -69,16 +70,15 @@ def _guards(guard: Any) -> Iterator[Any]:
     if guard is None:
         return
     yield guard
-    if isinstance(guard, (_And, _Or)):
+    if isinstance(guard, (AndGuard, OrGuard)):
         for g in guard.guards:
             yield from _guards(g)
-    elif isinstance(guard, _Not):
+    elif isinstance(guard, NotGuard):
         yield from _guards(guard.guard)
 
 
 def _entered(t: Transition) -> list[StateNode]:
     """The states a transition's targets put in the configuration (targets and their initial descendants)."""
-    from engine.core.statechart.entry_exit import initial_state_nodes
     out: dict[StateNode, None] = {}
     for target in t.target or ():
         for n in initial_state_nodes(target):

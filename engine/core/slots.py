@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from engine.core.statechart.errors import ConfigError
+from engine.core.statechart.callables import call_with
 
 __all__ = ["AgentSlot", "GateSlot", "EffectSlot", "FailSlot", "agent", "fail", "effect", "from_pick", "FromPick",
            "gate", "GATE", "WORKSPACES"]
@@ -152,7 +153,6 @@ class FromPick:
         self.fill = fill
 
     def __call__(self, event: Any, context: Any) -> Any:
-        from engine.core.statechart.callables import call_with
         params = {k: v for k, v in dict(event).items() if k not in ("type", "sender")}
         if callable(self.fill):
             return call_with(self.fill, params=params, context=context, event=event)

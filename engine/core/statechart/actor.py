@@ -15,11 +15,12 @@ import threading
 from typing import Any, Callable
 
 from engine.core.statechart.mailbox import Mailbox
+from engine.core.statechart.observers import Observers, Subscription
 from engine.core.statechart.actions.base import ExecutableAction
 from engine.core.statechart.clock import Clock, RealClock
 from engine.core.statechart.errors import StatechartError
 from engine.core.statechart.events import STOP, Event, done_actor_event, error_actor_event, init_event, to_event
-from engine.core.statechart.logic import ActorSnapshot
+from engine.core.statechart.logic import ActorSnapshot, to_logic
 from engine.core.statechart.refs import ActorRef
 from engine.core.statechart.scheduler import Scheduler
 from engine.core.statechart.snapshot import Snapshot, Timer
@@ -33,28 +34,6 @@ NOT_STARTED, RUNNING, STOPPED = "not_started", "running", "stopped"
 
 def _default_logger(*args: Any) -> None:
     log.info(" ".join(str(a) for a in args))
-
-
-def report_unhandled_error(err: BaseException) -> None:
-    log.error("unhandled error in an actor: %r", err, exc_info=err if isinstance(err, BaseException) else None)
-
-
-class Subscription:
-    __slots__ = ("_unsubscribe",)
-
-    def __init__(self, unsubscribe: Callable[[], None]) -> None:
-        self._unsubscribe = unsubscribe
-
-    def unsubscribe(self) -> None:
-        self._unsubscribe()
-
-
-class _Observer:
-    __slots__ = ("next", "error", "complete")
-
-    def __init__(self, next: Callable[..., Any] | None, error: Callable[..., Any] | None,
-                 complete: Callable[..., Any] | None) -> None:
-        self.next, self.error, self.complete = next, error, complete
 
 
 class Signal:
@@ -118,8 +97,7 @@ class Actor:
         self._status = NOT_STARTED
         self._starting = False
         self._mailbox: Mailbox[Event] = Mailbox(self._process)
-        self._observers: list[_Observer] = []
-        self._listeners: dict[str, list[Callable[[Event], None]]] = {}
+        self._observers = Observers()
         self._deferred: list[Callable[[], None]] = []
         self._scheduler = Scheduler(self.clock, self.system.lock, self._fire)
         self._restored = snapshot is not None
@@ -212,39 +190,12 @@ class Actor:
 
     def subscribe(self, next: Any = None, error: Callable[[Any], None] | None = None,
                   complete: Callable[[], None] | None = None) -> Subscription:
-        if next is not None and not callable(next) and any(hasattr(next, a) for a in ("next", "error", "complete")):
-            observer = _Observer(getattr(next, "next", None), getattr(next, "error", None),
-                                 getattr(next, "complete", None))
-        else:
-            observer = _Observer(next, error, complete)
-        if self._status != STOPPED:
-            self._observers.append(observer)
-        else:
-            status = self._snapshot.status
-            if status == "done" and observer.complete:
-                self._safe(observer.complete)
-            elif status == "error":
-                if observer.error:
-                    self._safe(observer.error, self._snapshot.error)
-                else:
-                    report_unhandled_error(self._snapshot.error)
-
-        def unsubscribe() -> None:
-            if observer in self._observers:
-                self._observers.remove(observer)
-
-        return Subscription(unsubscribe)
+        return self._observers.subscribe(next, error, complete,
+                                         ended=self._snapshot if self._status == STOPPED else None)
 
     def on(self, event_type: str, handler: Callable[[Event], None]) -> Subscription:
         """Listen to events this actor emits (`emit(...)`); `"*"` hears all of them."""
-        listeners = self._listeners.setdefault(event_type, [])
-        listeners.append(handler)
-
-        def unsubscribe() -> None:
-            if handler in listeners:
-                listeners.remove(handler)
-
-        return Subscription(unsubscribe)
+        return self._observers.on(event_type, handler)
 
     # -- the mailbox ---------------------------------------------------------------------------------------
 
@@ -277,7 +228,7 @@ class Actor:
         self._update(snapshot, event)
         if event["type"] == STOP:
             self._stop_procedure()
-            self._complete()
+            self._observers.complete()
 
     def _update(self, snapshot: Any, event: Event) -> None:
         self._snapshot = snapshot
@@ -290,15 +241,11 @@ class Actor:
                 self._snapshot = self._with_error(snapshot, err)
         status = self._snapshot.status
         if status == "active":
-            for observer in list(self._observers):
-                if observer.next:
-                    self._safe(observer.next, snapshot)
+            self._observers.next(snapshot)
         elif status == "done":
-            for observer in list(self._observers):
-                if observer.next:
-                    self._safe(observer.next, snapshot)
+            self._observers.next(snapshot)
             self._stop_procedure()
-            self._complete()
+            self._observers.complete()
             if self.parent is not None:
                 self.parent._send(done_actor_event(self.id, self._snapshot.output))
         elif status == "error":
@@ -411,9 +358,7 @@ class Actor:
             self.logger(params["value"])
 
     def _emit(self, event: Any) -> None:
-        event = to_event(event)
-        for handler in [*self._listeners.get(event["type"], ()), *self._listeners.get("*", ())]:
-            self._safe(handler, event)
+        self._observers.emit(event)
 
     # -- timers --------------------------------------------------------------------------------------------
 
@@ -483,48 +428,17 @@ class Actor:
         self._status = STOPPED
         self.system._unregister(self)
 
-    def _complete(self) -> None:
-        for observer in list(self._observers):
-            if observer.complete:
-                self._safe(observer.complete)
-        self._observers.clear()
-        self._listeners.clear()
-
     def _error(self, err: Any) -> None:
         self._stop_procedure()
         if self._is_machine is False:
             self._cancel_task()
-        self._report_error(err)
+        self._observers.error(err, root=self.parent is None)
         if self.parent is not None:
             self.parent._send(error_actor_event(self.id, err))
-
-    def _report_error(self, err: Any) -> None:
-        if not self._observers:
-            if self.parent is None:
-                report_unhandled_error(err)
-            self._listeners.clear()
-            return
-        unhandled = False
-        for observer in list(self._observers):
-            if observer.error is None:
-                unhandled = True
-            else:
-                self._safe(observer.error, err)
-        self._observers.clear()
-        self._listeners.clear()
-        if unhandled:
-            report_unhandled_error(err)
 
     @staticmethod
     def _with_error(snapshot: Any, err: Any) -> Any:
         return snapshot.replace(status="error", error=err)
-
-    @staticmethod
-    def _safe(fn: Callable[..., Any], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception as err:  # noqa: BLE001 - an observer's failure must not break the actor
-            report_unhandled_error(err)
 
     def __repr__(self) -> str:
         return f"Actor({self.id!r}, {self._status}, status={getattr(self._snapshot, 'status', None)!r})"
@@ -538,7 +452,6 @@ def create_actor(logic: Any, *, input: Any = None, snapshot: Any = None, clock: 
                  id: str | None = None, system_id: str | None = None,
                  logger: Callable[..., None] | None = None) -> Actor:
     """An actor for `logic`, not yet started (call `.start()`)."""
-    from engine.core.statechart.logic import to_logic
     resolved = to_logic(logic)
     if resolved is None:
         raise StatechartError(f"{logic!r} is not actor logic")

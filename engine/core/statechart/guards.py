@@ -24,7 +24,7 @@ class BuiltinGuard:
         raise TypeError(f"{self.type} is a guard object: put it in a transition's `guard`, do not call it")
 
 
-class _And(BuiltinGuard):
+class AndGuard(BuiltinGuard):
     type = "xstate.and"
 
     def __init__(self, guards: Iterable[Any]) -> None:
@@ -34,7 +34,7 @@ class _And(BuiltinGuard):
         return all(evaluate_guard(g, context, event, snapshot) for g in self.guards)
 
 
-class _Or(BuiltinGuard):
+class OrGuard(BuiltinGuard):
     type = "xstate.or"
 
     def __init__(self, guards: Iterable[Any]) -> None:
@@ -44,7 +44,7 @@ class _Or(BuiltinGuard):
         return any(evaluate_guard(g, context, event, snapshot) for g in self.guards)
 
 
-class _Not(BuiltinGuard):
+class NotGuard(BuiltinGuard):
     type = "xstate.not"
 
     def __init__(self, guard: Any) -> None:
@@ -69,15 +69,15 @@ class _StateIn(BuiltinGuard):
 
 
 def and_(guards: Iterable[Any]) -> BuiltinGuard:
-    return _And(guards)
+    return AndGuard(guards)
 
 
 def or_(guards: Iterable[Any]) -> BuiltinGuard:
-    return _Or(guards)
+    return OrGuard(guards)
 
 
 def not_(guard: Any) -> BuiltinGuard:
-    return _Not(guard)
+    return NotGuard(guard)
 
 
 def state_in(state_value: Any) -> BuiltinGuard:

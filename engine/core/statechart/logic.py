@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from engine.core.statechart.callables import call_with
 from engine.core.statechart.events import STOP, Event, to_event
+from engine.core.statechart.encoding import encode
 
 if TYPE_CHECKING:
     from engine.core.statechart.actor import Actor
@@ -35,7 +36,6 @@ class ActorSnapshot:
         return ActorSnapshot(**values)
 
     def to_json(self) -> dict[str, Any]:
-        from engine.core.statechart.serialize import encode
         return {"status": self.status, "output": encode(self.output), "error": encode(self.error),
                 "input": encode(self.input), "context": encode(self.context)}
 
@@ -173,8 +173,7 @@ def from_transition(reducer: Callable[..., Any], initial: Any) -> TransitionLogi
 
 def to_logic(src: Any) -> Any:
     """Actor logic as given, or a plain callable taken as promise-like logic (its return value is the output)."""
-    from engine.core.statechart.machine import StateMachine
-    if isinstance(src, (StateMachine, ActorLogic)):
+    if isinstance(src, ActorLogic) or getattr(src, "kind", None) == "machine":
         return src
     if callable(src):
         return PromiseLogic(src)

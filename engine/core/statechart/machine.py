@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING, Any, Mapping
 from engine.core.statechart.actions.base import ExecutableAction
 from engine.core.statechart.errors import ConfigError, ImplementationError, SnapshotError
 from engine.core.statechart.events import Event, to_event
-from engine.core.statechart.macrostep import Scope, initial_snapshot, macrostep
+from engine.core.statechart.macrostep import Scope, initial_snapshot, is_in_final_state, macrostep
 from engine.core.statechart.nodes import StateNode, to_state_path
 from engine.core.statechart.refs import ActorRef
-from engine.core.statechart.selection import select_transitions
+from engine.core.statechart.selection import UNSET, select_transitions
 from engine.core.statechart.snapshot import Snapshot
+from engine.core.statechart.logic import to_logic
+from engine.core.statechart.serialize import node_definition, nodes_for_value, snapshot_from_json
+from engine.core.statechart.actor import create_actor
 
 if TYPE_CHECKING:
     from engine.core.statechart.actor import Actor
@@ -53,10 +56,9 @@ class StateMachine:
         self.has_history = any(n.type == "history" for n in nodes)
         self.has_always = any(n.always for n in nodes)
         if not self.has_history:
-            from engine.core.statechart.selection import _UNSET
             for node in nodes:
                 for t in node.all_transitions():
-                    t.static, t.domain_cache = True, _UNSET
+                    t.static, t.domain_cache = True, UNSET
 
     # -- building ------------------------------------------------------------------------------------------
 
@@ -87,7 +89,6 @@ class StateMachine:
 
     def resolve_logic(self, src: Any, invoke: InvokeDef | None) -> Any:
         """The actor logic `src` names: a registered actor, or logic given inline."""
-        from engine.core.statechart.logic import to_logic
         if isinstance(src, str):
             actors = self.implementations.actors
             if src not in actors:
@@ -174,18 +175,15 @@ class StateMachine:
 
     def resolve_state(self, config: Mapping[str, Any]) -> Snapshot:
         """A snapshot at a given `value` (and `context`), as xstate's `machine.resolveState`."""
-        from engine.core.statechart.serialize import nodes_for_value
         nodes = nodes_for_value(self, config["value"])
         snapshot = Snapshot(self, tuple(nodes), config.get("context") or {}, status=config.get("status", "active"),
                             output=config.get("output"), error=config.get("error"))
-        from engine.core.statechart.macrostep import _is_in_final_state
-        if _is_in_final_state(dict.fromkeys(nodes), self.root):
+        if is_in_final_state(dict.fromkeys(nodes), self.root):
             snapshot = snapshot.replace(status="done")
         return snapshot
 
     def resolve_snapshot(self, data: Mapping[str, Any]) -> Snapshot:
         """Restore a snapshot from its `to_json()` form (children, history and timers included)."""
-        from engine.core.statechart.serialize import snapshot_from_json
         return snapshot_from_json(self, data)
 
     # -- as actor logic (used by the Actor shell) ----------------------------------------------------------
@@ -211,12 +209,10 @@ class StateMachine:
 
     def start(self, input: Any = None, clock: Clock | None = None, **options: Any) -> Actor:
         """A running Actor for this machine (`create_actor(machine, ...).start()`)."""
-        from engine.core.statechart.actor import create_actor
         return create_actor(self, input=input, clock=clock, **options).start()
 
     @property
     def definition(self) -> dict[str, Any]:
-        from engine.core.statechart.serialize import node_definition
         return node_definition(self.root)
 
     def __repr__(self) -> str:

@@ -6,6 +6,7 @@ collects them; a running Actor performs them. See https://www.w3.org/TR/scxml/#m
 """
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any, Callable
 
 from engine.core.statechart.actions.base import BuiltinAction, ExecutableAction
@@ -13,13 +14,15 @@ from engine.core.statechart.actions.stop import stop_child
 from engine.core.statechart.callables import call_with
 from engine.core.statechart.entry_exit import compute_entry_set, initial_state_nodes
 from engine.core.statechart.errors import ImplementationError, StatechartError
-from engine.core.statechart.events import INIT, STOP, Event, done_state_event
+from engine.core.statechart.events import INIT, STOP, Event, done_state_event, init_event
 from engine.core.statechart.guards import evaluate_guard
 from engine.core.statechart.nodes import InitialTransition
 from engine.core.statechart.refs import ActorRef
 from engine.core.statechart.selection import compute_exit_set, remove_conflicting_transitions, select_eventless_transitions, \
     select_transitions
 from engine.core.statechart.snapshot import Snapshot
+from engine.core.statechart.actions.assign import Assign
+from engine.core.statechart.actions.spawn import SpawnChild
 
 if TYPE_CHECKING:
     from engine.core.statechart.machine import StateMachine
@@ -173,11 +176,11 @@ def _resolve_output(mapper: Any, context: Any, event: Event, self_ref: Any) -> A
     return mapper
 
 
-def _is_in_final_state(active: dict[StateNode, None], node: StateNode) -> bool:
+def is_in_final_state(active: dict[StateNode, None], node: StateNode) -> bool:
     if node.type == "compound":
         return any(c.type == "final" and c in active for c in node.children)
     if node.type == "parallel":
-        return all(_is_in_final_state(active, c) for c in node.children)
+        return all(is_in_final_state(active, c) for c in node.children)
     return node.type == "final"
 
 
@@ -215,7 +218,7 @@ def _enter_states(snapshot: Snapshot, event: Event, scope: Scope, transitions: l
             output = _resolve_output(node.output, snapshot.context, event, scope.self_ref) if node.has_output else None
             scope.internal_queue.append(done_state_event(parent.id, output))
         while (marker is not None and marker.type == "parallel" and marker not in completed
-               and _is_in_final_state(active, marker)):
+               and is_in_final_state(active, marker)):
             completed.add(marker)
             scope.internal_queue.append(done_state_event(marker.id))
             completion = marker
@@ -241,7 +244,6 @@ def _retry_send_targets(snapshot: Snapshot, scope: Scope) -> None:
 def _invoke_spawn(inv: Any) -> BuiltinAction:
     """The spawn action of an invoke (built once per invoke)."""
     if inv.spawn is None:
-        from engine.core.statechart.actions.spawn import SpawnChild
         inv.spawn = SpawnChild(inv.src, id=inv.id, input=inv.input, system_id=inv.system_id,
                                sync_snapshot=inv.on_snapshot is not None, state=inv)
     return inv.spawn
@@ -346,7 +348,6 @@ def _context_assign(machine: StateMachine) -> BuiltinAction:
     cached = machine.__dict__.get("_context_assign")
     if cached is not None:
         return cached
-    from engine.core.statechart.actions.assign import Assign
     factory = machine.config["context"]
 
     def build(spawn: Any, self: Any, event: Event) -> Any:
@@ -367,8 +368,6 @@ def initial_snapshot(machine: StateMachine, input: Any, scope: Scope,
     With `errors_as_snapshot` (a running actor's start, as xstate 5.33's `getInitialSnapshot`), an exception on
     the way is not raised: the result is the pre-initial state in status "error", so it keeps the initial value
     and the context that `context` gave (or the fresh one, if `context` itself raised)."""
-    from engine.core.statechart.events import init_event
-    import copy
 
     event = init_event(input)
     root = machine.root

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from engine.core.statechart.errors import ConfigError
 from engine.core.statechart.events import after_event, matches_descriptor
+from engine.core.statechart.actions.cancel import cancel
+from engine.core.statechart.actions.raise_ import raise_
 
 if TYPE_CHECKING:
     from engine.core.statechart.machine import StateMachine
@@ -207,8 +209,6 @@ class StateNode:
     # -- built once every id exists -------------------------------------------------------------------------
 
     def initialize(self) -> None:
-        from engine.core.statechart.actions.raise_ import raise_
-        from engine.core.statechart.actions.cancel import cancel
 
         config = self.config
         transitions: dict[str, list[Transition]] = {}

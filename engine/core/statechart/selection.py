@@ -149,7 +149,7 @@ def transition_domain(t: Transition, history_value: dict[str, tuple[StateNode, .
     """The state whose descendants the transition exits and enters (None: the whole machine, root included)."""
     if t.static:
         cached = t.domain_cache
-        if cached is not _UNSET:
+        if cached is not UNSET:
             return cached
         domain = _domain(t, history_value)
         t.domain_cache = domain
@@ -157,7 +157,7 @@ def transition_domain(t: Transition, history_value: dict[str, tuple[StateNode, .
     return _domain(t, history_value)
 
 
-_UNSET = object()
+UNSET = object()
 
 
 def _domain(t: Transition, history_value: dict[str, tuple[StateNode, ...]]) -> StateNode | None:

@@ -7,33 +7,15 @@ from typing import TYPE_CHECKING, Any, Mapping
 from engine.core.statechart.errors import ConfigError, SnapshotError
 from engine.core.statechart.events import Event
 from engine.core.statechart.refs import ActorRef
-from engine.core.statechart.snapshot import Snapshot, Timer
+from engine.core.statechart.encoding import REF_MARK
+from engine.core.statechart.snapshot import Snapshot, Timer, all_state_nodes
 
 if TYPE_CHECKING:
     from engine.core.statechart.machine import StateMachine
     from engine.core.statechart.nodes import StateNode
 
-__all__ = ["snapshot_to_json", "snapshot_from_json", "nodes_for_value", "encode", "node_definition"]
-
-REF_MARK = "xstate$$type"
+__all__ = ["snapshot_from_json", "nodes_for_value", "node_definition"]
 log = logging.getLogger("engine.core.statechart")
-
-
-def encode(value: Any) -> Any:
-    """JSON-ready copy: actor refs become `{"xstate$$type": 1, "id": ...}`, exceptions `{"name", "message"}`."""
-    if isinstance(value, ActorRef):
-        return value.to_json()
-    if isinstance(value, dict):
-        return {k: encode(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [encode(v) for v in value]
-    if isinstance(value, BaseException):
-        return {"name": type(value).__name__, "message": str(value)}
-    if hasattr(value, "model_dump") and callable(value.model_dump):
-        return value.model_dump(mode="json")
-    if hasattr(value, "get_persisted_snapshot") and hasattr(value, "session_id"):
-        return {REF_MARK: 1, "id": value.id}
-    return value
 
 
 def _decode(value: Any, children: Mapping[str, ActorRef]) -> Any:
@@ -44,38 +26,6 @@ def _decode(value: Any, children: Mapping[str, ActorRef]) -> Any:
     if isinstance(value, list):
         return [_decode(v, children) for v in value]
     return value
-
-
-def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
-    children = {}
-    for child_id, ref in snapshot.children.items():
-        children[child_id] = {
-            "src": ref.src if isinstance(ref.src, str) else None,
-            "system_id": ref.system_id,
-            "sync_snapshot": ref.sync_snapshot,
-            "input": encode(ref.input),
-            "snapshot": ref.get_persisted_snapshot(),
-        }
-    return {
-        "machine": snapshot.machine.id,
-        "value": snapshot.value,
-        "context": encode(snapshot.context),
-        "status": snapshot.status,
-        "output": encode(snapshot.output),
-        "error": encode(snapshot.error),
-        "children": children,
-        "history_value": {hid: [n.id for n in nodes] for hid, nodes in snapshot.history_value.items()},
-        "timers": [t.to_json() for t in snapshot.timers.values()],
-        "seq": snapshot.seq,
-    }
-
-
-def _node(machine: StateMachine, state_id: str, what: str) -> StateNode:
-    node = machine.id_map.get(state_id)
-    if node is None:
-        raise SnapshotError(f"the snapshot's {what} names state '#{state_id}', which machine '{machine.id}' does not "
-                            "have: the snapshot is from another machine or an older shape of this one")
-    return node
 
 
 def snapshot_from_json(machine: StateMachine, data: Mapping[str, Any]) -> Snapshot:
@@ -134,7 +84,6 @@ def nodes_for_value(machine: StateMachine, value: Any) -> list[StateNode]:
         listed = _state_nodes(root, value)
     except ConfigError as err:
         raise SnapshotError(f"state value {value!r} does not fit machine '{machine.id}': {err}") from None
-    from engine.core.statechart.snapshot import all_state_nodes
     return all_state_nodes(listed)
 
 

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
-from engine.core.statechart.events import Event
+from engine.core.statechart.events import Event, to_event
 from engine.core.statechart.nodes import to_state_path
+from engine.core.statechart.encoding import snapshot_to_json
+from engine.core.statechart.entry_exit import initial_state_nodes
 
 if TYPE_CHECKING:
     from engine.core.statechart.machine import StateMachine
@@ -169,7 +171,6 @@ class Snapshot:
 
     def can(self, event: Any) -> bool:
         """Whether `event` would select a transition that changes something (a target or actions)."""
-        from engine.core.statechart.events import to_event
         transitions = self.machine.get_transition_data(self, to_event(event))
         return any(t.target is not None or t.actions for t in transitions)
 
@@ -202,7 +203,6 @@ class Snapshot:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON: what `machine.resolve_snapshot` needs to restore this snapshot, children and timers included."""
-        from engine.core.statechart.serialize import snapshot_to_json
         return snapshot_to_json(self)
 
     def __repr__(self) -> str:
@@ -210,7 +210,6 @@ class Snapshot:
 
 
 def _initial_with_ancestors(node: StateNode) -> list[StateNode]:
-    from engine.core.statechart.entry_exit import initial_state_nodes
     out = initial_state_nodes(node)
     for initial in list(out):
         for anc in initial.ancestors:
