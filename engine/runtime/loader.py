@@ -28,6 +28,7 @@ from typing import Literal
 
 from engine.core.statechart.errors import StatechartError
 
+from engine.conf import SETTING, read
 from engine.core.workflow import Machine
 
 __all__ = ["Loaded", "Workflows", "load_workflows", "workflows_folder", "package_name"]
@@ -147,7 +148,7 @@ def workflows_folder() -> Path:
             except (ImportError, ImproperlyConfigured):
                 folder = None
     if not folder:
-        folder = os.environ.get("JR2_WORKFLOWS") or str(Path(__file__).resolve().parent.parent / "workflows")
+        folder = read(SETTING["JR2_WORKFLOWS"])
     return Path(folder).expanduser().resolve()
 
 
