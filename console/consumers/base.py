@@ -36,6 +36,8 @@ Notice = dict[str, Any]
 
 
 class Listener(Protocol):
+    """What a hub tells (a hub may tell its own listeners in its own words, as RunHub does)."""
+
     async def notice(self, message: Notice) -> None: ...
 
 
@@ -69,14 +71,14 @@ class Hub:
         assert isinstance(hub, cls)
         return hub
 
-    async def join(self, listener: Any) -> None:
+    async def join(self, listener: Listener) -> None:
         """Subscribe (once) before the listener's first read, so no commit falls between the two."""
         self.listeners.add(listener)
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._listen(), name=f"hub {self.group}")
         await self._ready.wait()
 
-    async def leave(self, listener: Any) -> None:
+    async def leave(self, listener: Listener) -> None:
         """The last listener to leave ends the subscription."""
         self.listeners.discard(listener)
         if self.listeners or self._task is None:
