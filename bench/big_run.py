@@ -123,7 +123,7 @@ def timed(fn: Any, check: Any, reps: int, warmup: int) -> dict[str, Any]:
 
 
 def check_page(html: str, facts: dict[str, Any], notes: int) -> None:
-    from console.feeds import STEP_PAGE
+    from console.pages.feeds import STEP_PAGE
     shown = [int(x) for x in STEP.findall(html[html.index('id="run-steps"'):html.index('id="run-turns"')])]
     expect(shown, list(range(facts["steps"], facts["steps"] - STEP_PAGE, -1)), "the newest steps on the page")
     summary = re.sub(r"<[^>]+>", "", html[html.index('id="run-summary"'):].split("</p>", 1)[0])
@@ -142,7 +142,7 @@ def measure_page(args: argparse.Namespace, run_id: str, facts: dict[str, Any]) -
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from console import live
+    from console.pages import regions as live
 
     users = get_user_model()
     user = users.objects.filter(username="bench").first() or users.objects.create_superuser("bench", "", "bench-pw")
@@ -197,8 +197,8 @@ def measure_page(args: argparse.Namespace, run_id: str, facts: dict[str, Any]) -
     out["regions"] = timed(regions, regions_ok, args.reps, args.warmup)
     out["regions_bytes"] = len(regions().encode())
 
-    from console import timeline
-    from console.timeline_live import chart
+    from console.pages import timeline
+    from console.consumers.timeline import chart
 
     def drawn(cold: bool) -> str:
         if cold:
@@ -226,7 +226,7 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from console import live
+    from console.consumers import run as live
     from console.routing import websocket_urlpatterns
     from engine.models import Run
 
@@ -243,11 +243,11 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
             return out
         return run
 
-    seats_of, render_regions, tell = live._seats_of, live.render_regions, live.RunHub._tell
+    seats_of, render_regions, tell = live._seats_of, live.render_regions, live.RunHub.tell
 
-    async def timed_tell(hub: Any, updated: str) -> None:
+    async def timed_tell(hub: Any, message: Any) -> None:
         t0 = time.perf_counter()
-        await tell(hub, updated)
+        await tell(hub, message)
         work["tells"].append(time.perf_counter() - t0)
 
     rows = []
@@ -267,7 +267,7 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
         opened = time.perf_counter() - t0
         live._seats_of = counting(seats_of, "_seats_of")
         live.render_regions = counting(render_regions, "render_regions")
-        live.RunHub._tell = timed_tell  # type: ignore[method-assign]
+        live.RunHub.tell = timed_tell  # type: ignore[method-assign]
         updates = []
         try:
             for _ in range(args.seconds):
@@ -298,7 +298,7 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
                 await asyncio.sleep(max(0.0, 1.0 - (time.perf_counter() - tick_at)))
         finally:
             live._seats_of, live.render_regions = seats_of, render_regions
-            live.RunHub._tell = tell  # type: ignore[method-assign]
+            live.RunHub.tell = tell  # type: ignore[method-assign]
             for socket in sockets:
                 await socket.disconnect()
         queries = sorted({u["queries"] for u in updates})
@@ -318,7 +318,7 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
 
 def measure_graph(args: argparse.Namespace) -> list[dict[str, Any]]:
     from bench.graph import big_machine
-    from console import graph
+    from console.pages import graph
     machine = big_machine()
     folds = graph.collapsible(machine)
     rows = []

@@ -288,8 +288,9 @@ def measure_page(args: argparse.Namespace) -> dict[str, Any]:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from console import graph, live
-    from console.runview import run_page
+    from console.pages import graph
+    from console.pages import regions as live
+    from console.pages.runview import run_page
 
     notes, turns = scribe_plan(args.messages, args.lap)
     run_id = make_scribe_run(notes, args.lap)
@@ -302,7 +303,7 @@ def measure_page(args: argparse.Namespace) -> dict[str, Any]:
     client = Client(SERVER_NAME="127.0.0.1")
     client.force_login(user)
     url = f"/runs/{run_id}/"
-    from console.feeds import turn_page
+    from console.pages.feeds import turn_page
     lines = sum(len(item.view.lines) for item in turn_page(run_id).turns)  # the newest page of Turns
 
     def get() -> str:
@@ -419,10 +420,11 @@ import json, os, signal, sys, time, threading
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "jr2.settings")
 import django
 django.setup()
-from console import live
+from console.consumers import run as live
+from console.pages import regions as drawn
 stats = {"renders": 0, "render_s": 0.0, "calls": 0, "call_s": 0.0, "updates": []}
 lock = threading.Lock()
-page, regions, tell = live.run_page, live.render_regions, live.RunHub._tell
+page, regions, tell = drawn.run_page, live.render_regions, live.RunHub.tell
 def run_page(*a, **k):
     t = time.perf_counter()
     try:
@@ -439,11 +441,11 @@ def render_regions(*a, **k):
         with lock:
             stats["calls"] += 1
             stats["call_s"] += time.perf_counter() - t
-async def timed_tell(self, updated):
+async def timed_tell(self, message):
     t = time.perf_counter()
-    await tell(self, updated)
+    await tell(self, message)
     stats["updates"].append(time.perf_counter() - t)
-live.run_page, live.render_regions, live.RunHub._tell = run_page, render_regions, timed_tell
+drawn.run_page, live.render_regions, live.RunHub.tell = run_page, render_regions, timed_tell
 if os.environ.get("JR2_BENCH_NO_EXPIRY_SCAN") == "1":
     from channels.layers import InMemoryChannelLayer
     InMemoryChannelLayer._clean_expired = lambda self: None

@@ -56,7 +56,7 @@ if str(ROOT) not in sys.path:  # `python bench/graph.py` as well as `python -m b
 
 from bench.common import finish  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
-from console.graph import clear_cache, lit_svg, machine_svg, state_paths  # noqa: E402
+from console.pages.graph import clear_cache, lit_svg, machine_svg, state_paths  # noqa: E402
 from engine import Machine, agent, define_event, effect, fail, jr2_setup  # noqa: E402
 
 
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def clear_keys(machines: list[Machine]) -> None:
     """Make these Machine objects forget their cache key, as new objects would (the drawing stays cached)."""
-    from console import graph
+    from console.pages import graph
     for machine in machines:
         graph._keys.pop(machine, None)
 

@@ -6,7 +6,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from console.access import can_read
-from console.gates import open_count
+from console.pages.gates import open_count
 
 
 def open_gates(request: HttpRequest) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """The Console's websockets: one per open live page."""
 from django.urls import path
 
-from console.inbox_live import GateCountConsumer, InboxConsumer
-from console.live import RunConsumer, WorkflowConsumer
-from console.timeline_live import TimelineConsumer
+from console.consumers.gates import GateCountConsumer, InboxConsumer
+from console.consumers.run import RunConsumer
+from console.consumers.timeline import TimelineConsumer
+from console.consumers.workflow import WorkflowConsumer
 
 websocket_urlpatterns = [
     path("ws/runs/<str:run_id>/", RunConsumer.as_asgi()),

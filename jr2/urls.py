@@ -5,7 +5,7 @@ from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
-from console.login import LoginView
+from console.views.login import LoginView
 from engine.web.api import api
 
 

@@ -30,11 +30,12 @@ from pydantic import Field, ValidationError
 from engine import __version__
 from engine.web import ratelimit
 from engine.web import search as run_search
+from engine.web.hosting import ready_host
 from engine.web.api_schemas import (RATE_LIMITED, Created, ExportOut, Forked, JournalOut, Outcome, RunOut, RunPage,
                                 TurnOut, WorkflowOut, errors)
 from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.registry import workflows
-from engine.runtime.host import HostError, NoHostAnswered, RunNotHosted, current_host
+from engine.runtime.errors import HostError, NoHost, NoHostAnswered, RunNotHosted
 
 __all__ = ["api"]
 
@@ -513,8 +514,7 @@ def _json_body(request: HttpRequest) -> Any:
 
 
 async def _host() -> Any:
-    host = current_host()
-    if host is None:
-        raise HttpError(503, "no host in this server process: start it with `jr2 up` (or `jr2 web` beside `jr2 worker`)")
-    await host.ready.wait()
-    return host
+    try:
+        return await ready_host()
+    except NoHost as err:
+        raise HttpError(503, str(err)) from err

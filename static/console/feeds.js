@@ -1,4 +1,4 @@
-// The run page's history feeds (steps and Turns, newest first; console/feeds.py): each list holds only what the
+// The run page's history feeds (steps and Turns, newest first; console/pages/feeds.py): each list holds only what the
 // user scrolled through, older pages come from the loaders htmx fires when they scroll into view. After each commit
 // the live socket pushes the newest page again ("the head"); here it is merged into the list by item id and cursor:
 // new items go in their place, changed ones are replaced, and when the page missed some items in between (it was

@@ -1,4 +1,4 @@
-// Reading a big Machine's graph (templates/console/graph/_panel.html, console/folds.py): a "−" on every compound
+// Reading a big Machine's graph (templates/console/graph/_panel.html, pages/folds.py): a "−" on every compound
 // state collapses it into one box and a "+" on a collapsed one expands it (the server draws the graph again with
 // graphviz and remembers the choice for this user and workflow); "whole Machine" fits the drawing in the panel,
 // "actual size" shows it at its size with an overview (a minimap with the visible part framed: click or drag it to

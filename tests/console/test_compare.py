@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from console.compare import align, forked_history, history_of
+from console.pages.compare import align, forked_history, history_of
 from engine import Session, SimulatedClock
 from engine.core.journal.forking import plan_fork
 from engine.models import JournalEntry, Run

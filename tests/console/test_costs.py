@@ -1,4 +1,4 @@
-"""Cost and time per state (console/costs.py, graph.overlay_svg and the section on the workflow and run pages).
+"""Cost and time per state (console/pages/costs.py, graph.overlay_svg and the section on the workflow and run pages).
 
 The exact numbers come from rows written here with chosen tokens, latencies and durations (so every percentile is
 known); the real runs come from a Host with scripted Agents (tests/console/conftest.py: code_review's Effects) and
@@ -14,10 +14,10 @@ from django.test import Client
 from django.utils import timezone
 from pydantic import BaseModel
 
-from console import graph
-from console.costs import StateCost, cost_table, fmt_ms, heat_of, percentile, sort_costs, state_costs, titles_of
-from console.graph import heat_level, lit_svg, machine_svg, overlay_svg
-from console.live import run_regions
+from console.pages import graph
+from console.pages.costs import StateCost, cost_table, fmt_ms, heat_of, percentile, sort_costs, state_costs, titles_of
+from console.pages.graph import heat_level, lit_svg, machine_svg, overlay_svg
+from console.pages.regions import run_regions
 from engine import Machine, agent, define_event, effect, jr2_setup
 from engine.models import EffectRecord, ModelCall, Run, TurnRecord
 from engine.runtime.providers import reset_providers

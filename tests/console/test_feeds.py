@@ -15,8 +15,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils.html import escape
 
 from bench import ledger
-from console import feeds, live
-from console.runview import agent_turns
+from console.consumers import run as run_consumers
+from console.pages import feeds
+from console.pages.runview import agent_turns
 from engine.models import JournalEntry, Run, TurnMessage, TurnRecord
 from engine.runtime.host import Host
 from tests.console.conftest import user_in
@@ -248,8 +249,8 @@ def test_the_queries_of_a_commit_are_the_same_for_1_10_and_100_open_pages(ledger
                     assert (await socket.connect())[0]
                     await receive_until(socket, 'id="run-steps-head"')
                 with monkeypatch.context() as patched:
-                    patched.setattr(live, "_seats_of", counting(live._seats_of))
-                    patched.setattr(live, "render_regions", counting(live.render_regions))
+                    patched.setattr(run_consumers, "_seats_of", counting(run_consumers._seats_of))
+                    patched.setattr(run_consumers, "render_regions", counting(run_consumers.render_regions))
                     counted.clear()
                     renders.clear()
                     await host.deliver(run_id, "gate", gate="desk", event="tick", params={})

@@ -13,7 +13,7 @@ from django.test import Client
 
 from bench import ledger
 from bench.graph import big_machine
-from console import graph
+from console.pages import graph
 from tests.console.conftest import user_in
 
 SVG = "{http://www.w3.org/2000/svg}"

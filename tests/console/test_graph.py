@@ -1,4 +1,4 @@
-"""The Console's drawing of a Machine (console/graph.py): a `<g id="state-<path>">` per state, clusters, markers,
+"""The Console's drawing of a Machine (console/pages/graph.py): a `<g id="state-<path>">` per state, clusters, markers,
 edge labels and kinds, invokes by kind, escaping, `lit_svg` and the cache. The SVG is parsed as XML here, as a
 browser would read it; no database is needed."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any, Callable
 import pytest
 from pydantic import BaseModel
 
-from console import graph
-from console.graph import GraphError, lit_svg, machine_svg, state_dom_id, state_paths
+from console.pages import graph
+from console.pages.graph import GraphError, lit_svg, machine_svg, state_dom_id, state_paths
 from engine import Machine, agent, define_event, effect, fail, jr2_setup, not_, sent_by
 from workflows import code_review, notes, triage
 
@@ -466,7 +466,7 @@ def test_the_same_shape_with_other_guard_names_is_drawn_again(renders: list[str]
 
 
 def test_the_cache_is_bounded(renders: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(graph, "CACHE_SIZE", 2)
+    monkeypatch.setattr(graph._cache, "size", 2)
     machines = [kitchen(name) for name in ("g1", "g2", "g3")]
     for machine in machines:
         machine_svg(machine)

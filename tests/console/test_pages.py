@@ -130,8 +130,8 @@ def test_the_runs_list_filters_by_workflow_and_status_and_counts(observer: Any, 
 
 
 def test_the_runs_list_pages(observer: Any, runs: dict[str, str], monkeypatch: Any) -> None:
-    import console.views
-    monkeypatch.setattr(console.views, "PAGE_SIZE", 4)
+    import console.views.runs
+    monkeypatch.setattr(console.views.runs, "PAGE_SIZE", 4)
     client = logged_in(observer)
     first, second = client.get("/runs/").content.decode(), client.get("/runs/?page=2").content.decode()
     assert "page 1 of 2" in first and "page 2 of 2" in second
@@ -328,12 +328,12 @@ def test_rerunning_against_the_current_machine_says_same(observer: Any, runs: di
 
 def test_rerunning_against_an_edited_machine_names_the_first_divergence(observer: Any, runs: dict[str, str],
                                                                        monkeypatch: Any) -> None:
-    import console.runview
+    import console.pages.runview
     from engine import jr2_setup
     strict = jr2_setup(events=list(notes.machine.events.values()), actors=dict(notes.machine.slots)) \
         .create_machine({**_notes_config(), "states": {**_notes_config()["states"]}})
-    monkeypatch.setattr(console.runview, "machine_of", lambda name: strict)
-    monkeypatch.setattr("console.views.machine_of", lambda name: strict)
+    monkeypatch.setattr(console.pages.runview, "machine_of", lambda name: strict)
+    monkeypatch.setattr("console.pages.replaying.machine_of", lambda name: strict)
     page = logged_in(observer).get(f"/runs/{runs['done']}/replay/?rerun=1").content.decode()
     assert "rerun-verdict" in page and "same" not in re.search(r'id="rerun-verdict">([^<]*)<', page).group(1)
 

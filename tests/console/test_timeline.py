@@ -14,7 +14,7 @@ from django.test import Client
 from pydantic import BaseModel
 
 from console.routing import websocket_urlpatterns
-from console.timeline import Span, build_timeline, spans_of, walked_spans
+from console.pages.timeline import Span, build_timeline, spans_of, walked_spans
 from engine import Session, SimulatedClock, define_event, jr2_setup
 from engine.runtime.host import Host
 from tests.console.conftest import NOTES_DOOR, WORKFLOWS

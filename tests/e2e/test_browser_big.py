@@ -20,8 +20,8 @@ from tests.e2e.conftest import ROOT, LiveServer, make_server
 from tests.e2e.test_browser import (  # noqa: F401 - page is a fixture, used by name
     OPERATOR, PASSWORD, SHOTS, log_in, new_context, page, settled)
 
-STEP_PAGE = 50  # console/feeds.py STEP_PAGE
-STEP_HEAD = 10  # console/feeds.py STEP_HEAD: the newest steps a live update carries
+STEP_PAGE = 50  # console/pages/feeds.py STEP_PAGE
+STEP_HEAD = 10  # console/pages/feeds.py STEP_HEAD: the newest steps a live update carries
 
 expect.set_options(timeout=15_000)
 

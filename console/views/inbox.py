@@ -14,8 +14,9 @@ from engine.models import GateRecord, Run
 from engine.runtime.registry import workflows
 
 from console.access import can, needs, readers_only
-from console.forms import EVENT_FIELD
-from console.gates import ORDERS, SHOWN, Outcome, answer_many, check_batch, inbox_items, item_for, open_gates
+from console.pages.forms import EVENT_FIELD
+from console.pages.gates import (ORDERS, SHOWN, Batch, Outcome, Result, answer_many, check_batch, inbox_items,
+                                 inbox_query, item_for, open_gates)
 
 __all__ = ["inbox", "answer"]
 
@@ -42,11 +43,9 @@ def _context(request: HttpRequest, filters: dict[str, str], errors: list[str]) -
     items = inbox_items(rows.select_related("run")[:SHOWN], answering)
     kinds = sorted(set(GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE)
                        .values_list("workflow", "gate")))
-    query = QueryDict(mutable=True)
-    query.update({k: v for k, v in filters.items() if v and not (k == "order" and v == "oldest")})
     return {"items": items, "count": count, "shown": len(items), "filters": filters, "errors": errors,
             "answering": answering, "orders": ORDERS, "workflows": workflows().names(),
-            "gates": sorted({gate for _, gate in kinds}), "query": query.urlencode(),
+            "gates": sorted({gate for _, gate in kinds}), "query": inbox_query(filters),
             "shown_ids": ",".join(str(item.record.pk) for item in items)}
 
 
@@ -78,7 +77,7 @@ async def answer(request: HttpRequest) -> HttpResponse:
     return await sync_to_async(render)(request, "console/gates.html", context, status=400 if failed else 200)
 
 
-def _answered(request: HttpRequest, batch: Any, outcomes: list[Outcome]) -> str:
+def _answered(request: HttpRequest, batch: Batch, outcomes: list[Outcome]) -> str:
     """The batch's result, and each Gate's item as it is now: a delivered or closed one says so; a refused input
     shows its errors on the form it was typed into."""
     items = []
@@ -90,6 +89,6 @@ def _answered(request: HttpRequest, batch: Any, outcomes: list[Outcome]) -> str:
     return render_to_string("console/gates/_result.html", {
         "batch": batch, "outcomes": outcomes, "items": items, "oob": True,
         "answered": f"answered by {request.user.get_username()} with {batch.event}",
-        "delivered": [o for o in outcomes if o.result == "delivered"],
-        "closed": [o for o in outcomes if o.result == "closed"],
-        "refused": [o for o in outcomes if o.result == "refused"]}, request)
+        "delivered": [o for o in outcomes if o.result == Result.DELIVERED],
+        "closed": [o for o in outcomes if o.result == Result.CLOSED],
+        "refused": [o for o in outcomes if o.result == Result.REFUSED]}, request)

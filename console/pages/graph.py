@@ -42,7 +42,6 @@ import re
 import threading
 import urllib.parse
 import weakref
-from collections import OrderedDict
 from typing import Any, Iterable, Mapping
 
 import graphviz
@@ -53,6 +52,8 @@ from engine.core.slots import AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.statechart.nodes import InvokeDef, StateNode, Transition
 from engine.core.statechart.selection import history_default_targets
 from engine.core.workflow import Machine
+
+from console.pages.cache import LRU
 
 __all__ = ["machine_svg", "lit_svg", "guard_text", "overlay_svg", "heat_level", "state_paths", "state_dom_id",
            "GraphError", "collapsible", "clear_cache"]
@@ -88,9 +89,9 @@ _TOKEN_GROUP = re.compile(r'<g id="jr2_(\d+)" class="(node|cluster|edge)">\n<tit
 _JAVASCRIPT = re.compile(r"javascript:", re.IGNORECASE)
 _STATE_GROUP = re.compile(r'<g id="state-([^"]*)" class="([^"]*)')
 
-_lock = threading.Lock()
-_cache: OrderedDict[tuple[str, str], str] = OrderedDict()
-_lit_cache: OrderedDict[str, tuple[list[str], list[str]]] = OrderedDict()
+_cache: LRU[tuple[str, str], str] = LRU(CACHE_SIZE)
+_lit_cache: LRU[str, tuple[list[str], list[str]]] = LRU(LIT_CACHE_SIZE)
+_lock = threading.Lock()  # for _keys
 _keys: weakref.WeakKeyDictionary[Machine, dict[frozenset[str], tuple[str, str]]] = weakref.WeakKeyDictionary()
 
 
@@ -130,25 +131,18 @@ def machine_svg(machine: Machine, collapsed: Iterable[str] = ()) -> str:
     folded = frozenset(collapsed)
     with _lock:
         known = _keys.get(machine, {}).get(folded)
-        if known is not None and known in _cache:
-            _cache.move_to_end(known)
-            return _cache[known]
+    drawn = _cache.get(known) if known is not None else None
+    if drawn is not None:
+        return drawn
     drawing = _Drawing(machine, folded).build()
     source = drawing.graph.source
     key = (machine.digest, hashlib.sha256(source.encode("utf-8")).hexdigest())
     with _lock:
         _keys.setdefault(machine, {})[folded] = key
-        svg = _cache.get(key)
-        if svg is not None:
-            _cache.move_to_end(key)
-            return svg
-    svg = _render(source, drawing.groups, machine)
-    with _lock:
-        svg = _cache.setdefault(key, svg)  # a concurrent drawing of the same graph: keep one string
-        _cache.move_to_end(key)
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return svg
+    drawn = _cache.get(key)
+    if drawn is not None:
+        return drawn
+    return _cache.keep(key, _render(source, drawing.groups, machine))  # a concurrent drawing of it: keep one string
 
 
 def lit_svg(svg: str, active: Iterable[str], visited: Iterable[str]) -> str:
@@ -204,9 +198,9 @@ def overlay_svg(svg: str, heat: Mapping[str, float], titles: Mapping[str, str] |
 
 def clear_cache() -> None:
     """Forget every drawing (tests and benchmarks time the first draw)."""
+    _cache.clear()
+    _lit_cache.clear()
     with _lock:
-        _cache.clear()
-        _lit_cache.clear()
         _keys.clear()
 
 
@@ -542,15 +536,12 @@ def _render(source: str, groups: dict[str, tuple[str, str, str, str]], machine: 
     return _JAVASCRIPT.sub("javascript&#58;", svg)
 
 
-
 def _lit_template(svg: str, remember: bool = True) -> tuple[list[str], list[str]]:
     """The SVG cut just before the closing quote of each state group's class, with each group's path (kept for
     the next call on the same SVG unless `remember` is false)."""
-    with _lock:
-        found = _lit_cache.get(svg)
-        if found is not None:
-            _lit_cache.move_to_end(svg)
-            return found
+    found = _lit_cache.get(svg)
+    if found is not None:
+        return found
     pieces, paths, last = [], [], 0
     for match in _STATE_GROUP.finditer(svg):
         pieces.append(svg[last:match.end()])
@@ -558,10 +549,4 @@ def _lit_template(svg: str, remember: bool = True) -> tuple[list[str], list[str]
         last = match.end()
     pieces.append(svg[last:])
     found = (pieces, paths)
-    if not remember:
-        return found
-    with _lock:
-        _lit_cache[svg] = found
-        while len(_lit_cache) > LIT_CACHE_SIZE:
-            _lit_cache.popitem(last=False)
-    return found
+    return _lit_cache.put(svg, found) if remember else found

@@ -3,18 +3,15 @@ commit of the run (the runtime's `run.updated` to the group `run-<id>`), as one 
 commit the page already shows is dropped, so a burst of commits costs one render each at most."""
 from __future__ import annotations
 
-from typing import Any
-
 from asgiref.sync import sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
 from engine.models import Run
 from engine.runtime.notify import run_group
 
-from console.access import can_read
-from console.runview import machine_of
-from console.timeline import timeline_of
+from console.consumers.base import LiveConsumer, Notice
+from console.pages.runview import machine_of
+from console.pages.timeline import timeline_of
 
 __all__ = ["TimelineConsumer", "chart"]
 
@@ -32,34 +29,26 @@ def chart(run_id: str, shown: str) -> tuple[str, str] | None:
     return render_to_string("console/timeline/_chart.html", {"run": run, "timeline": timeline, "oob": True}), at
 
 
-class TimelineConsumer(AsyncWebsocketConsumer):
-    async def connect(self) -> None:
+class TimelineConsumer(LiveConsumer):
+    """`/ws/runs/<id>/timeline/`: one hub per run on its group, the chart drawn anew for each commit it has not
+    shown."""
+
+    async def opened(self) -> None:
         self.run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        if not can_read(self.scope.get("user")):
-            await self.close(code=4403)
-            return
         self.shown = ""
-        self.group = run_group(self.run_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
-        if not await self._send():
-            await self.close(code=4404)
 
-    async def disconnect(self, code: int) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+    def hub_key(self) -> str:
+        return run_group(self.run_id)
 
-    async def run_updated(self, message: dict[str, Any]) -> None:
-        updated = str(message.get("updated") or "")
-        if updated and updated <= self.shown:
-            return
-        await self._send()
-
-    async def _send(self) -> bool:
+    async def whole(self) -> str | None:
         found = await sync_to_async(chart)(self.run_id, self.shown)
         if found is None:
-            return False
+            return None
         html, self.shown = found
-        if html:
-            await self.send(text_data=html)
-        return True
+        return html
+
+    async def fresh(self, message: Notice) -> str:
+        updated = str(message.get("updated") or "")
+        if updated and updated <= self.shown:
+            return ""
+        return await self.whole() or ""

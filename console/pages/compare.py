@@ -177,7 +177,7 @@ class _Unwalkable(Exception):
 def _full_history(run: Any, seen: set[str]) -> list[Step]:
     from engine.models import JournalEntry
 
-    from console.runview import machine_of
+    from console.pages.runview import machine_of
 
     machine = machine_of(run.workflow)
     if machine is None:

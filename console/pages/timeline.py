@@ -8,16 +8,14 @@ The axis starts when a host first committed a step of the run (its first journal
 created, and each bar is the time its thing ran: a model request is its latency ending when its reply was
 committed, an Effect runs from its start to its result (the time it waited to be started is not drawn), so time
 a run or an Effect sat in a queue is never on the axis. Turns, requests and Effects come from their records;
-Gates and timers from walking the journal through the Session (engine/core/journal/trace.py), which needs the workflow at the
-shape the run was written under. A fork's Turns that began in its parent are drawn from the fork's start.
+Gates and timers from walking the journal through the Session (engine/core/journal/trace.py), which needs the
+workflow at the shape the run was written under. A fork's Turns that began in its parent are drawn from the fork's start.
 """
 from __future__ import annotations
 
 import datetime as dt
 import json
 import math
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -26,6 +24,8 @@ from engine.core.session import Session, SessionError
 from engine.core.journal.trace import numbered, trace, trace_on
 from engine.core.workflow import Machine
 from engine.core.words import duration_text
+
+from console.pages.cache import LRU
 
 __all__ = ["Bar", "Row", "Tick", "Timeline", "Span", "SpanWalk", "build_timeline", "spans_of", "walked_spans",
            "timeline_of"]
@@ -280,24 +280,19 @@ class SpanWalk:
 
 
 #: The walks of the runs whose timelines were drawn last, by (run, workflow digest): a few dozen at most.
-_WALKS: OrderedDict[tuple[str, str], SpanWalk] = OrderedDict()
 _WALKS_KEPT = 64
-_WALKS_LOCK = threading.Lock()
+_WALKS: LRU[tuple[str, str], SpanWalk] = LRU(_WALKS_KEPT)
 
 
 def walked_spans(run_id: str, machine: Machine, last: int, after: Callable[[int], Sequence[Record]]) -> list[Span]:
     """`spans_of` for a run whose journal ends at seq `last`, going on from the walk of its last render when
     there is one; `after(seq)` reads the journal's entries after `seq` (so a kept walk reads only the new ones)."""
     key = (run_id, machine.digest)
-    with _WALKS_LOCK:
-        walk = _WALKS.pop(key, None)
+    walk = _WALKS.pop(key)  # taken out while it is fed: two renders at once each walk on their own
     if walk is None or walk.seq > last:
         walk = SpanWalk(machine)
     spans = walk.feed(after(walk.seq)).spans()
-    with _WALKS_LOCK:
-        _WALKS[key] = walk
-        while len(_WALKS) > _WALKS_KEPT:
-            _WALKS.popitem(last=False)
+    _WALKS.put(key, walk)
     return spans
 
 

@@ -25,15 +25,17 @@ from typing import Any, Callable, Iterable
 from django.db.models import CharField, Count, QuerySet, Sum, Value
 from django.db.models.expressions import Case, When
 from django.db.models.functions import Left, StrIndex
+from django.http import QueryDict
 
 from engine.models import EffectRecord, ModelCall, Run, TurnRecord
 from engine.core.workflow import Machine
 from engine.core.words import duration_text as fmt_ms
 
-from console.graph import heat_level
+from console.pages.graph import heat_level, overlay_svg
+from console.pages.links import query_with
 
 __all__ = ["StateCost", "state_costs", "percentile", "heat_of", "titles_of", "cost_table", "CostTable", "MEASURES",
-           "measure_of", "fmt_ms"]
+           "measure_of", "fmt_ms", "cost_section"]
 
 #: What the heat can be computed from: tokens (in + out) or time (model latency plus Effect durations, summed).
 MEASURES = ("tokens", "time")
@@ -317,3 +319,31 @@ def cost_table(costs: Iterable[StateCost], sort: str, query: Callable[[str], str
     out = [Row(c, heat_level(c.heat), [show(value(c)) for _, _, value, show in COLUMNS[1:]]) for c in rows]
     return CostTable(columns, out, sort)
 
+
+def cost_section(params: QueryDict | None, runs: QuerySet[Run] | Run, machine: Machine | None, svg: str,
+                 base: str) -> dict[str, Any]:
+    """The section "Cost and time per state": the table sorted by `?sort=`, the heat by `?overlay=tokens|time` (by
+    tokens when off), and the graph with the overlay when `?overlay=` names a measure. Its links go to `base` (the
+    page's own address: a form's failed POST renders this page at another one) and keep the page's other
+    parameters (`params`: none for a POST), so every view of it is bookmarkable."""
+    params = params if params is not None else QueryDict()
+    overlay = params.get("overlay", "")
+    overlay = overlay if overlay in MEASURES else ""
+    found = state_costs(runs, machine, overlay or "tokens")
+    count = 1 if isinstance(runs, Run) else runs.count()
+
+    def link(**changes: str | None) -> str:
+        encoded = query_with(params, **changes)
+        return base + ("?" + encoded if encoded else "")
+
+    out: dict[str, Any] = {
+        "costs": cost_table(found, params.get("sort", ""), lambda sort: link(sort=sort) + "#costs"),
+        "cost_runs": count, "cost_measure": overlay or "tokens", "cost_overlay": overlay,
+        "cost_links": [(m, link(overlay=m)) for m in MEASURES] + [("off", link(overlay=None))],
+        "cost_spent": any(c.spent for c in found), "cost_of_run": isinstance(runs, Run),
+        "cost_measured": any(c.heat > 0 for c in found),
+        "cost_root": machine.id if machine is not None else "",
+    }
+    if overlay and svg:
+        out["svg"] = overlay_svg(svg, heat_of(found), titles_of(found))
+    return out

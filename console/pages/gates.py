@@ -12,19 +12,24 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from enum import StrEnum
+from typing import Any, Iterable, Mapping
 
+from asgiref.sync import sync_to_async
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from engine.models import GateRecord, Run
-from engine.runtime.host import current_host
+from engine.runtime.errors import NoHost
+from engine.web.hosting import ready_host
 
-from console.forms import SchemaForm, check, schema_form
-from console.runview import machine_of
+from console.pages.forms import SchemaForm, check, schema_form
+from console.pages.links import query_with
+from console.pages.runview import machine_of
 
 __all__ = ["InboxItem", "EventForm", "open_gates", "open_count", "inbox_items", "item_for", "rejecting",
-           "Outcome", "answer_many", "ORDERS", "MAX_BATCH"]
+           "inbox_query", "Result", "Outcome", "Batch", "check_batch", "answer_many", "closed", "ORDERS", "MAX_BATCH",
+           "SHOWN"]
 
 ORDERS = ("oldest", "newest")
 REJECTING = ("reject", "deny", "decline", "refuse", "withdraw")
@@ -69,6 +74,13 @@ def open_count() -> int:
     return open_gates().count()
 
 
+def inbox_query(filters: Mapping[str, str]) -> str:
+    """The inbox's filters as its query string (the default order left out), for the links and forms on it."""
+    order = filters.get("order", "")
+    return query_with(workflow=filters.get("workflow") or None, gate=filters.get("gate") or None,
+                      order=None if order in ("", "oldest") else order)
+
+
 def event_forms(record: GateRecord, data: Any = None, only: str = "") -> list[EventForm]:
     """A form per event the Gate accepts (bound to `data` for the event `only`); a rejecting event's `reason`
     goes first."""
@@ -95,13 +107,18 @@ def inbox_items(rows: Iterable[GateRecord], answering: bool) -> list[InboxItem]:
     return [item_for(record, answering) for record in rows]
 
 
+class Result(StrEnum):
+    """What became of one Gate of a batch."""
+
+    DELIVERED = "delivered"
+    CLOSED = "closed"       # answered elsewhere, or the run moved on
+    REFUSED = "refused"     # in the engine's words
+
+
 @dataclass
 class Outcome:
-    """What became of one Gate of a batch: delivered, closed (answered elsewhere, or the run moved on) or
-    refused (the engine's words)."""
-
     record: GateRecord
-    result: str
+    result: Result
     detail: str = ""
 
 
@@ -147,17 +164,14 @@ def check_batch(ids: list[str], event: str, data: Any) -> Batch:
 
 async def answer_many(batch: Batch, username: str) -> list[Outcome]:
     """Deliver the batch's answer to each of its Gates on its own, each through the host as one answer would."""
-    host = current_host()
-    if host is None:
-        return [Outcome(r, "refused", "no host drives runs in this server process (start it with `jr2 up`)")
-                for r in batch.records]
-    await host.ready.wait()
+    try:
+        host = await ready_host()
+    except NoHost as err:
+        return [Outcome(r, Result.REFUSED, str(err)) for r in batch.records]
     return list(await asyncio.gather(*(_deliver(host, record, batch, username) for record in batch.records)))
 
 
 async def _deliver(host: Any, record: GateRecord, batch: Batch, username: str) -> Outcome:
-    from asgiref.sync import sync_to_async
-
     fresh = await GateRecord.objects.filter(pk=record.pk).afirst()
     if fresh is None or fresh.closed_at is not None:
         return await sync_to_async(closed)(fresh or record)
@@ -165,25 +179,25 @@ async def _deliver(host: Any, record: GateRecord, batch: Batch, username: str) -
         delivery = await host.deliver(record.run_id, "gate", gate=record.gate, event=batch.event,
                                       params=dict(batch.values or {}), by=username)
     except Exception as err:  # noqa: BLE001 - the run ended or is not driven here: closed for this answer
-        return Outcome(record, "closed", f"the run is no longer live here: {err}")
+        return Outcome(record, Result.CLOSED, f"the run is no longer live here: {err}")
     if delivery.outcome == "delivered":
-        return Outcome(record, "delivered")
+        return Outcome(record, Result.DELIVERED)
     if delivery.code in ("no-gate", "ended"):
         now = await GateRecord.objects.filter(pk=record.pk).afirst()
         return await sync_to_async(closed)(now or record)
-    return Outcome(record, "refused", delivery.error or delivery.outcome)
+    return Outcome(record, Result.REFUSED, delivery.error or delivery.outcome)
 
 
 def closed(record: GateRecord) -> Outcome:
     """A Gate that closed before this answer: who answered it, or that the run moved on."""
     if record.answered_by:
-        return Outcome(record, "closed", f"answered by {record.answered_by} with {record.event}")
+        return Outcome(record, Result.CLOSED, f"answered by {record.answered_by} with {record.event}")
     if record.event:
-        return Outcome(record, "closed", f"answered with {record.event}")
+        return Outcome(record, Result.CLOSED, f"answered with {record.event}")
     status = Run.objects.filter(pk=record.run_id).values_list("status", flat=True).first()
     if status is not None and status not in Run.LIVE:
-        return Outcome(record, "closed", f"the run has ended ({status})")
-    return Outcome(record, "closed", "the run moved on" if record.closed_at else "it was closing")
+        return Outcome(record, Result.CLOSED, f"the run has ended ({status})")
+    return Outcome(record, Result.CLOSED, "the run moved on" if record.closed_at else "it was closing")
 
 
 def waited(record: GateRecord) -> float:

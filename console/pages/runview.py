@@ -8,42 +8,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.models import ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.registry import workflows
 from engine.runtime.players import player_for
 from engine.runtime.workspace.tools import workspace_for
 from engine.core.workflow import Machine
-from engine.runtime.workspace.sandbox import TOOL_NAMES, WorkspaceError
+from engine.runtime.workspace.sandbox import WorkspaceError
 
 from console.access import can
-from console.forms import EVENT_FIELD, SchemaForm, schema_form
+from console.pages.conversation import TurnView, conversation_lines
+from console.pages.feeds import Feeds, head
+from console.pages.forms import SchemaForm, schema_form
 
-if TYPE_CHECKING:
-    from console.feeds import Feeds
-
-__all__ = ["RunPage", "GateView", "AgentTurns", "TurnView", "Line", "run_page", "machine_of"]
-
-
-@dataclass
-class Line:
-    """One line of a conversation, as a person reads it."""
-
-    kind: str                     # prompt, reply, pick, answer, refusal, note, workspace, workspace_answer,
-                                  # workspace_refused
-    text: str = ""
-    name: str = ""
-    input: str = ""
-    call: dict[str, Any] | None = None
-
-
-@dataclass
-class TurnView:
-    record: TurnRecord
-    lines: list[Line]
-    calls: int
-    latency_ms: float
+__all__ = ["RunPage", "GateView", "AgentTurns", "SeatView", "run_page", "machine_of", "agent_turns", "gate_key",
+           "seat_key"]
 
 
 @dataclass
@@ -105,9 +85,8 @@ def machine_of(workflow: str) -> Machine | None:
 
 def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None) -> RunPage | None:
     """Everything the run page shows; `bound` holds Gate forms filled by the user (with their errors). Of the
-    history, only the summary and the newest page of steps and Turns (console/feeds.py): older pages load apart."""
-    from console.feeds import head
-
+    history, only the summary and the newest page of steps and Turns (console/pages/feeds.py): older pages load
+    apart."""
     run = Run.objects.filter(id=run_id).first()
     if run is None:
         return None
@@ -193,52 +172,11 @@ def agent_turns(run: Run) -> list[AgentTurns]:
     by_agent: dict[str, AgentTurns] = {}
     for record in records:
         own_calls = [c for c in calls.get(record.pk, []) if c.status == ModelCall.Status.DONE]
-        lines = _lines(messages.get(record.pk, []), own_calls)
+        lines = conversation_lines(messages.get(record.pk, []), own_calls)
         latency = sum(c.latency_ms or 0 for c in calls.get(record.pk, []))
         by_agent.setdefault(record.agent, AgentTurns(record.agent, [])).turns.append(
             TurnView(record, lines, len(calls.get(record.pk, [])), round(latency, 1)))
     return list(by_agent.values())
-
-
-def _lines(messages: list[TurnMessage], calls: list[ModelCall]) -> list[Line]:
-    """The conversation as lines. A call of a workspace tool (answered by a "workspace" message, or not answered
-    yet and named like one) is a line of its own kind, never shown as a pick."""
-    lines: list[Line] = []
-    replies = iter(calls)
-    answered = {block.get("tool_use_id") for m in messages for block in m.content
-                if block.get("type") == "tool_result"}
-    in_workspace = {block.get("tool_use_id") for m in messages if m.kind == "workspace" for block in m.content
-                    if block.get("type") == "tool_result"}
-    for message in messages:
-        if message.kind == "reply":
-            call = next(replies, None)
-            info = None if call is None else {
-                "model": call.model, "scripted": call.scripted, "latency_ms": call.latency_ms,
-                "input": call.input_tokens, "output": call.output_tokens, "cache_read": call.cache_read_tokens,
-                "stop": call.stop_reason}
-            for block in message.content:
-                if block.get("type") == "text" and block.get("text"):
-                    lines.append(Line("reply", text=block["text"], call=info))
-                elif block.get("type") == "tool_use":
-                    name = str(block.get("name", ""))
-                    workspace = block.get("id") in in_workspace or (name in TOOL_NAMES
-                                                                    and block.get("id") not in answered)
-                    lines.append(Line("workspace" if workspace else "pick", name=name, call=info,
-                                      input=block.get("raw") or json.dumps(block.get("input"), indent=1,
-                                                                           ensure_ascii=False)))
-                info = None
-            continue
-        for block in message.content:
-            if block.get("type") == "tool_result":
-                if message.kind == "workspace":
-                    kind = "workspace_refused" if block.get("is_error") else "workspace_answer"
-                else:
-                    kind = "refusal" if block.get("is_error") else "answer"
-                lines.append(Line(kind, text=str(block.get("content", ""))))
-            elif block.get("type") == "text":
-                kind = {"prompt": "prompt", "allowed_changed": "note", "reprompt": "note"}.get(message.kind, "note")
-                lines.append(Line(kind, text=block["text"]))
-    return lines
 
 
 def _pretty(value: Any) -> str:
@@ -251,6 +189,3 @@ def gate_key(gate: str, event: str) -> str:
 
 def seat_key(agent: str, event: str) -> str:
     return f"seat:{agent}:{event}"
-
-
-__all__ += ["gate_key", "seat_key", "SeatView", "EVENT_FIELD"]

@@ -1,6 +1,7 @@
 """Console pages for a run's time and its relatives: the timeline, forking from a step, comparing two runs, and
-exporting and importing runs. Thin views: the timeline and the comparison are computed in console/timeline.py and
-console/compare.py, a fork is made by the host (`Host.fork_run`), a file is read by engine/web/exchange.py."""
+exporting and importing runs. Thin views: the timeline, the fork form and the comparison are computed in
+console/pages/ (timeline.py, forking.py, compare.py), a fork is made by the host (`Host.fork_run`), a file is read by
+engine/web/exchange.py."""
 from __future__ import annotations
 
 import json
@@ -12,16 +13,16 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from engine.web.exchange import ExchangeError, export_run, import_run
-from engine.models import JournalEntry, Run
-from engine.core.journal.replay import describe
-from engine.runtime.host import HostError, current_host
-from engine.core.session import SessionError
+from engine.web.hosting import ready_host
+from engine.models import Run
+from engine.runtime.errors import NO_HOST, HostError
+from engine.runtime.host import current_host
 
 from console.access import can, needs, readers_only
-from console.compare import compare_runs
-from console.replaying import session_at
-from console.runview import machine_of
-from console.timeline import timeline_of
+from console.pages.compare import compare_runs
+from console.pages.forking import fork_inputs, fork_page
+from console.pages.runview import machine_of
+from console.pages.timeline import timeline_of
 
 __all__ = ["timeline", "fork", "compare", "export", "import_runs", "MAX_IMPORT_BYTES"]
 
@@ -55,7 +56,8 @@ async def fork(request: HttpRequest, run_id: str) -> HttpResponse:
     the form in its words."""
     user = await request.auser()
     source = request.POST if request.method == "POST" else request.GET
-    page = await sync_to_async(_fork_page)(run_id, source.get("step", ""))
+    step = source.get("step", "")
+    page = await sync_to_async(lambda: fork_page(_run_or_404(run_id), step))()
     page["can_fork"] = await sync_to_async(can)(user, "start")
     if request.method == "GET":
         return await sync_to_async(render)(request, "console/fork.html", page)
@@ -64,13 +66,12 @@ async def fork(request: HttpRequest, run_id: str) -> HttpResponse:
     page["answer"] = request.POST.get("answer", "")
     page["answer_input"] = request.POST.get("answer_input", "{}")
     errors: list[str] = list(page.get("errors", []))
-    context, answer = _fork_inputs(request.POST, page, errors)
-    host = current_host()
-    if host is None:
-        errors.append("no host drives runs in this server process (start it with `jr2 up`)")
-    if not errors and host is not None:
-        await host.ready.wait()
+    context, answer = fork_inputs(request.POST, page, errors)
+    if current_host() is None:
+        errors.append(NO_HOST)
+    if not errors:
         try:
+            host = await ready_host()
             fork_id = await host.fork_run(run_id, page["step"], context=context, answer=answer, user_id=user.pk)
         except HostError as err:
             errors.append(str(err))
@@ -78,66 +79,6 @@ async def fork(request: HttpRequest, run_id: str) -> HttpResponse:
             return redirect("console:run", run_id=fork_id)
     page["errors"] = errors
     return await sync_to_async(render)(request, "console/fork.html", page, status=400)
-
-
-def _fork_page(run_id: str, step_text: str) -> dict[str, Any]:
-    run = _run_or_404(run_id)
-    last = run.seq
-    try:
-        step = min(max(int(step_text), 1), last) if step_text else last
-    except ValueError:
-        step = last
-    entry = JournalEntry.objects.filter(run=run, seq=step).values_list("entry", flat=True).first() or {}
-    page: dict[str, Any] = {"run": run, "step": step, "last": last, "words": describe(entry), "errors": [],
-                            "gates": [], "context_text": "", "answer": "", "answer_input": "{}"}
-    machine = machine_of(run.workflow)
-    if machine is None or machine.digest != run.digest:
-        page["errors"].append(f'the workflow "{run.workflow}" ' + ("does not load here" if machine is None else
-                              "changed shape since this run was written") + ", so the run cannot be forked")
-        return page
-    try:
-        session = session_at(run, machine, step)
-    except SessionError as err:
-        page["errors"].append(f"this step cannot be rebuilt on the workflow: {err}")
-        return page
-    page.update(
-        status=session.status, active=session.active_paths, original_context=session.context,
-        context_text=json.dumps(session.context, indent=2, ensure_ascii=False, sort_keys=True, default=str),
-        gates=[{"id": gate.id, "path": gate.path, "events": [
-            {"value": f"{gate.id}|{event}", "event": event,
-             "fields": ", ".join(machine.events[event].input.model_fields) if event in machine.events else ""}
-            for event in gate.accepts]} for gate in session.gates])
-    if session.status != "active":
-        page["errors"].append(f"after step {step} the run had already ended ({session.status}); pick an earlier "
-                              "step")
-    return page
-
-
-def _fork_inputs(post: Any, page: dict[str, Any], errors: list[str]) -> tuple[Any, Any]:
-    """The edited context (None when unchanged) and the Gate answer (None when none was chosen), or the reasons
-    they are not valid, in `errors`."""
-    context = None
-    try:
-        parsed = json.loads(post.get("context", "") or "null")
-    except ValueError as err:
-        errors.append(f"the context is not JSON: {err}")
-    else:
-        if parsed is not None and parsed != page.get("original_context"):
-            context = parsed
-    answer = None
-    chosen = post.get("answer", "")
-    if chosen:
-        gate, _, event = chosen.partition("|")
-        try:
-            params = json.loads(post.get("answer_input", "") or "{}")
-        except ValueError as err:
-            errors.append(f"the Gate answer's input is not JSON: {err}")
-        else:
-            if not isinstance(params, dict):
-                errors.append(f"the Gate answer's input must be a JSON object; got {type(params).__name__}")
-            else:
-                answer = (gate, event, params)
-    return context, answer
 
 
 # -- comparing ----------------------------------------------------------------------------------------------------

@@ -21,10 +21,10 @@ from django.utils import timezone
 from engine.models import EffectRecord, JournalEntry, ModelCall, TurnMessage, TurnRecord
 from engine.core.journal.replay import describe
 
-from console.runview import Line, TurnView, _lines
+from console.pages.conversation import Line, TurnView, conversation_lines
 
-__all__ = ["STEP_PAGE", "STEP_HEAD", "TURN_PAGE", "StepView", "StepPage", "TurnPage", "Summary", "step_page", "steps_around",
-           "turn_page", "turn_lines", "summary", "cursor"]
+__all__ = ["STEP_PAGE", "STEP_HEAD", "TURN_PAGE", "StepView", "StepPage", "TurnItem", "TurnPage", "Summary",
+           "Feeds", "step_page", "steps_around", "turn_page", "turn_lines", "summary", "head", "cursor"]
 
 STEP_PAGE = 50     # steps per page
 STEP_HEAD = 10     # steps a live update carries (a page that missed more gets a loader for the gap)
@@ -179,7 +179,8 @@ def turn_page(run_id: str, before: int | None = None, after: int = 0, budget: in
     for record, size in chosen:
         total = totals.get(record.pk, {})
         if size <= budget:
-            lines, earlier, hidden = _lines(messages.get(record.pk, []), calls.get(record.pk, [])), None, 0
+            lines = conversation_lines(messages.get(record.pk, []), calls.get(record.pk, []))
+            earlier, hidden = None, 0
         else:
             lines, earlier, hidden = _window(record.pk, None, budget)
         view = TurnView(record, lines, int(total.get("calls") or 0), round(float(total.get("ms") or 0), 1))
@@ -204,7 +205,7 @@ def _window(turn_pk: int, before: int | None, limit: int) -> tuple[list[Line], i
     replies = sum(1 for m in found if m.kind == "reply")
     own = list(ModelCall.objects.filter(turn_id=turn_pk, status=ModelCall.Status.DONE).only(*CALL_FIELDS)
                .order_by("seq")[replies_before:replies_before + replies])
-    return _lines(found, own), (start if left else None), left
+    return conversation_lines(found, own), (start if left else None), left
 
 
 def turn_lines(turn_pk: int, before: int, limit: int = TURN_PAGE) -> tuple[list[Line], int | None, int]:
@@ -215,6 +216,3 @@ def turn_lines(turn_pk: int, before: int, limit: int = TURN_PAGE) -> tuple[list[
 def head(run_id: str, last_seq: int) -> Feeds:
     """The summary and the newest page of each feed, as the run page and its live regions show them."""
     return Feeds(summary(run_id, last_seq), step_page(run_id), turn_page(run_id))
-
-
-__all__ += ["TurnItem", "Feeds", "head"]

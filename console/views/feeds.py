@@ -1,4 +1,4 @@
-"""The run page's older history, a page at a time (console/feeds.py), and its deep links to one step.
+"""The run page's older history, a page at a time (console/pages/feeds.py), and its deep links to one step.
 
     GET /runs/<id>/steps/?before=<seq>[&after=<seq>]       older steps, newest first, as <li> items
     GET /runs/<id>/turns/?before=<pk>[&after=<pk>]         older Turns, as <article> cards
@@ -18,7 +18,7 @@ from django.template.loader import render_to_string
 from engine.models import Run, TurnRecord
 
 from console.access import readers_only
-from console.feeds import cursor, step_page, steps_around, turn_lines, turn_page
+from console.pages.feeds import cursor, step_page, steps_around, turn_lines, turn_page
 
 __all__ = ["run_steps", "run_turns", "turn_lines_view", "deep_link"]
 

@@ -1,0 +1,141 @@
+"""The runs list (with its search), the run page, and the run page's forms: answering a Gate and cancelling.
+
+Inputs go to the host that drives the run; the engine decides, and a refusal comes back to the form in the
+engine's words (as the form's region for htmx, else as the whole page with status 400).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from engine.models import Run
+from engine.runtime.errors import NoHost
+from engine.runtime.registry import workflows
+from engine.web import search as run_search
+from engine.web.hosting import ready_host
+
+from console.access import needs, readers_only
+from console.pages.costs import cost_section
+from console.pages.folds import graph_context
+from console.pages.forms import EVENT_FIELD, SchemaForm, check, schema_form
+from console.pages.links import query_with
+from console.pages.regions import run_regions
+from console.pages.runview import RunPage, gate_key, machine_of, run_page
+from console.pages.search_form import search_context
+from console.views.feeds import deep_link
+
+__all__ = ["runs", "run", "answer_gate", "cancel_run", "form_refused", "PAGE_SIZE"]
+
+PAGE_SIZE = 25
+
+
+@readers_only
+def runs(request: HttpRequest) -> HttpResponse:
+    """Every run, or those a search matches (engine/web/search.py: every filter a query on the server, in the URL)."""
+    search = run_search.parse(request.GET)
+    rows = search.apply(Run.objects.all())
+    count = rows.count()
+    pages = max(1, math.ceil(count / PAGE_SIZE))
+    try:
+        page = min(max(int(request.GET.get("page", "1")), 1), pages)
+    except ValueError:
+        page = 1
+    shown = rows.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+    statuses = dict(Run.objects.values_list("status").annotate(n=Count("id")))
+    return render(request, "console/runs.html", {
+        "runs": shown, "count": count, "page": page, "pages": pages, "search": search,
+        "workflow": request.GET.get("workflow", ""), "status": request.GET.get("status", ""),
+        "workflows": workflows().names(), "statuses": [(s, statuses.get(s, 0)) for s in Run.Status.values],
+        "query": query_with(request.GET, page=None), **search_context(request.GET, search),
+    }, status=400 if search.errors else 200)
+
+
+@readers_only
+def run(request: HttpRequest, run_id: str) -> HttpResponse:
+    page = run_page(run_id, request.user)
+    if page is None:
+        raise Http404(f"no run {run_id}")
+    return render(request, "console/run.html", {**_run_page_context(request, page), **deep_link(request, page)})
+
+
+def _run_page_context(request: HttpRequest | None, page: RunPage) -> dict[str, Any]:
+    """The run page's context: the graph lit for the run, and the section "Cost and time per state" (rendered
+    once with the page: the live regions do not carry it)."""
+    machine = page.machine
+    context: dict[str, Any] = {"svg": ""} if machine is None else graph_context(request, page.run.workflow, machine,
+                                                                                run=page.run)
+    context.update(page=page, run=page.run)
+    context.update(cost_section(request.GET if request is not None and request.method == "GET" else None,
+                                page.run, machine, context["svg"], reverse("console:run", args=[page.run.id])))
+    return context
+
+
+@require_POST
+async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpResponse:
+    """A Gate's form: the input is checked by the event's own model (errors at their fields), then delivered
+    through the host; the engine's refusal, if any, is shown on the form."""
+    user = await request.auser()
+    await sync_to_async(needs)(user, "answer")
+    run_row = await Run.objects.filter(id=run_id).afirst()
+    if run_row is None:
+        raise Http404(f"no run {run_id}")
+    event = request.POST.get(EVENT_FIELD, "")
+    machine = await sync_to_async(machine_of)(run_row.workflow)
+    definition = machine.gate_event(gate, event) if machine is not None else None
+    form = schema_form(definition.input if definition else None, request.POST)
+    values = await sync_to_async(check)(form, definition.input if definition else None)
+    if definition is None:
+        form.add_error(None, f'Gate "{gate}" does not take "{event}"')
+    elif values is not None:
+        try:
+            host = await ready_host()
+            delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=values,
+                                          by=user.get_username())
+        except Exception as err:  # noqa: BLE001 - no host here, or the run ended or moved to another host: say so
+            form.add_error(None, str(err))
+        else:
+            if delivery.outcome == "delivered":
+                if request.htmx:
+                    regions = await sync_to_async(run_regions)(run_id, user)
+                    return HttpResponse(regions or "")
+                return redirect(reverse("console:run", args=[run_id]) + "#run-gates")
+            form.add_error(None, delivery.error or delivery.outcome)
+    return await form_refused(request, run_id, user, gate_key(gate, event), form, "_gates")
+
+
+async def form_refused(request: HttpRequest, run_id: str, user: Any, key: str, form: SchemaForm,
+                       region: str) -> HttpResponse:
+    """A form the engine or the event's model refused, shown again with its errors: as its region for htmx, else
+    as the whole run page (400)."""
+    page = await sync_to_async(run_page)(run_id, user, {key: form})
+    if page is None:
+        raise Http404(f"no run {run_id}")
+    if request.htmx:
+        html = await sync_to_async(render_to_string)(
+            f"console/run/{region}.html", {"page": page, "run": page.run, "oob": True}, request)
+        return HttpResponse(html)
+    context = await sync_to_async(_run_page_context)(None, page)
+    return await sync_to_async(render)(request, "console/run.html", context, status=400)
+
+
+@require_POST
+async def cancel_run(request: HttpRequest, run_id: str) -> HttpResponse:
+    user = await request.auser()
+    await sync_to_async(needs)(user, "cancel")
+    try:
+        host = await ready_host()
+    except NoHost as err:
+        return HttpResponseBadRequest(str(err))
+    try:
+        await host.cancel(run_id)
+    except Exception as err:  # noqa: BLE001 - the run ended meanwhile: the page shows how it ended
+        return HttpResponseBadRequest(f"run {run_id} could not be cancelled: {err}")
+    return redirect("console:run", run_id=run_id)
