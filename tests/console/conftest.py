@@ -109,25 +109,18 @@ def operator(transactional_db: Any) -> User:
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real redis-server (Debian's package) on a free port, for the Redis channel layer."""
     import shutil
-    import socket
     import subprocess
-    import time
+
+    from tests.live_server import answered, free_port, listening
 
     server = shutil.which("redis-server")
     assert server, "redis-server is not installed (make test installs Debian's redis-server package)"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                                 "--dir", str(tmp_path_factory.mktemp("redis"))],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                time.sleep(0.05)
+        answered(lambda: listening(port), process=process, timeout=10, interval=0.05)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         process.terminate()
