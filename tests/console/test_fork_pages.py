@@ -2,25 +2,16 @@
 made, and a fork or an import landing on its new run's page."""
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import AsyncClient, Client
 
 from engine.models import JournalEntry, Run
-from engine.runtime.host import Host
-from tests.console.conftest import WORKFLOWS
+from tests.console.conftest import logged_in, post_as
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def logged_in(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def asked(run_id: str) -> int:
@@ -29,21 +20,7 @@ def asked(run_id: str) -> int:
 
 def post_fork(user: Any, run_id: str, data: dict[str, Any]) -> Any:
     """POST the fork form with a host running in this process; wait until no run is running."""
-    async def post() -> Any:
-        host = Host(WORKFLOWS, owner="console-tests")
-        await host.start()
-        try:
-            client = AsyncClient()
-            await client.aforce_login(user)
-            response = await client.post(f"/runs/{run_id}/fork/", data)
-            for _ in range(500):
-                if not await host.db(lambda: Run.objects.filter(status="running").exists()):
-                    break
-                await asyncio.sleep(0.02)
-            return response
-        finally:
-            await host.stop()
-    return asyncio.run(post())
+    return post_as(user, f"/runs/{run_id}/fork/", data)
 
 
 def test_the_fork_form_shows_the_context_and_the_gates_open_after_the_step(operator: Any, observer: Any,

@@ -7,11 +7,11 @@ import xml.etree.ElementTree as ET
 from typing import Any, Callable
 
 import pytest
-from pydantic import BaseModel
 
 from console.pages import graph
 from console.pages.graph import GraphError, lit_svg, machine_svg, state_dom_id, state_paths
-from engine import Machine, agent, define_event, effect, fail, jr2_setup, not_, sent_by
+from engine import Machine, agent, effect, fail, jr2_setup, not_, sent_by
+from tests.console.conftest import ev
 from workflows import code_review, notes, triage
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -26,14 +26,6 @@ def empty_cache() -> None:
 # ----------------------------------------------------------------------------------------------------------------
 # Machines
 # ----------------------------------------------------------------------------------------------------------------
-
-
-class Empty(BaseModel):
-    pass
-
-
-def ev(name: str) -> Any:
-    return define_event(name=name, input=Empty, description=f"The {name} event.")
 
 
 def is_ready(context: Any) -> bool:

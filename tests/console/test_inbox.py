@@ -14,16 +14,10 @@ from django.utils.html import escape
 
 from engine.models import GateRecord, Run
 from engine.runtime.host import Host
-from tests.console.conftest import NOTES_DOOR, WORKFLOWS, _until
+from tests.console.conftest import NOTES_DOOR, WORKFLOWS, _until, logged_in
 from tests.console.test_live import communicator, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def logged_in(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def items(page: str) -> list[str]:

@@ -12,16 +12,10 @@ from django.utils.html import escape
 
 from engine.models import JournalEntry, Run
 from engine.runtime.host import Host
-from tests.console.conftest import WORKFLOWS
+from tests.console.conftest import WORKFLOWS, logged_in, post_as
 from workflows import notes
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def logged_in(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def group_of(page: str, path: str) -> str:
@@ -195,24 +189,6 @@ def test_a_run_page_for_no_such_run_is_404(observer: Any, transactional_db: Any)
 
 
 # -- acting -----------------------------------------------------------------------------------------------------
-
-def post_as(user: Any, url: str, data: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
-    async def post() -> Any:
-        host = Host(WORKFLOWS, owner="console-tests")
-        await host.start()
-        try:
-            client = AsyncClient()
-            await client.aforce_login(user)
-            response = await client.post(url, data, headers=headers)
-            for _ in range(200):
-                if not await host.db(lambda: Run.objects.filter(status="running").exists()):
-                    break
-                await asyncio.sleep(0.02)
-            return response
-        finally:
-            await host.stop()
-    return asyncio.run(post())
-
 
 def test_answering_a_gate_in_the_browser_moves_the_run(answerer: Any, runs: dict[str, str]) -> None:
     run_id = runs["waiting"]

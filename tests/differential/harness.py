@@ -11,28 +11,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
-import signal
-import subprocess
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-RUNNER = HERE / "xstate_runner.mjs"
-NODE_MODULES = Path(os.environ.get("XSTATE_NODE_MODULES") or HERE / ".node" / "node_modules")
+from tests.differential import xstate
+
+RUNNER = xstate.HERE / "xstate_runner.mjs"
+#: What the runner reads of a chart, and the default of each.
+SENT = {"config": None, "events": None, "trace": False}
 BATCH = 1000  # charts per node process
-CHART_TIMEOUT_S = 10  # a chart that takes longer in our engine is reported as a (probable) infinite loop
-
-
-def xstate_missing() -> str | None:
-    """Why xstate cannot run here, or None if it can."""
-    if shutil.which("node") is None:
-        return "node is not on PATH"
-    if not (NODE_MODULES / "xstate" / "package.json").exists():
-        return f"xstate is not installed in {NODE_MODULES}"
-    return None
 
 
 # --- xstate ------------------------------------------------------------------------------------------------------
@@ -40,35 +25,7 @@ def xstate_missing() -> str | None:
 
 def run_xstate(charts: list[dict]) -> list[list[dict]]:
     """xstate's run of each chart (`{"config", "events"}`), in order: one node process per batch."""
-    return [steps for i in range(0, len(charts), BATCH) for steps in _run_batch(charts[i : i + BATCH])]
-
-
-def run_xstate_async(charts: list[dict]) -> Future:
-    """`run_xstate` in the background (node works while Python runs our engine)."""
-    pool = ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(run_xstate, charts)
-    pool.shutdown(wait=False)
-    return future
-
-
-def _run_batch(charts: list[dict]) -> list[list[dict]]:
-    payload = json.dumps(
-        {"charts": [{"config": c["config"], "events": c["events"], "trace": c.get("trace", False)} for c in charts]}
-    )
-    env = dict(os.environ, XSTATE_NODE_MODULES=str(NODE_MODULES))
-    proc = subprocess.run(
-        ["node", "--max-old-space-size=4096", str(RUNNER)],
-        input=payload,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"xstate_runner.mjs failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    results = json.loads(proc.stdout)["results"]
-    assert len(results) == len(charts)
-    return [r["steps"] for r in results]
+    return xstate.run_runner(RUNNER, charts, SENT, BATCH)
 
 
 # --- our engine --------------------------------------------------------------------------------------------------
@@ -110,14 +67,6 @@ def _engine():
     return _ENGINE
 
 
-class _Timeout(Exception):
-    pass
-
-
-def _on_alarm(signum, frame):
-    raise _Timeout(f"timed out after {CHART_TIMEOUT_S}s (an infinite loop?)")
-
-
 def _view(snapshot) -> dict:
     raw = {
         "value": snapshot.value,
@@ -128,39 +77,27 @@ def _view(snapshot) -> dict:
     return json.loads(json.dumps(raw, default=repr))
 
 
-def _error(exc: BaseException) -> dict:
-    return {"error": f"{type(exc).__name__}: {exc}"}
-
-
 def run_ours(chart: dict, events: list[str] | None = None) -> list[dict]:
     """Our engine's run of a chart, in the same shape as xstate's."""
     create_machine, actions, guards = _engine()
     events = chart["events"] if events is None else events
-    use_alarm = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
-    if use_alarm:
-        old = signal.signal(signal.SIGALRM, _on_alarm)
-        signal.alarm(CHART_TIMEOUT_S)
     steps: list[dict] = []
-    try:
+    with xstate.time_limit():
         try:
             machine = create_machine(copy.deepcopy(chart["config"]), actions=actions, guards=guards)
             snapshot, _ = machine.initial_transition()
             steps.append(_view(snapshot))
         except (Exception, RecursionError) as exc:
-            steps.append(_error(exc))
+            steps.append(xstate.error_step(exc))
             return steps
         for event in events:
             try:
                 snapshot, _ = machine.transition(snapshot, {"type": event})
                 steps.append(_view(snapshot))
             except (Exception, RecursionError) as exc:
-                steps.append(_error(exc))
+                steps.append(xstate.error_step(exc))
                 break
         return steps
-    finally:
-        if use_alarm:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, old)
 
 
 # --- comparison --------------------------------------------------------------------------------------------------

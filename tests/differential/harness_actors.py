@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import signal
-import subprocess
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from tests.differential import harness
+from tests.differential import harness, xstate
 
-RUNNER = harness.HERE / "xstate_actor_runner.mjs"
+RUNNER = xstate.HERE / "xstate_actor_runner.mjs"
+#: What the runner reads of a chart (each None when the chart has none).
+SENT = {"config": None, "children": None, "spawns": None, "events": None}
 BATCH = 500
 
 
@@ -31,27 +28,7 @@ BATCH = 500
 
 
 def run_xstate(charts: list[dict]) -> list[list[dict]]:
-    return [steps for i in range(0, len(charts), BATCH) for steps in _run_batch(charts[i : i + BATCH])]
-
-
-def run_xstate_async(charts: list[dict]) -> Future:
-    pool = ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(run_xstate, charts)
-    pool.shutdown(wait=False)
-    return future
-
-
-def _run_batch(charts: list[dict]) -> list[list[dict]]:
-    keys = ("config", "children", "spawns", "events")
-    payload = json.dumps({"charts": [{k: c.get(k) for k in keys} for c in charts]})
-    env = dict(os.environ, XSTATE_NODE_MODULES=str(harness.NODE_MODULES))
-    proc = subprocess.run(["node", "--max-old-space-size=4096", str(RUNNER)], input=payload, capture_output=True,
-                          text=True, env=env, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"xstate_actor_runner.mjs failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    results = json.loads(proc.stdout)["results"]
-    assert len(results) == len(charts)
-    return [r["steps"] for r in results]
+    return xstate.run_runner(RUNNER, charts, SENT, BATCH)
 
 
 # --- our engine --------------------------------------------------------------------------------------------------
@@ -123,13 +100,9 @@ def _view(actor: Any, out: list[str]) -> dict:
 def run_ours(chart: dict) -> list[dict]:
     from engine.core.statechart import SimulatedClock, create_actor, create_machine
 
-    use_alarm = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
-    if use_alarm:
-        old = signal.signal(signal.SIGALRM, harness._on_alarm)
-        signal.alarm(harness.CHART_TIMEOUT_S)
     out: list[str] = []
     steps: list[dict] = []
-    try:
+    with xstate.time_limit():
         try:
             actions, guards = _implementations(out, chart)
             children = {src: create_machine(copy.deepcopy(cfg), actions=actions, guards=guards)
@@ -143,7 +116,7 @@ def run_ours(chart: dict) -> list[dict]:
             actor.start()
             steps.append(_view(actor, out))
         except (Exception, RecursionError) as exc:
-            steps.append(harness._error(exc))
+            steps.append(xstate.error_step(exc))
             return steps
         for step in chart["events"]:
             try:
@@ -153,13 +126,9 @@ def run_ours(chart: dict) -> list[dict]:
                     actor.send({"type": step})
                 steps.append(_view(actor, out))
             except (Exception, RecursionError) as exc:
-                steps.append(harness._error(exc))
+                steps.append(xstate.error_step(exc))
                 break
         return steps
-    finally:
-        if use_alarm:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, old)
 
 
 # --- comparison --------------------------------------------------------------------------------------------------

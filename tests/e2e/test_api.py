@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from tests.e2e.conftest import LiveServer, make_server
+from tests.live_server import LiveServer, make_server
 
 NOTES_GATE = "writing.asking"
 QUESTION = "Who reads these notes, and what should they know first?"
@@ -98,10 +98,8 @@ def set_permissions(live: LiveServer, username: str, *codenames: str) -> None:
 
 
 def new_token(live: LiveServer, username: str, *extra: str) -> str:
-    made = live.jr2("token", "create", username, *extra)
-    assert made.returncode == 0, made.stdout + made.stderr
-    key = made.stdout.strip()
-    assert key.startswith("jr2_") and "\n" not in key, made.stdout
+    key = live.new_token(username, *extra)
+    assert key.startswith("jr2_") and "\n" not in key, key
     return key
 
 

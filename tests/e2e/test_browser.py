@@ -17,7 +17,8 @@ from typing import Any, Iterator
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, ViewportSize, WebSocketRoute, expect
 
-from tests.e2e.conftest import ROOT, LiveServer, make_server
+from tests import browsers
+from tests.live_server import ROOT, LiveServer, served
 
 SHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT: ViewportSize = {"width": 1400, "height": 1000}
@@ -45,12 +46,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     # The production lease (conftest's 3 s is for the tests that kill servers; this one is never killed). A short
     # lease renews every second, and a run started while a renewal is under way can be dropped by its own host
     # ("lease lost to another host"), a runtime race reported separately.
-    live = make_server(tmp_path_factory.mktemp("browser"), {"JR2_LEASE_SECONDS": "15"})
-    try:
-        live.add_users({OPERATOR: ["operators"], OBSERVER: []}, PASSWORD)
+    with served(tmp_path_factory.mktemp("browser"), {"JR2_LEASE_SECONDS": "15"},
+                users={OPERATOR: ["operators"], OBSERVER: []}, password=PASSWORD) as live:
         yield live
-    finally:
-        live.stop()
 
 
 
@@ -97,17 +95,7 @@ def new_context(browser: Browser) -> BrowserContext:
 
 
 def log_in(context: BrowserContext, server: LiveServer, username: str, next_path: str = "/") -> Page:
-    tab = context.new_page()
-    tab.goto(f"{server.url}/accounts/login/?next={next_path}")
-    fill_login(tab, username)
-    tab.wait_for_url(server.url + next_path)
-    return tab
-
-
-def fill_login(tab: Page, username: str) -> None:
-    tab.get_by_label("Username").fill(username)
-    tab.get_by_label("Password").fill(PASSWORD)
-    tab.get_by_role("button", name="Log in").click()
+    return browsers.log_in(context, server.url, username, PASSWORD, next_path)
 
 
 def shot(tab: Page, name: str) -> None:
@@ -161,18 +149,11 @@ def start_from_form(tab: Page, server: LiveServer, changes: str, play: str | Non
 
 def waiting_run(server: LiveServer, changes: str) -> str:
     """A notes run started through the API, its writer's question open at the Gate."""
-    with server.client() as client:
-        created = client.post("/api/workflows/notes/runs", json={"changes": changes})
-        assert created.status_code == 201, created.text
-        run_id = str(created.json()["id"])
-    server.wait_for(run_id, "waiting")
-    return run_id
+    return server.start_run("notes", {"changes": changes}, "waiting")
 
 
 def reply_through_api(server: LiveServer, run_id: str, text: str) -> None:
-    with server.client() as client:
-        sent = client.post(f"/api/runs/{run_id}/gates/writing.asking/events", json={"type": "reply", "text": text})
-        assert sent.status_code == 200, sent.text
+    server.answer(run_id, "writing.asking", "reply", text=text)
 
 
 def gate_form(tab: Page) -> Locator:
@@ -197,7 +178,7 @@ def test_log_in_and_read_the_notes_workflow(browser: Browser, server: LiveServer
         expect(tab.get_by_role("heading", name="Log in")).to_be_visible()
         shot(tab, "login")
 
-        fill_login(tab, OPERATOR)
+        browsers.fill_login(tab, OPERATOR, PASSWORD)
         tab.wait_for_url(f"{server.url}/workflows/notes/")
         expect(tab.get_by_role("heading", level=1)).to_contain_text("notes")
         expect(tab.locator("header.top")).to_contain_text(OPERATOR)

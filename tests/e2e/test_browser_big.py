@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect
 
-from tests.e2e.conftest import ROOT, LiveServer, make_server
+from tests.live_server import ROOT, LiveServer, served
 from tests.e2e.test_browser import (  # noqa: F401 - page is a fixture, used by name
     OPERATOR, PASSWORD, SHOTS, log_in, new_context, page, settled)
 
@@ -39,13 +39,9 @@ def shot(tab: Page, name: str) -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     files = {"ledger.py": "from bench.ledger import machine  # noqa: F401\n",
              "big.py": "from bench.graph import big_machine\n\nmachine = big_machine()\n"}
-    live = make_server(tmp_path_factory.mktemp("browser-big"), {"JR2_LEASE_SECONDS": "15", "PYTHONPATH": str(ROOT)},
-                       files=files)
-    try:
-        live.add_users({OPERATOR: ["operators"]}, PASSWORD)
+    with served(tmp_path_factory.mktemp("browser-big"), {"JR2_LEASE_SECONDS": "15", "PYTHONPATH": str(ROOT)},
+                files=files, users={OPERATOR: ["operators"]}, password=PASSWORD) as live:
         yield live
-    finally:
-        live.stop()
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +65,8 @@ def tick(server: LiveServer, run_id: str, times: int) -> int:
 @pytest.fixture(scope="module")
 def big_run(server: LiveServer) -> dict[str, Any]:
     """A ledger run: 60 notes in laps of 20 (3 Turns of the clerk), then its desk ticked to over 250 steps."""
-    with server.client() as client:
-        made = client.post("/api/workflows/ledger/runs", json={"notes": 60, "lap": 20})
-        assert made.status_code == 201, made.text
-        run_id = str(made.json()["id"])
-    server.wait_for(run_id, "waiting")
-    with server.client() as client:
-        sent = client.post(f"/api/runs/{run_id}/gates/writing.asking/events", json={"type": "reply", "text": "ok"})
-        assert sent.status_code == 200, sent.text
+    run_id = server.start_run("ledger", {"notes": 60, "lap": 20}, "waiting")
+    server.answer(run_id, "writing.asking", "reply", text="ok")
     server.wait_for(run_id, "waiting")
     seq = tick(server, run_id, 1)
     seq = tick(server, run_id, max(0, (260 - seq) // 2 + 1))

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import LiveServer, make_server
+from tests.live_server import LiveServer, served
 from tests.e2e.test_browser import (  # noqa: F401 - operator and page are fixtures, used by name
     OPERATOR, PASSWORD, operator, page, settled, shot, waiting_run)
 from tests.e2e.test_cli_forks import GREET
@@ -24,28 +24,9 @@ expect.set_options(timeout=15_000)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    live = make_server(tmp_path_factory.mktemp("browser-forks"), {"JR2_LEASE_SECONDS": "15"},
-                       files={"greet.py": GREET})
-    try:
-        live.add_users({OPERATOR: ["operators"]}, PASSWORD)
+    with served(tmp_path_factory.mktemp("browser-forks"), {"JR2_LEASE_SECONDS": "15"}, files={"greet.py": GREET},
+                users={OPERATOR: ["operators"]}, password=PASSWORD) as live:
         yield live
-    finally:
-        live.stop()
-
-
-def greet_run(server: LiveServer, name: str) -> str:
-    with server.client() as client:
-        created = client.post("/api/workflows/greet/runs", json={"name": name})
-        assert created.status_code == 201, created.text
-    run_id = str(created.json()["id"])
-    server.wait_for(run_id, "waiting")
-    return run_id
-
-
-def answer(server: LiveServer, run_id: str, gate: str, event: str, **params: Any) -> None:
-    with server.client() as client:
-        sent = client.post(f"/api/runs/{run_id}/gates/{gate}/events", json={"type": event, **params})
-        assert sent.status_code == 200, sent.text
 
 
 def test_the_timeline_draws_the_run_opens_a_bars_detail_and_moves_live(page: Page, server: LiveServer) -> None:
@@ -64,7 +45,7 @@ def test_the_timeline_draws_the_run_opens_a_bars_detail_and_moves_live(page: Pag
     expect(detail).to_contain_text("Who reads these notes")
     page.evaluate("window.__sameDocument = 'yes'")
     page.wait_for_function("window.__ws.opens > 0")
-    answer(server, run_id, "writing.asking", "reply", text="Operators")
+    server.answer(run_id, "writing.asking", "reply", text="Operators")
     expect(page.locator('details[id="tl-gate-writing.asking"]')).to_contain_text("answered", timeout=20_000)
     expect(page.locator('details[id="tl-gate-writing.asking"]')).to_have_attribute("open", "")
     assert page.evaluate("window.__sameDocument") == "yes", "the chart moved without a reload"
@@ -72,7 +53,7 @@ def test_the_timeline_draws_the_run_opens_a_bars_detail_and_moves_live(page: Pag
 
 
 def test_a_fork_with_an_edited_context_runs_to_a_different_output(page: Page, server: LiveServer) -> None:
-    parent = greet_run(server, "Ada")
+    parent = server.start_run("greet", {"name": "Ada"}, "waiting")
     page.goto(f"{server.url}/runs/{parent}/")
     page.locator("#run-fork-link").click()
     expect(page.locator("#fork-step-words")).to_contain_text("step 1: the run started with")
@@ -95,19 +76,19 @@ def test_a_fork_with_an_edited_context_runs_to_a_different_output(page: Page, se
     expect(page.locator("#run-status-badge")).to_have_text("done")
     expect(page.locator("#run-output")).to_contain_text('"text": "Bonjour, Ada!"')
     shot(page, "run-fork")
-    answer(server, parent, "desk", "go")
+    server.answer(parent, "desk", "go")
     assert server.wait_for(parent, "done")["output"] == {"text": "Hello, Ada!"}
 
 
 def test_the_compare_view_marks_the_first_difference(page: Page, server: LiveServer) -> None:
-    parent = greet_run(server, "Grace")
+    parent = server.start_run("greet", {"name": "Grace"}, "waiting")
     with server.client() as client:
         made = client.post(f"/api/runs/{parent}/fork", json={"step": 1, "context": {
             "name": "Grace", "greeting": "Hi"}, "answer": {"gate": "desk", "event": "go"}})
         assert made.status_code == 201, made.text
     fork = made.json()["id"]
     server.wait_for(fork, "done")
-    answer(server, parent, "desk", "go")
+    server.answer(parent, "desk", "go")
     server.wait_for(parent, "done")
     page.goto(f"{server.url}/runs/{parent}/")
     page.locator("#run-forks").get_by_role("link", name="compare").click()
@@ -124,7 +105,7 @@ def test_the_compare_view_marks_the_first_difference(page: Page, server: LiveSer
 
 
 def test_export_then_import_gives_a_read_only_run(page: Page, server: LiveServer, tmp_path: Path) -> None:
-    run_id = greet_run(server, "Linus")
+    run_id = server.start_run("greet", {"name": "Linus"}, "waiting")
     page.goto(f"{server.url}/runs/{run_id}/")
     with page.expect_download() as download:
         page.locator("#run-export-link").click()

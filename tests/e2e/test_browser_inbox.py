@@ -10,7 +10,7 @@ from typing import Any
 
 from playwright.sync_api import Page, WebSocketRoute, expect
 
-from tests.e2e.conftest import LiveServer
+from tests.live_server import LiveServer
 from tests.e2e.test_browser import (  # noqa: F401 - the fixtures are used by name
     OPERATOR, operator, page, reply_through_api, server, settled, shot, waiting_run,
 )

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from engine.cli.client import Client, CliError
-from tests.e2e.conftest import BIN, LiveServer, free_port
+from tests.live_server import LiveServer, free_port, jr2_script
 
 CHANGES = "One fix.\nTwo fix."
 NOTES_INPUT = json.dumps({"changes": CHANGES})
@@ -31,10 +31,8 @@ class Following:
     """`jr2 run ...` in the background: its stderr read line by line as it comes."""
 
     def __init__(self, live: LiveServer, *args: str) -> None:
-        script = shutil.which("jr2", path=str(BIN))
-        assert script
         # Ctrl-C as from a terminal: a suite run as a background job ignores SIGINT, and a child would inherit that.
-        self.process = subprocess.Popen([script, "run", *args], cwd=live.folder, env=live.env, text=True,
+        self.process = subprocess.Popen([jr2_script(), "run", *args], cwd=live.folder, env=live.env, text=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.lines: list[str] = []
@@ -88,29 +86,14 @@ def reply_ends_the_run(source: str) -> str:
     return edited
 
 
-def started(live: LiveServer, workflow: str = "notes", body: Any = None) -> str:
-    with live.client() as client:
-        created = client.post(f"/api/workflows/{workflow}/runs",
-                              json=body if body is not None else {"changes": CHANGES})
-        assert created.status_code == 201, created.text
-        return str(created.json()["id"])
-
-
 def waiting_notes_run(live: LiveServer) -> str:
-    run_id = started(live)
-    live.wait_for(run_id, "waiting")
-    return run_id
+    return live.start_run("notes", {"changes": CHANGES}, "waiting")
 
 
 def only_line(text: str) -> str:
     lines = text.splitlines()
     assert len(lines) == 1, f"one line expected: {lines}"
     return lines[0]
-
-
-def journal(live: LiveServer, run_id: str) -> list[dict[str, Any]]:
-    with live.client() as client:
-        return list(client.get(f"/api/runs/{run_id}/journal").json()["entries"])
 
 
 # -- jr2 run ------------------------------------------------------------------------------------------------------
@@ -263,7 +246,7 @@ def test_run_input_errors_are_one_line_and_exit_2(live: LiveServer, tmp_path: Pa
 
 def test_runs_lists_a_table_and_json(live: LiveServer) -> None:
     run_id = waiting_notes_run(live)
-    triage_id = started(live, "triage", {"title": "Crash on save", "body": "It crashes."})
+    triage_id = live.start_run("triage", {"title": "Crash on save", "body": "It crashes."})
     live.wait_for(triage_id, "waiting")
     table = live.jr2("runs")
     assert table.returncode == 0, table.stderr
@@ -429,7 +412,7 @@ def steps(entries: list[dict[str, Any]]) -> int:
 
 def test_replay_of_a_finished_run_is_the_same(live: LiveServer) -> None:
     run_id = finished_notes_run(live)
-    n = steps(journal(live, run_id))
+    n = steps(live.journal(run_id))
     proc = live.jr2("replay", run_id[:6])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"same ({n} steps)\n"
@@ -438,7 +421,7 @@ def test_replay_of_a_finished_run_is_the_same(live: LiveServer) -> None:
     through_api = live.jr2("replay", run_id, "--url", live.url)
     assert through_api.returncode == 0, through_api.stderr
     assert through_api.stdout == f"same ({n} steps)\n"
-    triage_id = started(live, "triage", {"title": "Crash on save", "body": "It crashes."})
+    triage_id = live.start_run("triage", {"title": "Crash on save", "body": "It crashes."})
     live.wait_for(triage_id, "waiting")
     triage = live.jr2("replay", triage_id)  # an Effect's result and its start mark, a live run
     assert triage.returncode == 0, triage.stdout + triage.stderr
@@ -447,7 +430,7 @@ def test_replay_of_a_finished_run_is_the_same(live: LiveServer) -> None:
 
 def test_replay_against_an_edited_guard_names_the_first_divergence(live: LiveServer, tmp_path: Path) -> None:
     run_id = finished_notes_run(live)
-    entries = journal(live, run_id)
+    entries = live.journal(run_id)
     gate = next(e["seq"] for e in entries if e["kind"] == "gate")
     done = next(e["seq"] for e in entries if e["kind"] == "pick" and e["entry"]["event"] == "done")
     source = (live.workflows / "notes.py").read_text()
@@ -471,7 +454,7 @@ def test_replay_against_an_edited_guard_names_the_first_divergence(live: LiveSer
 
 def test_replay_of_a_changed_shape_needs_against_current(live: LiveServer, tmp_path: Path) -> None:
     run_id = finished_notes_run(live)
-    entries = journal(live, run_id)
+    entries = live.journal(run_id)
     gate = next(e["seq"] for e in entries if e["kind"] == "gate")
     edited = tmp_path / "workflows"
     shutil.copytree(live.workflows, edited, ignore=shutil.ignore_patterns("__pycache__"))

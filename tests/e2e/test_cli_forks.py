@@ -9,7 +9,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.e2e.conftest import LiveServer, make_server
+from tests.live_server import LiveServer, served
 
 #: A Gate, then an output made from the context: a fork with another greeting ends with another output.
 GREET = '''
@@ -43,11 +43,8 @@ machine = jr2_setup(events=[go]).create_machine({
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = make_server(tmp_path_factory.mktemp("forks"), files={"greet.py": GREET})
-    try:
+    with served(tmp_path_factory.mktemp("forks"), files={"greet.py": GREET}) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def started(live: LiveServer) -> str:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import httpx
 import pytest
 
-from tests.e2e.conftest import LiveServer, make_server
+from tests.live_server import LiveServer, make_server
 from tests.fakes.model_server import ModelServer, tool_call
 
 CRASHY = (Path(__file__).parent / "crashy.py").read_text()
@@ -42,23 +42,6 @@ def until(check: Callable[[], Any], timeout: float = 30, what: str = "") -> Any:
     raise AssertionError(f"timed out waiting for {what or check}")
 
 
-def journal(server: LiveServer, run_id: str) -> list[dict[str, Any]]:
-    with server.client() as client:
-        return list(client.get(f"/api/runs/{run_id}/journal").json()["entries"])
-
-
-def start(server: LiveServer, workflow: str, door: Any) -> str:
-    with server.client() as client:
-        created = client.post(f"/api/workflows/{workflow}/runs", json=door)
-        assert created.status_code == 201, created.text
-        return str(created.json()["id"])
-
-
-def answer(server: LiveServer, run_id: str, gate: str, **payload: Any) -> httpx.Response:
-    with server.client() as client:
-        return client.post(f"/api/runs/{run_id}/gates/{gate}/events", json=payload)
-
-
 def assert_kept(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
     """Nothing journaled before the kill was lost, and the journal has no gap or duplicate."""
     assert [e["seq"] for e in after] == list(range(1, len(after) + 1))
@@ -68,7 +51,7 @@ def assert_kept(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> No
 
 def finish(server: LiveServer, run_id: str) -> dict[str, Any]:
     server.wait_for(run_id, "waiting")
-    assert answer(server, run_id, "human", type="reply", text="yes").status_code == 200
+    assert server.send(run_id, "human", "reply", text="yes").status_code == 200
     return server.wait_for(run_id, "done", "failed")
 
 
@@ -76,7 +59,7 @@ def finish(server: LiveServer, run_id: str) -> dict[str, Any]:
 def test_an_undisturbed_run_is_the_reference(tmp_path: Path) -> None:
     server, counts = crash_server(tmp_path)
     try:
-        run = finish(server, start(server, "crashy", None))
+        run = finish(server, server.start_run("crashy", None))
         assert run["status"] == "done" and run["output"] == EXPECTED
         assert (runs_of(counts, "build"), runs_of(counts, "check")) == (1, 1)
     finally:
@@ -86,14 +69,14 @@ def test_an_undisturbed_run_is_the_reference(tmp_path: Path) -> None:
 def test_killed_while_a_non_idempotent_effect_runs_it_is_not_run_again(tmp_path: Path) -> None:
     server, counts = crash_server(tmp_path, CRASH_SLEEP="5")
     try:
-        run_id = start(server, "crashy", None)
+        run_id = server.start_run("crashy", None)
         until(lambda: runs_of(counts, "build") == 1, what="the build Effect to start")
-        before = journal(server, run_id)
+        before = server.journal(run_id)
         server.restart({"CRASH_SLEEP": "0"})
         run = finish(server, run_id)
         assert run["status"] == "done" and run["output"] == EXPECTED
         assert runs_of(counts, "build") == 1, "a non-idempotent Effect ran twice"
-        after = journal(server, run_id)
+        after = server.journal(run_id)
         assert_kept(before, after)
         [failed] = [e["entry"] for e in after if e["kind"] == "effect_failed"]
         assert "interrupted by a restart" in failed["error"]["message"]
@@ -108,14 +91,14 @@ def test_killed_while_a_non_idempotent_effect_runs_it_is_not_run_again(tmp_path:
 def test_killed_while_an_idempotent_effect_runs_it_runs_again(tmp_path: Path) -> None:
     server, counts = crash_server(tmp_path, CRASH_SLEEP="2")
     try:
-        run_id = start(server, "crashy", None)
+        run_id = server.start_run("crashy", None)
         until(lambda: runs_of(counts, "check") == 1, what="the check Effect to start")
-        before = journal(server, run_id)
+        before = server.journal(run_id)
         server.restart({"CRASH_SLEEP": "0"})
         run = finish(server, run_id)
         assert run["status"] == "done" and run["output"] == EXPECTED
         assert (runs_of(counts, "build"), runs_of(counts, "check")) == (1, 2)
-        after = journal(server, run_id)
+        after = server.journal(run_id)
         assert_kept(before, after)
         started = [e["entry"] for e in after if e["kind"] == "effect_started"]
         assert [s.get("attempt") for s in started] == [1, 1, 2]
@@ -126,16 +109,16 @@ def test_killed_while_an_idempotent_effect_runs_it_runs_again(tmp_path: Path) ->
 def test_killed_while_waiting_at_a_gate_the_gate_is_still_open(tmp_path: Path) -> None:
     server, counts = crash_server(tmp_path)
     try:
-        run_id = start(server, "crashy", None)
+        run_id = server.start_run("crashy", None)
         waiting = server.wait_for(run_id, "waiting")
-        before = journal(server, run_id)
+        before = server.journal(run_id)
         server.restart()
         again = server.wait_for(run_id, "waiting")
         assert [g["id"] for g in again["gates"]] == [g["id"] for g in waiting["gates"]] == ["human"]
         run = finish(server, run_id)
         assert run["status"] == "done" and run["output"] == EXPECTED
         assert (runs_of(counts, "build"), runs_of(counts, "check")) == (1, 1)
-        assert_kept(before, journal(server, run_id))
+        assert_kept(before, server.journal(run_id))
     finally:
         server.stop()
 
@@ -143,16 +126,16 @@ def test_killed_while_waiting_at_a_gate_the_gate_is_still_open(tmp_path: Path) -
 def test_killed_between_a_gate_answers_commit_and_its_notification(tmp_path: Path) -> None:
     server, counts = crash_server(tmp_path, JR2_CRASH_AFTER_COMMIT="gate")
     try:
-        run_id = start(server, "crashy", None)
+        run_id = server.start_run("crashy", None)
         server.wait_for(run_id, "waiting")
         with pytest.raises(httpx.HTTPError):
-            answer(server, run_id, "human", type="reply", text="yes")
+            server.send(run_id, "human", "reply", text="yes")
         until(lambda: server.process is not None and server.process.poll() is not None, what="the server to die")
         server.env.pop("JR2_CRASH_AFTER_COMMIT")
         server.restart()
         run = server.wait_for(run_id, "done", "failed")
         assert run["status"] == "done" and run["output"] == EXPECTED
-        entries = journal(server, run_id)
+        entries = server.journal(run_id)
         assert [e["kind"] for e in entries].count("gate") == 1
         assert [e["seq"] for e in entries] == list(range(1, len(entries) + 1))
         assert (runs_of(counts, "build"), runs_of(counts, "check")) == (1, 1)
@@ -168,18 +151,18 @@ def test_killed_while_a_model_request_is_in_flight_it_is_asked_again(tmp_path: P
         server = make_server(tmp_path, {"ANTHROPIC_API_KEY": "test-key", "JR2_ANTHROPIC_BASE_URL": model.url,
                                         "JR2_PROVIDER_MAX_RETRIES": "0"})
         try:
-            run_id = start(server, "notes", {"changes": "Faster start-up."})
+            run_id = server.start_run("notes", {"changes": "Faster start-up."})
             until(lambda: model.count() == 1, what="the first model request")
-            before = journal(server, run_id)
+            before = server.journal(run_id)
             server.restart()
             until(lambda: model.count() == 2, what="the request to be asked again")
             first, second = model.requests[0].body, model.requests[1].body
             assert second["messages"] == first["messages"] and second["tools"] == first["tools"]
             server.wait_for(run_id, "waiting")
-            assert answer(server, run_id, "writing.asking", type="reply", text="Admins").status_code == 200
+            assert server.send(run_id, "writing.asking", "reply", text="Admins").status_code == 200
             run = server.wait_for(run_id, "done", "failed")
             assert run["status"] == "done" and run["output"] == {"notes": "- Faster start-up."}
-            assert_kept(before, journal(server, run_id))
+            assert_kept(before, server.journal(run_id))
             with server.client() as client:
                 calls = client.get(f"/api/runs/{run_id}/turns").json()[0]["calls"]
             assert [c["status"] for c in calls] == ["interrupted", "done", "done"]

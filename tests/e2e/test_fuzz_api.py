@@ -35,7 +35,7 @@ from schemathesis.checks import (content_type_conformance, negative_data_rejecti
 
 from engine.web.api import api
 from tests.databases import all_rows
-from tests.e2e.conftest import LiveServer, make_server
+from tests.live_server import LiveServer, make_server
 
 EXAMPLES = int(os.environ.get("JR2_FUZZ_EXAMPLES", "5"))
 #: (method, path) of every operation in the document, read in-process at collection; the test reads the live one.
@@ -75,30 +75,23 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def tokens(server: LiveServer) -> dict[str, str | None]:
     """Who calls: an operator (every permission), an observer (none), a revoked token, a made-up one, nobody."""
     server.add_users({"observer": []})
-    reader = server.jr2("token", "create", "observer")
-    assert reader.returncode == 0, reader.stderr
-    revoked = server.jr2("token", "create", "e2e", "--name", "revoked")
-    assert revoked.returncode == 0, revoked.stderr
-    gone = server.jr2("token", "revoke", revoked.stdout.strip()[:10])
+    reader = server.new_token("observer")
+    revoked = server.new_token("e2e", "--name", "revoked")
+    gone = server.jr2("token", "revoke", revoked[:10])
     assert gone.returncode == 0, gone.stdout + gone.stderr
-    return {"operator": server.token, "observer": reader.stdout.strip(), "revoked": revoked.stdout.strip(),
-            "made-up": "jr2_" + "x" * 43, "nobody": None}
+    return {"operator": server.token, "observer": reader, "revoked": revoked, "made-up": "jr2_" + "x" * 43,
+            "nobody": None}
 
 
 
 @pytest.fixture(scope="module")
 def known(server: LiveServer) -> dict[str, list[str]]:
     """Real path values: workflow names, runs in each state (waiting at a Gate, finished), their Gate ids."""
-    runs: list[str] = []
+    runs = [server.start_run(workflow, DOORS[workflow]) for workflow in ("notes", "triage")]
+    for run_id in runs:
+        server.wait_for(run_id, "waiting")
+    ended = server.start_run("notes", DOORS["notes"], "waiting")
     with server.client() as client:
-        for workflow in ("notes", "triage"):
-            created = client.post(f"/api/workflows/{workflow}/runs", json=DOORS[workflow])
-            assert created.status_code == 201, created.text
-            runs.append(created.json()["id"])
-        for run_id in runs:
-            server.wait_for(run_id, "waiting")
-        ended = client.post("/api/workflows/notes/runs", json=DOORS["notes"]).json()["id"]
-        server.wait_for(ended, "waiting")
         assert client.post(f"/api/runs/{ended}/cancel").status_code == 200
     return {"name": ["notes", "triage", "code_review", "nope"], "run_id": [*runs, ended],
             "gate": ["writing.asking", "desk", "writing", "nope"]}

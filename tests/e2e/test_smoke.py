@@ -1,5 +1,5 @@
 """The live server fixture itself: `jr2 up` answers, and a notes run goes through the API with a Gate answer."""
-from tests.e2e.conftest import LiveServer
+from tests.live_server import LiveServer
 
 
 def test_a_notes_run_through_the_api(live: LiveServer) -> None:

@@ -20,9 +20,9 @@ from django.core.management import CommandError, call_command
 from engine import Machine
 from engine.runtime.loader import load_workflows, package_name, workflows_folder
 from tests.databases import fresh_database_url
+from tests.live_server import answered, copy_workflows, free_port, jr2_script
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 
 # SPEC.md 7, verbatim.
 NOTES_SEATS = textwrap.dedent("""\
@@ -78,15 +78,10 @@ REFUSAL = ('MachineError: machine "gatekeeper": state "gatekeeper.working" has a
            "event has")
 
 
-def _copy_workflows(dest: Path) -> Path:
-    shutil.copytree(ROOT / "workflows", dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    return dest
-
-
 @pytest.fixture
 def real_folder(tmp_path: Path) -> Path:
     """A copy of the project's workflows/ folder, outside the project."""
-    return _copy_workflows(tmp_path / "real")
+    return copy_workflows(tmp_path / "real")
 
 
 @pytest.fixture
@@ -105,9 +100,7 @@ def mixed_folder(tmp_path: Path) -> Path:
 def _jr2(*args: str, folder: Path, via: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "JR2_WORKFLOWS": str(folder)}
     if via == "script":
-        script = shutil.which("jr2", path=str(BIN))
-        assert script, f"the jr2 console script is not installed in {BIN} (run `make install`)"
-        cmd = [script, *args]
+        cmd = [jr2_script(), *args]
     else:
         cmd = [sys.executable, str(ROOT / "manage.py"), "jr2", *args]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
@@ -197,15 +190,10 @@ def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(real_fo
 
 
 def test_up_checks_migrates_and_serves_the_console(real_folder: Path, tmp_path: Path) -> None:
-    import socket
-    import time
     import urllib.request
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    script = shutil.which("jr2", path=str(BIN))
-    assert script
+    port = free_port()
+    script = jr2_script()
     env = {**os.environ, "JR2_WORKFLOWS": str(real_folder), "JR2_SQLITE_PATH": str(tmp_path / "up.sqlite3"),
            "PYTHONUNBUFFERED": "1", "JR2_CONSOLE_OPEN_READS": "1"}
     database = fresh_database_url()
@@ -214,13 +202,8 @@ def test_up_checks_migrates_and_serves_the_console(real_folder: Path, tmp_path: 
     server = subprocess.Popen([script, "up", f"127.0.0.1:{port}"], cwd=tmp_path, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        page = None
-        deadline = time.monotonic() + 60
-        while page is None and time.monotonic() < deadline and server.poll() is None:
-            try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode()
-            except OSError:
-                time.sleep(0.2)
+        page = answered(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode(),
+                        process=server, interval=0.2)
         assert page is not None, "the Console never answered"
         assert "notes.writing" in page and "agent:writer" in page
         if database is None:
@@ -259,11 +242,7 @@ def test_check_refuses_a_missing_folder(tmp_path: Path) -> None:
 def test_the_server_commands_run_in_process_too_and_name_a_server_that_is_down(subcommand: list[str]) -> None:
     """Through call_command as well as the console script: an error is one line on stderr and exit code 2
     (the commands against a server are tested end to end in tests/e2e/test_cli.py)."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    url = f"http://127.0.0.1:{free_port()}"
     err = StringIO()
     with pytest.raises(SystemExit) as exited:
         call_command("jr2", *subcommand, "--url", url, stdout=StringIO(), stderr=err)
@@ -298,8 +277,8 @@ def test_loader_reports_every_file(mixed_folder: Path) -> None:
 
 
 def test_loader_imports_by_path_under_a_name_unique_to_the_folder(tmp_path: Path) -> None:
-    one = _copy_workflows(tmp_path / "one")
-    two = _copy_workflows(tmp_path / "two")
+    one = copy_workflows(tmp_path / "one")
+    two = copy_workflows(tmp_path / "two")
     first, second = load_workflows(one), load_workflows(two)
     a, b = first.machines["notes"], second.machines["notes"]
     assert a is not b and a.statechart is not b.statechart
@@ -309,7 +288,7 @@ def test_loader_imports_by_path_under_a_name_unique_to_the_folder(tmp_path: Path
 
 
 def test_loader_imports_afresh_each_time(tmp_path: Path) -> None:
-    folder = _copy_workflows(tmp_path / "flows")
+    folder = copy_workflows(tmp_path / "flows")
     before = load_workflows(folder).machines["notes"]
     source = (folder / "notes.py").read_text()
     (folder / "notes.py").write_text(source.replace('"id": "notes"', '"id": "notes2"'))
@@ -385,6 +364,6 @@ def test_a_helper_module_that_fails_to_import_fails_the_check_as_a_helper(tmp_pa
 def test_an_effect_calls_name_does_not_depend_on_the_folder_it_was_loaded_from(tmp_path: Path) -> None:
     """A run's recorded outputs name the function an Effect calls; moving the workflows folder must not change
     them (or a resumed run would look drifted)."""
-    one, two = load_workflows(_copy_workflows(tmp_path / "one")), load_workflows(_copy_workflows(tmp_path / "two"))
+    one, two = load_workflows(copy_workflows(tmp_path / "one")), load_workflows(copy_workflows(tmp_path / "two"))
     names = {found.machines["triage"].slots["duplicates"].spec["function"] for found in (one, two)}
     assert names == {"triage.search_issues"}

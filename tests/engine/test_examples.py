@@ -16,13 +16,10 @@ from engine.core.outputs import (
     EffectCancelled, EffectRequested, GateClosed, GateOpened, NoticeKept, PickAnswered, PickStopped, RunEnded,
     TurnEnded, TurnStarted,
 )
+from tests.engine.helpers import of
 from workflows import code_review, notes, triage
 
 EXAMPLES = {"notes": notes, "code_review": code_review, "triage": triage}
-
-
-def of(outputs, cls):
-    return [o for o in outputs if isinstance(o, cls)]
 
 
 def one(outputs, cls):

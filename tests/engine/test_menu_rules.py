@@ -8,18 +8,8 @@ from pydantic import BaseModel, Field, create_model
 from engine import (
     MachineError, agent, answer, assign, define_event, effect, fail, from_pick, jr2_setup, sent_by,
 )
+from tests.engine.helpers import build, event
 from workflows import notes
-
-
-def event(name, audience=None, description=None, **fields):
-    """An event whose input has `fields` (each a type, all required)."""
-    model = create_model(f"{name.title().replace('_', '').replace('-', '')}Input",
-                         **{key: (kind, ...) for key, kind in fields.items()})
-    return define_event(name=name, input=model, description=description or f"Send {name}.", audience=audience)
-
-
-def writer():
-    return agent(model="script/writer", instructions="You write.")
 
 
 def reviewer():
@@ -28,10 +18,6 @@ def reviewer():
 
 def lookup(query=None):
     return {"rows": []}
-
-
-def build(events, config, **actors):
-    return jr2_setup(events=events, actors={"writer": writer(), **actors}).create_machine(config)
 
 
 def assert_names(err, machine, state, event_name):

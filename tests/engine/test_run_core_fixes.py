@@ -12,29 +12,11 @@ from engine import (
 from engine.core.outputs import (
     NoticeKept, PickAnswered, PickStopped, RunEnded, TurnEnded,
 )
-
-
-def event(name, **fields):
-    model = create_model(f"{name.title().replace('_', '')}Params", **{k: (t, ...) for k, t in fields.items()})
-    return define_event(name=name, input=model, description=f"Send {name}.")
+from tests.engine.helpers import event, frozen, of, started
 
 
 def slot(name):
     return agent(model=f"script/{name}", instructions=f"You are {name}.")
-
-
-def of(outputs, kind):
-    return [o for o in outputs if isinstance(o, kind)]
-
-
-def started(machine, input=None):
-    session = Session(machine, input)
-    session.drain()
-    return session
-
-
-def frozen(session):
-    return copy.deepcopy(session.snapshot), len(session.journal)
 
 
 def noop(**_):

@@ -2,50 +2,20 @@
 
 Each test builds a small Machine inline with jr2_setup(...).create_machine(...) and drives it only through the
 Session's inputs (pick, send_gate, effect_done, effect_failed, advance, fault)."""
-import copy
-
 import pytest
-from pydantic import create_model
 
-from engine import Session, agent, answer, assign, define_event, effect, fail, jr2_setup, raise_, sent_by
+from engine import Session, answer, assign, effect, fail, raise_, sent_by
 from engine.core.outputs import (
     EffectCancelled, GateClosed, NoticeKept, PickAnswered, PickStopped, TurnEnded, TurnStarted,
 )
+from tests.engine.helpers import build, event, frozen, of, started
 from workflows import notes
 
 DOOR = {"changes": "Faster start-up.\nA new export button."}
 
 
-def event(name, **fields):
-    model = create_model(f"{name.title().replace('_', '')}Params", **{k: (t, ...) for k, t in fields.items()})
-    return define_event(name=name, input=model, description=f"Send {name}.")
-
-
-def writer():
-    return agent(model="script/writer", instructions="You write.")
-
-
 def lookup(query=None):
     return None
-
-
-def build(events, config, **actors):
-    return jr2_setup(events=events, actors={"writer": writer(), **actors}).create_machine(config)
-
-
-def of(outputs, kind):
-    return [o for o in outputs if isinstance(o, kind)]
-
-
-def frozen(session):
-    """What must not change when nothing is delivered."""
-    return copy.deepcopy(session.snapshot), len(session.journal)
-
-
-def started(machine, input=None):
-    session = Session(machine, input)
-    session.drain()
-    return session
 
 
 # -- a Machine with a mode, a targetless pick, Effects, a timer, and a way out ---------------------------------

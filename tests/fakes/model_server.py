@@ -34,6 +34,8 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pytest
 
+from tests.live_server import free_port
+
 __all__ = ["ModelServer", "Reply", "ToolUse", "Recorded", "tool_call", "text", "refusal", "error", "closed_port_url",
            "model_server"]
 
@@ -341,10 +343,7 @@ def _error_body(api: str, status: int, message: str) -> dict[str, Any]:
 
 def closed_port_url() -> str:
     """A URL on 127.0.0.1 where nothing listens (connections are refused)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 @pytest.fixture

@@ -8,14 +8,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.databases import fresh_database_url
-from tests.e2e.conftest import free_port
+from tests.live_server import answered, free_port, migrate, spawn, stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 JR2 = [sys.executable, "-m", "jr2.cli"]
@@ -39,30 +38,20 @@ def test_a_web_process_does_not_keep_a_database_connection_for_each_request_it_s
     assert url is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("JR2_") and k not in ("REDIS_URL",)}
     env.update(DATABASE_URL=url, PYTHONPATH=str(ROOT), JR2_WORKFLOWS=str(ROOT / "workflows"), JR2_DEBUG="0")
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    migrate(env)
     token = subprocess.run([*JR2, "token", "create", "conns", "--create-user"], cwd=ROOT, env=env, check=True,
                            capture_output=True, text=True).stdout.strip().splitlines()[-1]
     port = free_port()
-    with open(tmp_path / "web.log", "wb") as log:
-        web = subprocess.Popen([*JR2, "web", "--port", str(port)], cwd=ROOT, env=env, stdout=log,
-                               stderr=subprocess.STDOUT)
+    web = spawn([*JR2, "web", "--port", str(port)], cwd=ROOT, env=env, log=tmp_path / "web.log")
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
                           timeout=30, trust_env=False) as client:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if client.get("/api/runs").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert web.poll() is None and time.monotonic() < deadline, (tmp_path / "web.log").read_text()
-                time.sleep(0.1)
+            up = answered(lambda: client.get("/api/runs").status_code == 200, process=web)
+            assert up, (tmp_path / "web.log").read_text()
             before = connections(url)
             for _ in range(40):
                 assert client.get("/api/runs?status=waiting").status_code == 200
             after = connections(url)
     finally:
-        web.terminate()
-        web.wait(timeout=30)
+        stop_group(web, timeout=30)
     assert after - before <= 2, f"{after - before} more connections held after 40 requests"

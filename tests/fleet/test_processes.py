@@ -3,23 +3,18 @@ second pass): a run started through the web process is driven by a worker, a Gat
 reaches it, a killed worker's Effect process dies with it and its run is taken over, and SIGTERM drains a worker."""
 from __future__ import annotations
 
-import os
-import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import httpx
 import pytest
 
 from bench.soak import JR2, Fleet
-from tests.databases import fresh_database_url
+from tests.live_server import api_client, copy_workflows, migrate, run_when, server_env
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 
 LONG = '''
 import os, sys, time
@@ -66,18 +61,11 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture
 def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    workflows = tmp_path / "workflows"
-    shutil.copytree(ROOT / "workflows", workflows, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (workflows / "long.py").write_text(LONG)
-    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "JR2_HOST_ID", "DATABASE_URL")}
-    env.update({"JR2_WORKFLOWS": str(workflows), "JR2_SQLITE_PATH": str(tmp_path / "db.sqlite3"),
-                "JR2_SCRIPTED": "1", "JR2_LEASE_SECONDS": "2", "JR2_SCAN_SECONDS": "0.2", "PYTHONUNBUFFERED": "1",
-                "LONG_PIDS": str(tmp_path / "pids"), "JR2_DRAIN_SECONDS": "1"})
-    database = fresh_database_url()
-    if database is not None:
-        env["DATABASE_URL"] = database
+    env = server_env(tmp_path, copy_workflows(tmp_path / "workflows", {"long.py": LONG}), {
+        "JR2_SCRIPTED": "1", "JR2_LEASE_SECONDS": "2", "JR2_SCAN_SECONDS": "0.2", "LONG_PIDS": str(tmp_path / "pids"),
+        "JR2_DRAIN_SECONDS": "1"})
     fleet = Fleet(tmp_path, env)
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], env=env, check=True)
+    migrate(env)
     token = fleet.jr2("token", "create", "fleet", "--create-user").strip()
     fleet.env["TOKEN"] = token
     fleet.start(webs=1, workers=1)
@@ -88,18 +76,7 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
 
 
 def api(fleet: Fleet) -> httpx.Client:
-    return httpx.Client(base_url=fleet.webs[0].url, headers={"Authorization": f"Bearer {fleet.env['TOKEN']}"},
-                        timeout=60)
-
-
-def wait_run(client: httpx.Client, run_id: str, check: Any, timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        run = client.get(f"/api/runs/{run_id}").json()
-        if check(run):
-            return dict(run)
-        assert time.monotonic() < deadline, f"run {run_id} never got there: {run}"
-        time.sleep(0.05)
+    return api_client(fleet.webs[0].url, fleet.env["TOKEN"], timeout=60)
 
 
 def test_a_run_started_and_answered_through_the_web_process_is_driven_by_the_worker(fleet: Fleet) -> None:
@@ -107,10 +84,10 @@ def test_a_run_started_and_answered_through_the_web_process_is_driven_by_the_wor
         made = client.post("/api/workflows/notes/runs", json={"changes": "Faster start-up."})
         assert made.status_code == 201, made.text
         run_id = made.json()["id"]
-        wait_run(client, run_id, lambda r: r["status"] == "waiting")
+        run_when(client, run_id, lambda r: r["status"] == "waiting")
         answered = client.post(f"/api/runs/{run_id}/gates/writing.asking/events", json={"type": "reply", "text": "Ops"})
         assert answered.status_code == 200, answered.text
-        run = wait_run(client, run_id, lambda r: r["status"] == "done")
+        run = run_when(client, run_id, lambda r: r["status"] == "done")
         assert "Ops" in run["output"]["notes"]
         again = client.post(f"/api/runs/{run_id}/gates/writing.asking/events", json={"type": "reply", "text": "x"})
         assert again.status_code == 409
@@ -133,7 +110,7 @@ def test_a_killed_workers_effect_dies_with_it_and_its_run_is_taken_over(fleet: F
             time.sleep(0.05)
         killed = time.monotonic()
         fleet.workers[0] = fleet.start_worker(0)
-        run = wait_run(client, run_id, lambda r: r["status"] == "done")
+        run = run_when(client, run_id, lambda r: r["status"] == "done")
         assert time.monotonic() - killed < 15
         assert run["output"] == {"ended": "interrupted"}, run
         assert len(pids.read_text().split()) == 1, "the non-idempotent Effect was run again"
@@ -142,7 +119,7 @@ def test_a_killed_workers_effect_dies_with_it_and_its_run_is_taken_over(fleet: F
 def test_sigterm_drains_a_worker_which_hands_its_runs_back_and_exits(fleet: Fleet) -> None:
     with api(fleet) as client:
         run_id = client.post("/api/workflows/notes/runs", json={"changes": "x"}).json()["id"]
-        wait_run(client, run_id, lambda r: r["status"] == "waiting")
+        run_when(client, run_id, lambda r: r["status"] == "waiting")
         worker = fleet.workers[0]
         worker.popen.send_signal(signal.SIGTERM)
         assert worker.popen.wait(timeout=20) == 0
@@ -151,4 +128,4 @@ def test_sigterm_drains_a_worker_which_hands_its_runs_back_and_exits(fleet: Flee
         fleet.workers[0] = fleet.start_worker(0)
         answered = client.post(f"/api/runs/{run_id}/gates/writing.asking/events", json={"type": "reply", "text": "x"})
         assert answered.status_code == 200, answered.text
-        wait_run(client, run_id, lambda r: r["status"] == "done", timeout=10)
+        run_when(client, run_id, lambda r: r["status"] == "done", timeout=10)

@@ -15,12 +15,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.providers import reset_providers
 from engine.runtime.host import Host
 from tests.llama_server import MODEL, PROVIDER_SETTINGS, LlamaServer
 from tests.local_workflow import DIALS, DOOR, REPLY, notes_once
-from tests.runtime.hosting import hosted, status, until
+from tests.runtime.hosting import hosted, records, status, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -46,16 +45,6 @@ def on_llama(llama: LlamaServer, settings: Any) -> Iterator[LlamaServer]:
         yield llama
     finally:
         reset_providers()
-
-
-def records(run_id: str) -> dict[str, Any]:
-    return {
-        "run": Run.objects.get(id=run_id),
-        "journal": [e.entry for e in JournalEntry.objects.filter(run_id=run_id).order_by("seq")],
-        "turns": list(TurnRecord.objects.filter(run_id=run_id).order_by("started_at", "id")),
-        "calls": list(ModelCall.objects.filter(run_id=run_id).order_by("seq")),
-        "messages": list(TurnMessage.objects.filter(run_id=run_id).order_by("id")),
-    }
 
 
 def test_a_real_model_walks_the_machine_to_its_final_state(on_llama: LlamaServer) -> None:

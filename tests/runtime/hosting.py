@@ -4,12 +4,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable, Mapping
 
-from engine.models import Run
+from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.providers import aclose_all
 from engine.runtime.host import Host
 from workflows.notes import machine as notes_machine
 
-__all__ = ["hosted", "fleet", "until", "status"]
+__all__ = ["hosted", "fleet", "until", "status", "records"]
 
 
 def hosted(workflows: Mapping[str, Any], body: Callable[[Host], Awaitable[None]], owner: str = "test-host",
@@ -48,17 +48,29 @@ def fleet(body: Callable[..., Awaitable[None]], *roles: str, workflows: dict[str
     asyncio.run(main())
 
 
-async def until(host: Host, check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    """Poll the database (on the host's thread) until `check` gives something truthy."""
+async def until(host: Host, check: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    """Poll the database (on the host's thread) until `check` gives something truthy (else the test fails, saying
+    it timed out waiting for `what`)."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         value = await host.db(check)
         if value:
             return value
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {check}")
+            raise AssertionError(f"timed out waiting for {what or check}")
         await asyncio.sleep(0.02)
 
 
 def status(run_id: str, *wanted: str) -> Callable[[], Run | None]:
     return lambda: Run.objects.filter(id=run_id, status__in=wanted).first()
+
+
+def records(run_id: str) -> dict[str, Any]:
+    """Everything the run wrote, for assertions (read on the host's database thread)."""
+    return {
+        "run": Run.objects.get(id=run_id),
+        "journal": [e.entry for e in JournalEntry.objects.filter(run_id=run_id).order_by("seq")],
+        "turns": list(TurnRecord.objects.filter(run_id=run_id).order_by("started_at", "id")),
+        "calls": list(ModelCall.objects.filter(run_id=run_id).order_by("seq")),
+        "messages": list(TurnMessage.objects.filter(run_id=run_id).select_related("turn").order_by("id")),
+    }

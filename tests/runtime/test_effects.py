@@ -5,7 +5,6 @@ import asyncio
 import json
 import os
 import shlex
-import socket
 import sys
 import threading
 import time
@@ -20,6 +19,7 @@ from engine import effect
 from engine.core.outputs import EffectRequested
 from engine.runtime.effects import EffectOutcome, run_effect
 from engine.core.slots import EffectSlot
+from tests.live_server import free_port
 from workflows.triage import search_issues
 
 PY = sys.executable
@@ -271,10 +271,7 @@ def test_http_status_500_is_an_error_with_the_status_and_body(server: str) -> No
 
 
 def test_http_connection_refused_is_an_error_naming_the_url() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/hook"
+    url = f"http://127.0.0.1:{free_port()}/hook"
     outcome = run(effect.http(url))
     assert not outcome.ok
     assert outcome.value["message"].startswith(f"HTTP POST {url} failed: ConnectError")

@@ -16,14 +16,14 @@ import pytest
 from pydantic import BaseModel, Field
 
 from engine import agent, answer, assign, define_event, fail, jr2_setup
-from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
+from engine.models import ModelCall
 from engine.core.prompts import BRIEFING, reprompt_message
 from engine.runtime.providers import reset_providers
 from engine.runtime.host import Host
 from engine.runtime.driver import UNANSWERED
 from engine.core.turn_policy import TurnPolicy
 from engine.core.workflow import Machine
-from tests.runtime.hosting import status, until
+from tests.runtime.hosting import records, status, until
 from tests.runtime.hosting import hosted as hosted_with
 from tests.fakes.model_server import ModelServer, Recorded, Reply, ToolUse, error, text, tool_call
 from workflows import notes
@@ -66,17 +66,6 @@ async def requests_made(server: ModelServer, count: int, timeout: float = 10.0) 
         if time.monotonic() > deadline:
             raise AssertionError(f"the model was asked {server.count()} times, not {count}")
         await asyncio.sleep(0.01)
-
-
-def records(run_id: str) -> dict[str, Any]:
-    """Everything the run wrote, for assertions (read on the host's database thread)."""
-    return {
-        "run": Run.objects.get(id=run_id),
-        "journal": [e.entry for e in JournalEntry.objects.filter(run_id=run_id).order_by("seq")],
-        "turns": list(TurnRecord.objects.filter(run_id=run_id).order_by("started_at", "id")),
-        "calls": list(ModelCall.objects.filter(run_id=run_id).order_by("seq")),
-        "messages": list(TurnMessage.objects.filter(run_id=run_id).select_related("turn").order_by("id")),
-    }
 
 
 def kinds(journal: list[dict[str, Any]]) -> list[str]:

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.databases import server_database
-from tests.e2e.conftest import LiveServer, make_server
+from tests.live_server import LiveServer, served
 
 PASSWORD = "a long test password"
 #: username -> groups: the roles of docs/console.md ("Who may do what").
@@ -46,18 +46,11 @@ machine = jr2_setup(events=[], actors={
 '''
 
 
-def add_users(server: LiveServer) -> None:
-    server.add_users(ROLES, PASSWORD)
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = make_server(tmp_path_factory.mktemp("security"), {"JR2_LEASE_SECONDS": "15"}, files={"echo.py": ECHO})
-    try:
-        add_users(server)
+    with served(tmp_path_factory.mktemp("security"), {"JR2_LEASE_SECONDS": "15"}, files={"echo.py": ECHO},
+                users=ROLES, password=PASSWORD) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def csrf_of(html: str) -> str:
@@ -75,16 +68,6 @@ def log_in(server: LiveServer, username: str) -> httpx.Client:
                        headers={"Referer": f"{server.url}/accounts/login/"})
     assert done.status_code == 302 and done.headers["location"] == "/", (done.status_code, done.text[:300])
     return client
-
-
-def started(server: LiveServer, workflow: str, door: dict[str, str], *statuses: str) -> str:
-    with server.client() as api:
-        created = api.post(f"/api/workflows/{workflow}/runs", json=door)
-        assert created.status_code == 201, created.text
-        run_id = str(created.json()["id"])
-    if statuses:
-        server.wait_for(run_id, *statuses)
-    return run_id
 
 
 def database_rows(server: LiveServer, tables: tuple[str, ...] = ("engine_run", "engine_journalentry",

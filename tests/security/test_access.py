@@ -10,8 +10,8 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from tests.e2e.conftest import LiveServer
-from tests.security.conftest import csrf_of, database_rows, log_in, started
+from tests.live_server import LiveServer
+from tests.security.conftest import csrf_of, database_rows, log_in
 
 NOTES = {"changes": "One fix."}
 GATE = "writing.asking"
@@ -23,7 +23,7 @@ MAY = {"anonymous": set(), "observer": set(), "answerer": {"answer"},
 @pytest.fixture(scope="module")
 def waiting(site: LiveServer) -> str:
     """A notes run waiting at its Gate, for the refusals (nobody may change it)."""
-    return started(site, "notes", NOTES, "waiting")
+    return site.start_run("notes", NOTES, "waiting")
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +39,7 @@ def clients(site: LiveServer) -> Iterator[dict[str, httpx.Client]]:
 def tokens(site: LiveServer) -> dict[str, str | None]:
     made: dict[str, str | None] = {"anonymous": None}
     for name in ("observer", "answerer", "operator"):
-        created = site.jr2("token", "create", name)
-        assert created.returncode == 0, created.stderr
-        made[name] = created.stdout.strip()
+        made[name] = site.new_token(name)
     return made
 
 
@@ -90,7 +88,7 @@ def test_console_actions_without_the_permission_are_403_and_change_nothing(
 
 
 def test_a_gate_answerer_answers_a_gate_from_the_console(site: LiveServer, clients: dict[str, httpx.Client]) -> None:
-    run_id = started(site, "notes", NOTES, "waiting")
+    run_id = site.start_run("notes", NOTES, "waiting")
     got = post(clients["answerer"], f"/runs/{run_id}/gates/{GATE}/", {"_event": "reply", "text": "Admins"})
     assert got.status_code == 302, got.text[:300]
     assert "Admins" in site.wait_for(run_id, "done")["output"]["notes"]
@@ -140,7 +138,7 @@ def test_api_operations_without_the_token_or_permission_are_refused_and_change_n
 
 
 def test_api_operations_with_the_permission_act(site: LiveServer, tokens: dict[str, str | None]) -> None:
-    run_id = started(site, "notes", NOTES, "waiting")
+    run_id = site.start_run("notes", NOTES, "waiting")
     with site.client(tokens["answerer"]) as answerer:
         assert answerer.post(f"/api/runs/{run_id}/gates/{GATE}/events",
                              json={"type": "reply", "text": "Ops"}).status_code == 200

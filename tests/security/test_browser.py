@@ -15,8 +15,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page
 
-from tests.e2e.conftest import LiveServer, make_server
-from tests.security.conftest import ECHO, PASSWORD, add_users, csrf_of, started
+from tests.browsers import log_in
+from tests.live_server import LiveServer, served
+from tests.security.conftest import ECHO, PASSWORD, ROLES, csrf_of
 
 PAYLOAD = ('<b data-xss="1">bold</b><img data-xss="1" src="x" onerror="window.__xss=1">'
            '<script data-xss="1">window.__xss=1</script>"\'><svg data-xss="1" onload="window.__xss=1"></svg>')
@@ -49,12 +50,9 @@ document.addEventListener('securitypolicyviolation', e => window.__csp.push(
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     env = {"DJANGO_SETTINGS_MODULE": "jr2.settings_production", "JR2_SECRET_KEY": secrets.token_urlsafe(64),
            "JR2_ALLOWED_HOSTS": "127.0.0.1,localhost", "JR2_SSL_REDIRECT": "0", "JR2_LEASE_SECONDS": "15"}
-    live = make_server(tmp_path_factory.mktemp("browser-security"), env, files={"echo.py": ECHO, "fails.py": FAILS})
-    try:
-        add_users(live)
+    with served(tmp_path_factory.mktemp("browser-security"), env, files={"echo.py": ECHO, "fails.py": FAILS},
+                users=ROLES, password=PASSWORD) as live:
         yield live
-    finally:
-        live.stop()
 
 
 
@@ -62,13 +60,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def operator(browser: Browser, server: LiveServer) -> Iterator[BrowserContext]:
     context = browser.new_context()
     context.add_init_script(WATCH)
-    tab = context.new_page()
-    tab.goto(f"{server.url}/accounts/login/")
-    tab.get_by_label("Username").fill("operator")
-    tab.get_by_label("Password").fill(PASSWORD)
-    tab.get_by_role("button", name="Log in").click()
-    tab.wait_for_url(f"{server.url}/")
-    tab.close()
+    log_in(context, server.url, "operator", PASSWORD).close()
     yield context
     context.close()
 
@@ -102,17 +94,14 @@ class Visitor:
 def runs(server: LiveServer) -> dict[str, str]:
     """Runs whose every written field carries the payload."""
     made: dict[str, str] = {}
-    with server.client() as api:
-        made["door"] = started(server, "notes", {"changes": PAYLOAD}, "waiting")
-        made["failed"] = started(server, "fails", {"text": PAYLOAD}, "failed")
-        made["echo"] = started(server, "echo", {"text": PAYLOAD}, "done")
-        made["triage"] = started(server, "triage", {"title": PAYLOAD, "body": PAYLOAD}, "waiting")
-        assert api.post(f"/api/runs/{made['triage']}/gates/desk/events",
-                        json={"type": "withdraw", "reason": PAYLOAD}).status_code == 200
-        made["answered"] = started(server, "notes", {"changes": "Plain."}, "waiting")
-        assert api.post(f"/api/runs/{made['answered']}/gates/writing.asking/events",
-                        json={"type": "reply", "text": PAYLOAD}).status_code == 200
-        server.wait_for(made["answered"], "done")
+    made["door"] = server.start_run("notes", {"changes": PAYLOAD}, "waiting")
+    made["failed"] = server.start_run("fails", {"text": PAYLOAD}, "failed")
+    made["echo"] = server.start_run("echo", {"text": PAYLOAD}, "done")
+    made["triage"] = server.start_run("triage", {"title": PAYLOAD, "body": PAYLOAD}, "waiting")
+    server.answer(made["triage"], "desk", "withdraw", reason=PAYLOAD)
+    made["answered"] = server.start_run("notes", {"changes": "Plain."}, "waiting")
+    server.answer(made["answered"], "writing.asking", "reply", text=PAYLOAD)
+    server.wait_for(made["answered"], "done")
     operator = Visitor(server)
     operator.log_in("operator")
     got = operator.send("POST", "/workflows/notes/runs/", {"changes": "Played.", "_play": "writer"})
@@ -186,7 +175,7 @@ def test_an_unknown_address_with_markup_in_it_shows_none(server: LiveServer, ope
 
 
 def test_htmx_answers_a_gate_from_the_page_under_the_csp(server: LiveServer, operator: BrowserContext) -> None:
-    run_id = started(server, "notes", {"changes": "One fix."}, "waiting")
+    run_id = server.start_run("notes", {"changes": "One fix."}, "waiting")
     tab, errors = load(operator, f"{server.url}/runs/{run_id}/")
     form = tab.locator("form.gate-form[data-event='reply']")
     form.get_by_label("text").fill(PAYLOAD)

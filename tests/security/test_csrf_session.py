@@ -9,8 +9,8 @@ import re
 
 import httpx
 
-from tests.e2e.conftest import LiveServer
-from tests.security.conftest import PASSWORD, csrf_of, database_rows, log_in, started
+from tests.live_server import LiveServer
+from tests.security.conftest import PASSWORD, csrf_of, database_rows, log_in
 
 FORM = re.compile(r'<form\b[^>]*\bmethod="post"[^>]*>', re.IGNORECASE)
 ACTION = re.compile(r'\baction="([^"]*)"')
@@ -26,7 +26,7 @@ def post_forms(html: str, page: str) -> set[str]:
 
 def test_every_post_form_is_refused_without_its_csrf_token(site: LiveServer) -> None:
     operator = log_in(site, "operator")
-    run_id = started(site, "notes", {"changes": "One fix."}, "waiting")
+    run_id = site.start_run("notes", {"changes": "One fix."}, "waiting")
     take = operator.post(f"/runs/{run_id}/seats/writer/take/", headers={"Referer": site.url},
                          data={"csrfmiddlewaretoken": operator.cookies["csrftoken"]})
     assert take.status_code == 302, "the operator holds the writer's seat, so its pick forms show"

@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from tests.e2e.conftest import LiveServer
-from tests.security.conftest import started
+from tests.live_server import LiveServer
 
 
 @pytest.mark.parametrize("shape", ["semicolon", "subshell", "backticks", "pipe", "quotes", "newline", "glob"])
@@ -24,7 +23,7 @@ def test_shell_metacharacters_in_a_workflow_input_reach_the_command_as_one_liter
         "newline": f"x\ntouch {marker}\n",
         "glob": "* ~ $HOME ${PATH} > out.txt 2>&1 &",
     }[shape]
-    run_id = started(site, "echo", {"text": payload})
+    run_id = site.start_run("echo", {"text": payload})
     run = site.wait_for(run_id, "done", "failed")
     assert run["status"] == "done", run
     assert json.loads(run["output"]["printed"]) == [payload], "the argument arrived changed or split"

@@ -9,18 +9,15 @@ import httpx
 import pytest
 
 from tests.databases import all_rows, server_database
-from tests.e2e.conftest import LiveServer, make_server
-from tests.security.conftest import PASSWORD, add_users, csrf_of
+from tests.live_server import LiveServer, served
+from tests.security.conftest import PASSWORD, ROLES, csrf_of
 
 
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = make_server(tmp_path_factory.mktemp("limits"), {"JR2_RATE_LOGIN": "3/300", "JR2_RATE_TOKEN": "4/300"})
-    try:
-        add_users(server)
+    with served(tmp_path_factory.mktemp("limits"), {"JR2_RATE_LOGIN": "3/300", "JR2_RATE_TOKEN": "4/300"},
+                users=ROLES, password=PASSWORD) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def attempt(server: LiveServer, username: str, password: str) -> httpx.Response:

@@ -14,8 +14,8 @@ from typing import Iterator
 import httpx
 import pytest
 
-from tests.e2e.conftest import ROOT, LiveServer, make_server
-from tests.security.conftest import PASSWORD, add_users, csrf_of
+from tests.live_server import ROOT, LiveServer, served
+from tests.security.conftest import PASSWORD, ROLES, csrf_of
 
 KEY = secrets.token_urlsafe(64)
 PRODUCTION = {"DJANGO_SETTINGS_MODULE": "jr2.settings_production", "JR2_SECRET_KEY": KEY,
@@ -62,13 +62,9 @@ def test_production_refuses_a_weak_secret_key() -> None:
 def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """`jr2 up` under the production settings behind a (pretend) proxy: X-Forwarded-Proto says HTTPS. The proxy
     redirects plain HTTP itself (JR2_SSL_REDIRECT=0), so the test server's readiness probe gets its 200."""
-    server = make_server(tmp_path_factory.mktemp("production"), {**PRODUCTION, "JR2_BEHIND_PROXY": "1",
-                                                                  "JR2_SSL_REDIRECT": "0"})
-    try:
-        add_users(server)
+    with served(tmp_path_factory.mktemp("production"), {**PRODUCTION, "JR2_BEHIND_PROXY": "1", "JR2_SSL_REDIRECT": "0"},
+                users=ROLES, password=PASSWORD) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize("env,headers,expected", [

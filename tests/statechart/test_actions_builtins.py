@@ -31,6 +31,8 @@ from engine.core.statechart import (
     stop_child,
 )
 
+from tests.statechart.helpers import started
+
 
 class LoopDetected(Exception):
     """Raised by a test callable to break out of a runaway event loop."""
@@ -54,12 +56,6 @@ def assert_refused_string_event(build):
     assert actor.snapshot.status == "error"
     assert len(errors) == 1
     assert errors[0] is actor.snapshot.error
-
-
-def started(machine, **options):
-    actor = create_actor(machine, **options)
-    actor.start()
-    return actor
 
 
 def watch_errors(actor):

@@ -18,11 +18,7 @@ from engine.core.statechart import (
     send_to,
 )
 
-
-def started(machine, **options):
-    actor = create_actor(machine, **options)
-    actor.start()
-    return actor
+from tests.statechart.helpers import started
 
 
 class Recorder:

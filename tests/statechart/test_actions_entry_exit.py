@@ -13,46 +13,8 @@ from engine.core.statechart import (
     send_to,
 )
 
-from tests.statechart.tracking import as_list
-
-
-def _walk(node, label, make_enter, make_exit, path=()):
-    """Copy a state-node config, prepending trackers to its entry/exit."""
-    node = dict(node)
-    node["entry"] = [make_enter(label), *as_list(node.get("entry"))]
-    node["exit"] = [make_exit(label), *as_list(node.get("exit"))]
-    if "states" in node:
-        children = {}
-        for key, child in node["states"].items():
-            child_path = (*path, key)
-            children[key] = _walk(child, ".".join(child_path), make_enter, make_exit, child_path)
-        node["states"] = children
-    return node
-
-
-def track_entries(config):
-    """Return (config with inline tracking actions, flush()).
-
-    Every state node gets an inline action first in its entry and exit lists that
-    records "enter: <path>" / "exit: <path>"; the root is called "__root__".
-    flush() returns what was recorded since the previous flush.
-    """
-    seen = []
-
-    def recorder(text):
-        def track():
-            seen.append(text)
-
-        return track
-
-    tracked = _walk(config, "__root__", lambda p: recorder(f"enter: {p}"), lambda p: recorder(f"exit: {p}"))
-
-    def flush():
-        out = list(seen)
-        seen.clear()
-        return out
-
-    return tracked, flush
+from tests.statechart.helpers import started
+from tests.statechart.tracking import instrumented, track_entries
 
 
 def _nothing():
@@ -71,19 +33,13 @@ def tracked_named_machine(config, **implementations):
         names[text] = _nothing
         return text
 
-    tracked = _walk(config, "__root__", lambda p: named(f"enter: {p}"), lambda p: named(f"exit: {p}"))
+    tracked = instrumented(config, lambda p: named(f"enter: {p}"), lambda p: named(f"exit: {p}"))
     actions = {**names, **implementations.pop("actions", {})}
     return create_machine(tracked, actions=actions, **implementations)
 
 
 def tracker_types(actions):
     return [a.type for a in actions if a.type.startswith(("enter: ", "exit: "))]
-
-
-def started(machine, **options):
-    actor = create_actor(machine, **options)
-    actor.start()
-    return actor
 
 
 # --------------------------------------------------------------------------

@@ -7,11 +7,7 @@ import json
 
 from engine.core.statechart import SimulatedClock, cancel, create_actor, create_machine, raise_, send_parent, spawn_child
 
-
-def _started(machine, **options):
-    actor = create_actor(machine, **options)
-    actor.start()
-    return actor
+from tests.statechart.helpers import started
 
 
 def _light_machine():
@@ -54,7 +50,7 @@ class _RecordingClock:
 class TestDelayedTransitions:
     def test_transition_happens_once_the_delay_has_elapsed(self):
         clock = SimulatedClock()
-        actor = _started(_light_machine(), clock=clock)
+        actor = started(_light_machine(), clock=clock)
         assert actor.snapshot.value == "green"
 
         clock.increment(500)
@@ -65,7 +61,7 @@ class TestDelayedTransitions:
 
     def test_delays_chain_through_the_whole_cycle(self):
         clock = SimulatedClock()
-        actor = _started(_light_machine(), clock=clock)
+        actor = started(_light_machine(), clock=clock)
 
         clock.increment(999)
         assert actor.snapshot.value == "green"
@@ -81,7 +77,7 @@ class TestDelayedTransitions:
             {"initial": "green", "states": {"green": {"after": {1: "yellow"}}, "yellow": {}}}
         )
         clock = _RecordingClock()
-        actor = _started(machine, clock=clock)
+        actor = started(machine, clock=clock)
 
         # firing the timer exits `green`; its already-spent timer must not be cancelled
         clock.inner.increment(5)
@@ -159,7 +155,7 @@ class TestDelayedTransitions:
             }
         )
         clock = SimulatedClock()
-        actor = _started(machine, clock=clock)
+        actor = started(machine, clock=clock)
 
         clock.increment(10)
         assert actor.snapshot.value == "Y"
@@ -174,11 +170,11 @@ class TestDelayedTransitions:
                 }
             )
 
-        first = _started(make_machine())
+        first = started(make_machine())
         persisted = json.loads(json.dumps(first.snapshot.to_json()))
 
         clock = SimulatedClock()
-        restored = _started(make_machine(), snapshot=persisted, clock=clock)
+        restored = started(make_machine(), snapshot=persisted, clock=clock)
         restored.send({"type": "NEXT"})
         assert restored.snapshot.value == "B"
 
@@ -207,7 +203,7 @@ class TestDelayExpressions:
             delays={"myDelay": my_delay},
         )
         clock = SimulatedClock()
-        actor = _started(machine, clock=clock)
+        actor = started(machine, clock=clock)
 
         assert seen_contexts == [{"delay": 500}]
         assert actor.snapshot.value == "inactive"
@@ -236,7 +232,7 @@ class TestDelayExpressions:
             delays={"someDelay": some_delay},
         )
         clock = SimulatedClock()
-        actor = _started(machine, clock=clock)
+        actor = started(machine, clock=clock)
 
         actor.send({"type": "ACTIVATE", "delay": 500})
 
@@ -262,7 +258,7 @@ class TestDelayExpressions:
             }
         )
         clock = SimulatedClock()
-        actor = _started(machine, clock=clock)
+        actor = started(machine, clock=clock)
         clock.increment(50)
         actor.send({"type": "GO"})
         clock.increment(100)
@@ -289,7 +285,7 @@ def _rescheduling_machine(fired, clock):
 def _reschedule_then_cancel_at(cancel_at):
     fired = []
     clock = SimulatedClock()
-    actor = _started(_rescheduling_machine(fired, clock), clock=clock)
+    actor = started(_rescheduling_machine(fired, clock), clock=clock)
     actor.send({"type": "SCHEDULE", "n": 1})
     clock.increment(50)
     actor.send({"type": "SCHEDULE", "n": 2})
@@ -329,7 +325,7 @@ def test_timers_due_at_the_same_moment_fire_in_the_order_their_actions_ran():
         }
     )
     clock = SimulatedClock()
-    actor = _started(machine, clock=clock)
+    actor = started(machine, clock=clock)
     actor.send({"type": "GO"})
     clock.increment(100)
     assert got == ["OWN", "CHILD"]

@@ -6,13 +6,9 @@ checks the context that comes out.
 
 import pytest
 
-from engine.core.statechart import assign, create_actor, create_machine
+from engine.core.statechart import assign, create_machine
 
-
-def _started(machine, **options):
-    actor = create_actor(machine, **options)
-    actor.start()
-    return actor
+from tests.statechart.helpers import started
 
 
 def _counter_machine(**context_overrides):
@@ -81,7 +77,7 @@ def _counter_machine(**context_overrides):
 
 class TestAssign:
     def test_per_key_updater_is_applied_on_each_event(self):
-        actor = _started(_counter_machine())
+        actor = started(_counter_machine())
 
         actor.send({"type": "DEC"})
         first = actor.snapshot
@@ -94,7 +90,7 @@ class TestAssign:
         assert second.context == {"count": -2, "foo": "bar"}
 
     def test_whole_context_updater_is_applied_on_each_event(self):
-        actor = _started(_counter_machine())
+        actor = started(_counter_machine())
 
         actor.send({"type": "INC"})
         assert actor.snapshot.value == "counting"
@@ -105,27 +101,27 @@ class TestAssign:
         assert actor.snapshot.context == {"count": 2, "foo": "bar"}
 
     def test_several_per_key_updaters(self):
-        actor = _started(_counter_machine())
+        actor = started(_counter_machine())
         actor.send({"type": "WIN_PROP"})
         assert actor.snapshot.context == {"count": 100, "foo": "win"}
 
     def test_several_static_values(self):
-        actor = _started(_counter_machine())
+        actor = started(_counter_machine())
         actor.send({"type": "WIN_STATIC"})
         assert actor.snapshot.context == {"count": 100, "foo": "win"}
 
     def test_static_values_mixed_with_updaters(self):
-        actor = _started(_counter_machine())
+        actor = started(_counter_machine())
         actor.send({"type": "WIN_MIX"})
         assert actor.snapshot.context == {"count": 100, "foo": "win"}
 
     def test_whole_context_updater_setting_several_keys(self):
-        actor = _started(_counter_machine())
+        actor = started(_counter_machine())
         actor.send({"type": "WIN"})
         assert actor.snapshot.context == {"count": 100, "foo": "win"}
 
     def test_per_key_updater_starts_from_the_given_initial_context(self):
-        actor = _started(_counter_machine(count=50, foo="bar"))
+        actor = started(_counter_machine(count=50, foo="bar"))
 
         actor.send({"type": "DEC"})
         assert actor.snapshot.value == "counting"
@@ -135,13 +131,13 @@ class TestAssign:
         assert actor.snapshot.value == "counting"
         assert actor.snapshot.context == {"count": 48, "foo": "bar"}
 
-        other = _started(_counter_machine(count=100, foo="bar"))
+        other = started(_counter_machine(count=100, foo="bar"))
         other.send({"type": "DEC"})
         assert other.snapshot.value == "counting"
         assert other.snapshot.context == {"count": 99, "foo": "bar"}
 
     def test_whole_context_updater_starts_from_the_given_initial_context(self):
-        actor = _started(_counter_machine(count=50, foo="bar"))
+        actor = started(_counter_machine(count=50, foo="bar"))
 
         actor.send({"type": "INC"})
         assert actor.snapshot.value == "counting"
@@ -151,19 +147,19 @@ class TestAssign:
         assert actor.snapshot.value == "counting"
         assert actor.snapshot.context == {"count": 52, "foo": "bar"}
 
-        other = _started(_counter_machine(count=102, foo="bar"))
+        other = started(_counter_machine(count=102, foo="bar"))
         other.send({"type": "INC"})
         assert other.snapshot.value == "counting"
         assert other.snapshot.context == {"count": 103, "foo": "bar"}
 
     def test_unhandled_event_leaves_context_alone(self):
-        actor = _started(_counter_machine())
+        actor = started(_counter_machine())
         actor.send({"type": "FAKE_EVENT"})
         assert actor.snapshot.context is not None
         assert actor.snapshot.context == {"count": 0, "foo": "bar"}
 
     def test_assign_adds_a_key_missing_from_the_initial_context(self):
-        actor = _started(_counter_machine())
+        actor = started(_counter_machine())
         actor.send({"type": "SET_MAYBE"})
         assert actor.snapshot.context.get("maybe") is not None
         assert actor.snapshot.context == {"count": 0, "foo": "bar", "maybe": "defined"}
@@ -180,7 +176,7 @@ class TestAssign:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "INC", "value": 30})
         assert actor.snapshot.context["count"] == 30
 
@@ -194,7 +190,7 @@ class TestAssignParams:
             {"context": {"count": 1}, "entry": {"type": "inc", "params": {"by": 10}}},
             actions={"inc": assign(lambda context, params: {"count": context["count"] + params["by"]})},
         )
-        actor = _started(machine)
+        actor = started(machine)
         assert actor.snapshot.context["count"] == 11
 
     def test_per_key_updater_of_a_named_action_gets_its_params(self):
@@ -202,7 +198,7 @@ class TestAssignParams:
             {"context": {"count": 1}, "entry": {"type": "inc", "params": {"by": 10}}},
             actions={"inc": assign({"count": lambda context, params: context["count"] + params["by"]})},
         )
-        actor = _started(machine)
+        actor = started(machine)
         assert actor.snapshot.context["count"] == 11
 
     def test_named_assign_used_in_a_transition_sees_the_params(self):
@@ -216,7 +212,7 @@ class TestAssignParams:
             {"on": {"EVENT": {"actions": {"type": "inc", "params": {"value": 5}}}}},
             actions={"inc": assign(updater)},
         )
-        actor = _started(machine)
+        actor = started(machine)
         assert seen_params == []
 
         actor.send({"type": "EVENT"})
@@ -234,12 +230,12 @@ class TestAssignApiForms:
                 "on": {"GO": {"actions": assign(count=lambda context: context["count"] * 2, foo="baz")}},
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "GO"})
         assert actor.snapshot.context == {"count": 6, "foo": "baz"}
 
     def test_string_event_is_accepted_and_assigns(self):
-        actor = _started(_counter_machine())
+        actor = started(_counter_machine())
         actor.send("INC")
         assert actor.snapshot.context == {"count": 1, "foo": "bar"}
 
@@ -268,7 +264,7 @@ class TestAssignApiForms:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "GO"})
         assert actor.snapshot.context == {"count": 10}
 

@@ -22,6 +22,8 @@ from engine.core.statechart import (
     from_promise,
 )
 
+from tests.statechart.helpers import wait_until
+
 
 class Reports:
     """Texts of every error reported to the global channels while a test runs."""
@@ -66,12 +68,6 @@ def reports(monkeypatch):
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: collected.add(unraisable.exc_value))
     yield collected
     root.removeHandler(handler)
-
-
-def _wait_until(condition, timeout=2.0):
-    deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.001)
 
 
 def _two_state_machine(active_config=None):
@@ -203,7 +199,7 @@ def test_unhandled_promise_rejection_goes_to_parent_error_listener():
     actor = create_actor(_pending_promise_machine("unhandled_rejection_in_promise_actor_with_parent_listener"))
     actor.subscribe(error=errors.append)
     actor.start()
-    _wait_until(lambda: errors)
+    wait_until(lambda: errors)
 
     assert [str(e) for e in errors] == ["unhandled_rejection_in_promise_actor_with_parent_listener"]
     assert isinstance(errors[0], RuntimeError)
@@ -223,7 +219,7 @@ def test_unhandled_promise_rejection_goes_to_grandparent_error_listener():
     actor = create_actor(machine)
     actor.subscribe(error=errors.append)
     actor.start()
-    _wait_until(lambda: errors)
+    wait_until(lambda: errors)
 
     assert [str(e) for e in errors] == ["unhandled_rejection_in_promise_actor_with_grandparent_listener"]
     assert actor.snapshot.status == "error"

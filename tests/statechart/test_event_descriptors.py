@@ -6,13 +6,9 @@ malformed wildcards never match.
 
 import pytest
 
-from engine.core.statechart import create_actor, create_machine
+from engine.core.statechart import create_machine
 
-
-def _started(machine, **options):
-    actor = create_actor(machine, **options)
-    actor.start()
-    return actor
+from tests.statechart.helpers import started
 
 
 def _start_with(on):
@@ -31,7 +27,7 @@ def _start_with(on):
 
 
 def _value_after(on, event_type):
-    actor = _started(_start_with(on))
+    actor = started(_start_with(on))
     actor.send({"type": event_type})
     return actor.snapshot
 
@@ -44,7 +40,7 @@ class TestDescriptorPriority:
                 "states": {"A": {"on": {"FOO": "B", "*": "C"}}, "B": {}, "C": {}},
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "BAR"})
         assert actor.snapshot.value == "C"
 
@@ -55,7 +51,7 @@ class TestDescriptorPriority:
                 "states": {"A": {"on": {"FOO": "B", "*": "C"}}, "B": {}, "C": {}},
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "FOO"})
         assert actor.snapshot.value == "B"
 
@@ -130,7 +126,7 @@ class TestPartialDescriptors:
             },
             actions={"handleEvent": lambda event: handled.append(dict(event))},
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "FEEDBACK.MESSAGE", "message": "hello"})
         actor.send({"type": "FEEDBACK.RATE", "rate": 5})
         actor.send({"type": "OTHER"})

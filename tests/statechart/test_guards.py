@@ -18,50 +18,8 @@ from engine.core.statechart import (
     state_in,
 )
 
-
-def _started(machine, **options):
-    actor = create_actor(machine, **options)
-    actor.start()
-    return actor
-
-
-def _as_list(value):
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]
-
-
-def _with_entry_tracking(config):
-    """Copy `config`, putting an entry and an exit recorder first in every state node.
-
-    Returns the new config and a `flush()` that hands back (and clears) what was recorded, as
-    `"enter: a.b"` / `"exit: a.b"` strings (the root is `__root__`).
-    """
-    records = []
-
-    def recorder(kind, label):
-        def record():
-            records.append(f"{kind}: {label}")
-
-        record.__name__ = f"track_{kind}"
-        return record
-
-    def walk(node, label, path):
-        node = dict(node)
-        node["entry"] = [recorder("enter", label)] + _as_list(node.get("entry"))
-        node["exit"] = [recorder("exit", label)] + _as_list(node.get("exit"))
-        if "states" in node:
-            node["states"] = {
-                key: walk(child, ".".join(path + [key]), path + [key]) for key, child in node["states"].items()
-            }
-        return node
-
-    def flush():
-        out = list(records)
-        records.clear()
-        return out
-
-    return walk(config, "__root__", []), flush
+from tests.statechart.helpers import started
+from tests.statechart.tracking import track_entries
 
 
 def _light_machine():
@@ -113,26 +71,26 @@ def _root_guard_spy_machine(guard, guards, event_type="FOO"):
 
 class TestGuardConditions:
     def test_transition_only_when_the_context_guard_holds(self):
-        slow = _started(_light_machine(), input={"elapsed": 50})
+        slow = started(_light_machine(), input={"elapsed": 50})
         slow.send({"type": "TIMER"})
         assert slow.snapshot.value == "green"
 
-        fast = _started(_light_machine(), input={"elapsed": 120})
+        fast = started(_light_machine(), input={"elapsed": 120})
         fast.send({"type": "TIMER"})
         assert fast.snapshot.value == "yellow"
 
     def test_transition_when_the_event_guard_holds(self):
-        actor = _started(_light_machine(), input={})
+        actor = started(_light_machine(), input={})
         actor.send({"type": "EMERGENCY", "isEmergency": True})
         assert actor.snapshot.value == "red"
 
     def test_no_transition_when_the_event_guard_fails(self):
-        actor = _started(_light_machine(), input={})
+        actor = started(_light_machine(), input={})
         actor.send({"type": "EMERGENCY"})
         assert actor.snapshot.value == "green"
 
     def test_no_transition_and_no_entries_when_no_guard_holds(self):
-        config, flush = _with_entry_tracking(
+        config, flush = track_entries(
             {
                 "initial": "a",
                 "states": {
@@ -149,7 +107,7 @@ class TestGuardConditions:
                 },
             }
         )
-        actor = _started(create_machine(config))
+        actor = started(create_machine(config))
         assert flush() == ["enter: __root__", "enter: a"]
 
         actor.send({"type": "TIMER", "elapsed": 10})
@@ -158,14 +116,14 @@ class TestGuardConditions:
         assert flush() == []
 
     def test_named_guard_given_as_a_string(self):
-        actor = _started(_light_machine(), input={"elapsed": 120})
+        actor = started(_light_machine(), input={"elapsed": 120})
         actor.send({"type": "TIMER"})
         assert actor.snapshot.value == "yellow"
         actor.send({"type": "TIMER"})
         assert actor.snapshot.value == "red"
 
     def test_named_guard_given_as_an_object(self):
-        actor = _started(_light_machine(), input={"elapsed": 150})
+        actor = started(_light_machine(), input={"elapsed": 150})
         actor.send({"type": "TIMER"})
         assert actor.snapshot.value == "yellow"
         actor.send({"type": "TIMER_COND_OBJ"})
@@ -192,7 +150,7 @@ class TestGuardConditions:
             },
             guards={"minTimeElapsed": lambda context: 100 <= context["elapsed"] < 200},
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "TIMER"})
         assert actor.snapshot.value == "yellow"
 
@@ -248,17 +206,17 @@ def _parallel_b_machine(b0_on):
 
 class TestGuardConditionsParallel:
     def test_failing_guard_blocks_the_transition(self):
-        actor = _started(_parallel_b_machine({"T1": [{"target": "B1", "guard": lambda: False}]}))
+        actor = started(_parallel_b_machine({"T1": [{"target": "B1", "guard": lambda: False}]}))
         actor.send({"type": "T1"})
         assert actor.snapshot.value == {"A": "A2", "B": "B0"}
 
     def test_state_in_guard_allows_a_matching_transition(self):
-        actor = _started(_parallel_b_machine({"T2": [{"target": "B2", "guard": state_in("A.A2")}]}))
+        actor = started(_parallel_b_machine({"T2": [{"target": "B2", "guard": state_in("A.A2")}]}))
         actor.send({"type": "T2"})
         assert actor.snapshot.value == {"A": "A2", "B": "B2"}
 
     def test_state_in_guard_fails_when_the_region_is_elsewhere(self):
-        actor = _started(_parallel_b_machine({"T2": [{"target": "B2", "guard": state_in("A.A0")}]}))
+        actor = started(_parallel_b_machine({"T2": [{"target": "B2", "guard": state_in("A.A0")}]}))
         actor.send({"type": "T2"})
         assert actor.snapshot.value == {"A": "A2", "B": "B0"}
 
@@ -286,7 +244,7 @@ class TestGuardConditionsParallel:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "A"})
         assert actor.snapshot.value == {"A": "A5", "B": "B4"}
 
@@ -308,7 +266,7 @@ def test_state_in_checked_during_the_initial_entry_sees_the_initial_configuratio
          "states": {"a": {"initial": "a1", "states": {"a1": {"id": "first", "entry": enqueue_actions(ask)},
                                                       "a2": {}}}}}
     )
-    _started(machine)
+    started(machine)
     machine.initial_transition()
     assert seen and set(seen) == {(True, True, True, False, False)}
 
@@ -347,12 +305,12 @@ class TestCustomGuards:
         )
 
     def test_parametrised_guard_passes(self):
-        actor = _started(self._machine())
+        actor = started(self._machine())
         actor.send({"type": "EVENT", "value": 4})
         assert actor.snapshot.value == "active"
 
     def test_parametrised_guard_fails(self):
-        actor = _started(self._machine())
+        actor = started(self._machine())
         actor.send({"type": "EVENT", "value": 3})
         assert actor.snapshot.value == "inactive"
 
@@ -363,7 +321,7 @@ class TestCustomGuards:
             seen.append(params)
             return True
 
-        actor = _started(_root_guard_spy_machine("myGuard", {"myGuard": my_guard}))
+        actor = started(_root_guard_spy_machine("myGuard", {"myGuard": my_guard}))
         actor.send({"type": "FOO"})
         assert seen == [None]
 
@@ -374,7 +332,7 @@ class TestCustomGuards:
             seen.append(params)
             return True
 
-        actor = _started(
+        actor = started(
             _root_guard_spy_machine({"type": "myGuard", "params": lambda: {"stuff": 100}}, {"myGuard": my_guard})
         )
         actor.send({"type": "FOO"})
@@ -398,7 +356,7 @@ class TestCustomGuards:
             },
             guards={"myGuard": my_guard},
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "FOO"})
         assert seen == [{"secret": 42}]
 
@@ -409,7 +367,7 @@ class TestCustomGuards:
             seen.append(params)
             return True
 
-        actor = _started(
+        actor = started(
             _root_guard_spy_machine(
                 {"type": "myGuard", "params": lambda event: {"secret": event["secret"]}}, {"myGuard": my_guard}
             )
@@ -428,7 +386,7 @@ class TestCustomGuards:
             {"context": {"counter": 0}, "on": {"FOO": {"guard": {"type": "myGuard", "params": "foo"}}}},
             guards={"myGuard": not_(inner)},
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "FOO"})
         assert seen == [None]
 
@@ -439,7 +397,7 @@ class TestCustomGuards:
             seen.append(params)
             return True
 
-        actor = _started(
+        actor = started(
             _root_guard_spy_machine(
                 {"type": "myGuard", "params": "foo"}, {"other": other, "myGuard": not_("other")}
             )
@@ -454,7 +412,7 @@ class TestCustomGuards:
             seen.append(params)
             return True
 
-        actor = _started(
+        actor = started(
             _root_guard_spy_machine(
                 {"type": "myGuard", "params": "foo"},
                 {"other": other, "myGuard": not_({"type": "other", "params": 42})},
@@ -470,7 +428,7 @@ class TestCustomGuards:
             seen.append(params)
             return True
 
-        actor = _started(
+        actor = started(
             _root_guard_spy_machine(
                 {"type": "myGuard", "params": "foo"},
                 {"other": lambda: True, "myGuard": and_(["other", inner])},
@@ -486,7 +444,7 @@ class TestCustomGuards:
             seen.append(params)
             return True
 
-        actor = _started(
+        actor = started(
             _root_guard_spy_machine(
                 {"type": "myGuard", "params": "foo"},
                 {"other": other, "myGuard": and_(["other", lambda params: True])},
@@ -502,7 +460,7 @@ class TestCustomGuards:
             seen.append(params)
             return True
 
-        actor = _started(
+        actor = started(
             _root_guard_spy_machine(
                 {"type": "myGuard", "params": "foo"},
                 {"other": other, "myGuard": and_([{"type": "other", "params": 42}, lambda params: True])},
@@ -525,7 +483,7 @@ class TestReferencingGuards:
             # returns None, which must count as false
 
         machine = create_machine({"on": {"EV": {"guard": reference}}}, guards={"checkStuff": check_stuff})
-        actor = _started(machine)
+        actor = started(machine)
         assert calls == []
 
         actor.send({"type": "EV"})
@@ -555,7 +513,7 @@ class TestReferencingGuards:
         assert actor.snapshot.status == "error"
 
     def test_registered_composite_of_inline_predicates(self):
-        actor = _started(_a_to_b("referenced", guards={"referenced": not_(lambda: False)}))
+        actor = started(_a_to_b("referenced", guards={"referenced": not_(lambda: False)}))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
@@ -565,7 +523,7 @@ class TestReferencingGuards:
             "falsy": lambda: False,
             "referenced": or_([lambda: False, not_("truthy"), and_([not_("falsy"), "truthy"])]),
         }
-        actor = _started(_a_to_b("referenced", guards=guards))
+        actor = started(_a_to_b("referenced", guards=guards))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
@@ -574,13 +532,13 @@ class TestReferencingGuards:
             "truthy": lambda: True,
             "referenced": or_([lambda: False, not_("truthy")]),
         }
-        actor = _started(_a_to_b("referenced", guards=guards))
+        actor = started(_a_to_b("referenced", guards=guards))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("a")
 
     def test_string_aliases_resolve_through_a_chain(self):
         guards = {"ref1": "ref2", "ref2": "ref3", "ref3": lambda: True}
-        actor = _started(_a_to_b("ref1", guards=guards))
+        actor = started(_a_to_b("ref1", guards=guards))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
@@ -600,7 +558,7 @@ class TestGuardsOther:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "EVENT"})
         assert actor.snapshot.value == "c"
 
@@ -615,7 +573,7 @@ class TestGuardsOther:
         machine = create_machine(
             {"on": {"FOO": {"guard": guard_factory(), "actions": lambda: ran.append(True)}}}, guards=guards
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "FOO"})
         assert guards == {}
         assert ran == ([True] if action_runs else [])
@@ -631,29 +589,29 @@ _GREATER_THAN_10 = {"greaterThan10": lambda params: params["value"] > 10}
 
 class TestNotGuard:
     def test_inline_function(self):
-        actor = _started(_a_to_b(not_(lambda: False)))
+        actor = started(_a_to_b(not_(lambda: False)))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
     def test_inline_function_that_holds_blocks(self):
-        actor = _started(_a_to_b(not_(lambda: True)))
+        actor = started(_a_to_b(not_(lambda: True)))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("a")
 
     def test_string(self):
-        actor = _started(_a_to_b(not_("falsy"), guards=_TRUTHY_FALSY))
+        actor = started(_a_to_b(not_("falsy"), guards=_TRUTHY_FALSY))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
     def test_object(self):
-        actor = _started(
+        actor = started(
             _a_to_b(not_({"type": "greaterThan10", "params": {"value": 5}}), guards=_GREATER_THAN_10)
         )
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
     def test_nested_builtins(self):
-        actor = _started(_a_to_b(not_(and_([not_("truthy"), "truthy"])), guards=_TRUTHY_FALSY))
+        actor = started(_a_to_b(not_(and_([not_("truthy"), "truthy"])), guards=_TRUTHY_FALSY))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
@@ -675,24 +633,24 @@ class TestNotGuard:
             },
             guards={"myGuard": my_guard},
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "EV", "secret": 42})
         assert seen == [{"secret": 42}]
 
 
 class TestAndGuard:
     def test_inline_functions(self):
-        actor = _started(_a_to_b(and_([lambda: True, lambda: 1 + 1 == 2])))
+        actor = started(_a_to_b(and_([lambda: True, lambda: 1 + 1 == 2])))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
     def test_one_false_inline_function_blocks(self):
-        actor = _started(_a_to_b(and_([lambda: True, lambda: False])))
+        actor = started(_a_to_b(and_([lambda: True, lambda: False])))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("a")
 
     def test_strings(self):
-        actor = _started(_a_to_b(and_(["truthy", "truthy"]), guards={"truthy": lambda: True}))
+        actor = started(_a_to_b(and_(["truthy", "truthy"]), guards={"truthy": lambda: True}))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
@@ -700,13 +658,13 @@ class TestAndGuard:
         guard = and_(
             [{"type": "greaterThan10", "params": {"value": 11}}, {"type": "greaterThan10", "params": {"value": 50}}]
         )
-        actor = _started(_a_to_b(guard, guards=_GREATER_THAN_10))
+        actor = started(_a_to_b(guard, guards=_GREATER_THAN_10))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
     def test_nested_builtins(self):
         guard = and_([lambda: True, not_("falsy"), and_([not_("falsy"), "truthy"])])
-        actor = _started(_a_to_b(guard, guards=_TRUTHY_FALSY))
+        actor = started(_a_to_b(guard, guards=_TRUTHY_FALSY))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
@@ -733,24 +691,24 @@ class TestAndGuard:
             },
             guards={"myGuard": my_guard},
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "EV", "secret": 42})
         assert seen == [{"secret": 42}]
 
 
 class TestOrGuard:
     def test_inline_functions(self):
-        actor = _started(_a_to_b(or_([lambda: False, lambda: 1 + 1 == 2])))
+        actor = started(_a_to_b(or_([lambda: False, lambda: 1 + 1 == 2])))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
     def test_all_false_inline_functions_block(self):
-        actor = _started(_a_to_b(or_([lambda: False, lambda: False])))
+        actor = started(_a_to_b(or_([lambda: False, lambda: False])))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("a")
 
     def test_strings(self):
-        actor = _started(_a_to_b(or_(["falsy", "truthy"]), guards=_TRUTHY_FALSY))
+        actor = started(_a_to_b(or_(["falsy", "truthy"]), guards=_TRUTHY_FALSY))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
@@ -758,13 +716,13 @@ class TestOrGuard:
         guard = or_(
             [{"type": "greaterThan10", "params": {"value": 4}}, {"type": "greaterThan10", "params": {"value": 50}}]
         )
-        actor = _started(_a_to_b(guard, guards=_GREATER_THAN_10))
+        actor = started(_a_to_b(guard, guards=_GREATER_THAN_10))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
     def test_nested_builtins(self):
         guard = or_([lambda: False, not_("truthy"), and_([not_("falsy"), "truthy"])])
-        actor = _started(_a_to_b(guard, guards=_TRUTHY_FALSY))
+        actor = started(_a_to_b(guard, guards=_TRUTHY_FALSY))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 
@@ -791,6 +749,6 @@ class TestOrGuard:
             },
             guards={"myGuard": my_guard},
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "EV", "secret": 42})
         assert seen == [{"secret": 42}]

@@ -16,11 +16,7 @@ from engine.core.statechart import (
     spawn_child,
 )
 
-
-def _started(logic, **options):
-    actor = create_actor(logic, **options)
-    actor.start()
-    return actor
+from tests.statechart.helpers import started
 
 
 class TestInput:
@@ -32,13 +28,13 @@ class TestInput:
                 "entry": lambda context: counts.append(context["count"]),
             }
         )
-        _started(machine, input={"startCount": 42})
+        started(machine, input={"startCount": 42})
         assert counts == [42]
 
     def test_init_event_carries_the_input(self):
         events = []
         machine = create_machine({"entry": lambda event: events.append(event)})
-        _started(machine, input={"greeting": "hello"})
+        started(machine, input={"greeting": "hello"})
 
         assert len(events) == 1
         assert events[0]["type"] == "xstate.init"
@@ -74,7 +70,7 @@ class TestInput:
             }
         )
         machine = create_machine({"invoke": {"src": invoked, "input": {"greeting": "hello"}}})
-        _started(machine)
+        started(machine)
         assert seen == [({"greeting": "hello"}, {"greeting": "hello"})]
 
     def test_spawned_machine_receives_its_input(self):
@@ -88,7 +84,7 @@ class TestInput:
         machine = create_machine(
             {"entry": assign(lambda spawn: {"ref": spawn(spawned, input={"greeting": "hello"})})}
         )
-        actor = _started(machine)
+        actor = started(machine)
         assert seen == [({"greeting": "hello"}, {"greeting": "hello"})]
         assert actor.snapshot.context["ref"].get_snapshot().context == {"greeting": "hello"}
 
@@ -97,7 +93,7 @@ class TestInput:
             async def echo(input):
                 return input
 
-            actor = _started(from_promise(echo), input={"count": 42})
+            actor = started(from_promise(echo), input={"count": 42})
             await asyncio.sleep(0.005)
             return actor.snapshot
 
@@ -106,18 +102,18 @@ class TestInput:
         assert snapshot.output == {"count": 42}
 
     def test_promise_actor_with_input_plain_return(self):
-        actor = _started(from_promise(lambda input: input), input={"count": 42})
+        actor = started(from_promise(lambda input: input), input={"count": 42})
         assert actor.snapshot.status == "done"
         assert actor.snapshot.output == {"count": 42}
 
     def test_transition_actor_initial_state_from_input(self):
         logic = from_transition(lambda state: state, lambda input: input)
-        actor = _started(logic, input={"count": 42})
+        actor = started(logic, input={"count": 42})
         assert actor.snapshot.context == {"count": 42}
 
     def test_callback_actor_receives_its_input(self):
         seen = []
-        _started(from_callback(lambda input: seen.append(input)), input={"count": 42})
+        started(from_callback(lambda input: seen.append(input)), input={"count": 42})
         assert seen == [{"count": 42}]
 
     def test_static_input_for_a_referenced_actor(self):
@@ -129,7 +125,7 @@ class TestInput:
 
         child = create_machine({"context": child_context})
         machine = create_machine({"invoke": {"src": "child", "input": 42}}, actors={"child": child})
-        _started(machine)
+        started(machine)
         assert seen == [42]
 
     def test_mapped_input_for_a_referenced_actor(self):
@@ -147,13 +143,13 @@ class TestInput:
             },
             actors={"child": child},
         )
-        _started(machine, input=42)
+        started(machine, input=42)
         assert seen == [142]
 
     def test_invoke_input_mapper_receives_self(self):
         selves = []
         machine = create_machine({"invoke": {"src": create_machine({}), "input": lambda self: selves.append(self)}})
-        actor = _started(machine)
+        actor = started(machine)
         assert len(selves) == 1
         assert selves[0].session_id == actor.session_id
 
@@ -163,6 +159,6 @@ class TestInput:
             {"entry": spawn_child("child", input=lambda self: selves.append(self))},
             actors={"child": create_machine({})},
         )
-        actor = _started(machine)
+        actor = started(machine)
         assert len(selves) == 1
         assert selves[0].session_id == actor.session_id

@@ -6,7 +6,6 @@ Not ported: "should continue syncing snapshots" (needs fromObservable / an RxJS 
 
 import asyncio
 import json
-import time
 
 import pytest
 
@@ -21,15 +20,11 @@ from engine.core.statechart import (
     send_to,
 )
 
+from tests.statechart.helpers import wait_until
+
 
 def through_json(data):
     return json.loads(json.dumps(data))
-
-
-def _wait_until(condition, timeout=2.0):
-    deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.001)
 
 
 class TestUsingPersistedState:
@@ -275,7 +270,7 @@ def test_rehydrated_error_state_notifies_error_listener_on_start():
     actor = create_actor(machine)
     actor.subscribe(error=lambda error: None)
     actor.start()
-    _wait_until(lambda: actor.snapshot.status == "error")
+    wait_until(lambda: actor.snapshot.status == "error")
     assert actor.snapshot.status == "error"
     persisted = actor.get_persisted_snapshot()
 
@@ -294,7 +289,7 @@ def test_rehydrating_does_not_notify_parent_of_child_error_again():
 
     actor = create_actor(machine)
     actor.start()
-    _wait_until(lambda: handled)
+    wait_until(lambda: handled)
     assert handled == ["xstate.error.actor.0.(machine)"]
     persisted = actor.get_persisted_snapshot()
     handled.clear()

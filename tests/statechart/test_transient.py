@@ -6,11 +6,7 @@ Candidate selection order, action ordering across a macrostep, interplay with ra
 
 from engine.core.statechart import assign, create_actor, create_machine, raise_, state_in
 
-
-def _started(machine, **options):
-    actor = create_actor(machine, **options)
-    actor.start()
-    return actor
+from tests.statechart.helpers import started
 
 
 def _greeting_machine():
@@ -60,7 +56,7 @@ class TestTransientStates:
         machine = _g_to_e_machine(
             False, [{"target": "D", "guard": lambda context: not context["data"]}, {"target": "F"}]
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "UPDATE_BUTTON_CLICKED"})
         assert actor.snapshot.value == "D"
 
@@ -69,7 +65,7 @@ class TestTransientStates:
             False,
             [{"target": "D", "guard": lambda context: not context["data"]}, {"target": "F", "guard": lambda: True}],
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "UPDATE_BUTTON_CLICKED"})
         assert actor.snapshot.value == "D"
 
@@ -77,7 +73,7 @@ class TestTransientStates:
         machine = _g_to_e_machine(
             True, [{"target": "D", "guard": lambda context: not context["data"]}, {"target": "F"}]
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "UPDATE_BUTTON_CLICKED"})
         assert actor.snapshot.value == "F"
 
@@ -96,7 +92,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "TIMER"})
         assert actual == ["exit_A", "timer", "enter_B"]
 
@@ -125,7 +121,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "E"})
         assert actor.snapshot.value == {"A": "A2", "B": "B2", "C": "C4"}
 
@@ -155,7 +151,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "E"})
         assert actor.snapshot.value == {"A": "A4", "B": "B4"}
 
@@ -182,7 +178,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         assert actor.snapshot.value == {"A": "A1", "B": "B1", "C": "C1"}
         actor.send({"type": "A"})
         assert actor.snapshot.value == {"A": "A2", "B": "B2", "C": "C2"}
@@ -196,7 +192,7 @@ class TestTransientStates:
         assert snapshot.value == "morning"
 
     def test_reentering_the_root_reevaluates_the_transient_state(self):
-        actor = _started(_greeting_machine())
+        actor = started(_greeting_machine())
 
         actor.send({"type": "CHANGE"})
         assert actor.snapshot.value == "morning"
@@ -218,7 +214,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "FOO"})
         assert actor.snapshot.value == "e"
 
@@ -234,7 +230,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "FOO"})
         assert actor.snapshot.value == "pass"
 
@@ -251,7 +247,7 @@ class TestTransientStates:
                 "always": [{"target": ".success", "guard": lambda context: context["count"] > 0}],
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         assert actor.snapshot.status == "active"
         actor.send({"type": "ADD"})
         assert actor.snapshot.status == "done"
@@ -305,7 +301,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         assert actor.snapshot.value == "a"
         actor.send({"type": "WHATEVER"})
         assert actor.snapshot.value == "b"
@@ -321,7 +317,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "WHATEVER"})
         assert actor.snapshot.value == "c"
 
@@ -343,7 +339,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "EVENT"})
         assert actor.snapshot.status == "done"
         assert seen_types and all(t == "EVENT" for t in seen_types)
@@ -364,7 +360,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "EVENT", "value": 42})
         assert seen == [{"type": "EVENT", "value": 42}] * 3
 
@@ -425,7 +421,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "event"})
         assert actor.snapshot.value == {"active": "b"}
 
@@ -443,7 +439,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "event"})
         assert actor.snapshot.value == {"active": "a"}
 
@@ -465,7 +461,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         actor.send({"type": "event"})
         assert actor.snapshot.value == {"active": "a"}
         assert count == 1
@@ -485,7 +481,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         assert actor.snapshot.context["count"] == 5
 
     def test_eventless_transition_runs_again_after_a_raised_event(self):
@@ -505,7 +501,7 @@ class TestTransientStates:
                 },
             }
         )
-        actor = _started(machine)
+        actor = started(machine)
         calls.clear()
         actor.send({"type": "EV"})
         # once for EV, once more for the raised RAISED
