@@ -38,9 +38,11 @@ def test_check_deploy_is_clean_under_the_production_settings() -> None:
 def test_check_deploy_finds_the_development_settings_unfit() -> None:
     done = manage("check", "--deploy", "--fail-level", "WARNING", env={})
     assert done.returncode != 0
-    for warning in ("security.W004", "security.W008", "security.W009", "security.W012", "security.W016",
-                    "security.W018"):
+    for warning in ("security.W004", "security.W008", "security.W009", "security.W012", "security.W016"):
         assert warning in done.stderr + done.stdout, warning
+    assert "security.W018" not in done.stderr + done.stdout, "DEBUG is off unless asked for"
+    debug = manage("check", "--deploy", "--fail-level", "WARNING", env={"JR2_DEBUG": "1"})
+    assert "security.W018" in debug.stderr + debug.stdout
 
 
 @pytest.mark.parametrize("missing,words", [
