@@ -40,7 +40,7 @@ def _imported(name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def test_the_old_code_review_export_imports_whole() -> None:
     data, journal = _imported("review")
-    assert [row["kind"] for row in journal].count("effect_done") == 2
+    assert [row["kind"] for row in journal].count("effect_done") == 3  # the checkout and two test runs
 
 
 @pytest.mark.parametrize(("name", "steps"), [("notes", 7), ("fork", 3)])
