@@ -87,14 +87,14 @@ def run_ours(chart: dict, events: list[str] | None = None) -> list[dict]:
             machine = create_machine(copy.deepcopy(chart["config"]), actions=actions, guards=guards)
             snapshot, _ = machine.initial_transition()
             steps.append(_view(snapshot))
-        except (Exception, RecursionError) as exc:
+        except (Exception, RecursionError, xstate.ChartTimeout) as exc:
             steps.append(xstate.error_step(exc))
             return steps
         for event in events:
             try:
                 snapshot, _ = machine.transition(snapshot, {"type": event})
                 steps.append(_view(snapshot))
-            except (Exception, RecursionError) as exc:
+            except (Exception, RecursionError, xstate.ChartTimeout) as exc:
                 steps.append(xstate.error_step(exc))
                 break
         return steps

@@ -115,7 +115,7 @@ def run_ours(chart: dict) -> list[dict]:
             actor.on("*", lambda event: out.append(f"emit:{event['type']}"))
             actor.start()
             steps.append(_view(actor, out))
-        except (Exception, RecursionError) as exc:
+        except (Exception, RecursionError, xstate.ChartTimeout) as exc:
             steps.append(xstate.error_step(exc))
             return steps
         for step in chart["events"]:
@@ -125,7 +125,7 @@ def run_ours(chart: dict) -> list[dict]:
                 else:
                     actor.send({"type": step})
                 steps.append(_view(actor, out))
-            except (Exception, RecursionError) as exc:
+            except (Exception, RecursionError, xstate.ChartTimeout) as exc:
                 steps.append(xstate.error_step(exc))
                 break
         return steps

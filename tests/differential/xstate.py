@@ -4,6 +4,7 @@ one chart, and the seeds a run covers."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -71,8 +72,9 @@ def in_background(run: Callable[[list[dict]], list[list[dict]]], charts: list[di
     return future
 
 
-class ChartTimeout(Exception):
-    pass
+class ChartTimeout(BaseException):
+    """A chart that ran past CHART_TIMEOUT_S. Not an Exception: a running Actor turns an Exception raised in its step
+    into status "error", and a slow chart would then look like a disagreement."""
 
 
 def _on_alarm(signum, frame):
@@ -93,6 +95,20 @@ def time_limit() -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+def run_all(run: Callable[[dict], list[dict]], charts: list[dict]) -> list[list[dict]]:
+    """`run` on every chart, each result frozen out of the garbage collector's sight (`gc.freeze`) as it comes: at
+    20,000 charts a full collection over the results kept so far took 8 s and more, and the CHART_TIMEOUT_S alarm
+    of the chart it fell in went off."""
+    out = []
+    try:
+        for chart in charts:
+            out.append(run(chart))
+            gc.freeze()
+    finally:
+        gc.unfreeze()
+    return out
 
 
 def error_step(exc: BaseException) -> dict:
