@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test test-sqlite test-postgres soak bench bench-menu bench-runtime bench-graph bench-console bench-big install node clean system-up system-test screenshots
+.PHONY: up test test-sqlite test-postgres soak bench bench-menu bench-runtime bench-graph bench-console bench-big install node clean system-up system-test screenshots docs
 
 # llama-cpp-python (the `local-model` extra) has no Linux wheel on PyPI, so pip builds it from its sdist, once per
 # machine (pip's wheel cache keeps it): for any x86-64 with AVX2 (no -march=native, AVX-512 or AMX), without OpenMP,
@@ -58,6 +58,11 @@ up: install system-up
 screenshots: install system-test
 	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py tests/e2e/test_browser_forks.py \
 		tests/e2e/test_browser_big.py
+
+# The documentation site (mkdocs.yml) into site/. --strict makes a broken link or anchor, a page missing from the nav
+# or a docstring mkdocstrings cannot read an error. Its Python blocks run in tests/docs.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # The whole suite twice, side by side (each pass waits on servers and browsers much of the time, so two fit on 2
 # cores; each one's output comes when it ends): on the embedded default (SQLite, in-memory channel layer), and on
@@ -133,4 +138,4 @@ bench-local: install
 	$(BIN)/python -m bench.local_model
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR) db.sqlite3
+	rm -rf $(VENV) $(NODE_DIR) db.sqlite3 site

@@ -1,0 +1,1 @@
+"""The documentation: its code runs."""
