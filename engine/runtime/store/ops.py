@@ -70,7 +70,7 @@ class TurnOpened(Op):
 @dataclass
 class TurnClosed(Op):
     turn: str
-    status: str = "ended"
+    status: TurnRecord.Status = TurnRecord.Status.ENDED
     reason: str = ""
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
@@ -145,7 +145,7 @@ class CallStarted(Op):
 class CallFinished(Op):
     seq: int
     turn: str
-    status: str
+    status: ModelCall.Status
     response: dict[str, Any] | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str = ""
@@ -184,7 +184,7 @@ class EffectOpened(Op):
 @dataclass
 class EffectChanged(Op):
     effect: str
-    status: str
+    status: EffectRecord.Status
     result: Any = None
     duration_ms: float | None = None
 
