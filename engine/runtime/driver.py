@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, TypeVar
 
-from engine.core.outputs import EffectRequested, PickResult, TurnStarted
+from engine.core.outputs import EffectRequested, TurnStarted
 from engine.core.session import PendingEffect, Session
 from engine.core.text import without_nul
 from engine.core.workflow import Machine
@@ -30,10 +30,9 @@ from engine.runtime import relay
 from engine.runtime import store
 from engine.runtime.conversation import Conversation
 from engine.runtime.effects import EffectOutcome, run_effect
-from engine.runtime.errors import SeatError
 from engine.runtime.plan import (
-    Books, CancelEffect, GiveBack, Loop, OpenTurn, Plan, StartEffect, StartLoop, StopLoop, Todo, WakeLoop, ended,
-    fault_turn, indexed, pick_records, plan_outputs, run_fields, take_seat,
+    Books, CancelEffect, GiveBack, Loop, OpenTurn, Plan, StartEffect, StartLoop, StopLoop, Todo, WakeLoop,
+    apply_input, ended, indexed, plan_outputs, run_fields,
 )
 from engine.runtime.players import Player
 from engine.runtime.providers import human
@@ -264,19 +263,10 @@ class RunDriver:
 
     async def _step(self, item: Item) -> None:
         session = self.session
-        mark = len(session.journal)
-        host_entries: list[dict[str, Any]] = []
         plan = Plan(self._take_deferred())
-        result = self._apply(item, host_entries, plan, wall_ms())
-        entries = session.journal[mark:] + host_entries
-        if item.kind == "pick" and isinstance(result, PickResult):
-            pick_records(self.books, item.args.get("turn", ""), item.args.get("call", ""), result, plan)
+        result, entries = apply_input(session, self.books, item.kind, item.args, plan, wall_ms())
         if item.input_id is not None:
             plan.ops.append(store.InputAnswered(item.input_id, relay.encode(result), self.host.owner))
-        if item.kind == "gate" and item.args.get("by"):
-            for entry in entries:
-                if entry.get("kind") == "gate" and entry.get("gate") == item.args["gate"]:
-                    entry["by"] = str(item.args["by"])
         plan_outputs(session.drain(), session, self.books, plan, self._new_loop)
         status = run_status(session, self.books.seats)
         fields = self._run_fields(status)
@@ -307,50 +297,6 @@ class RunDriver:
             gates_after = [g["id"] for g in fields["view"].get("gates", ())]
             self.host.notify(self.run_id, self.workflow, status, last, updated,
                              gates=gates_after != gates_before or any(e.get("kind") == "gate" for e in entries))
-
-    def _apply(self, item: Item, host_entries: list[dict[str, Any]], plan: Plan, now: float) -> Any:
-        """Apply one input at the real time `now` (the Session journals the time that passed)."""
-        session, args = self.session, item.args
-        if item.kind == "pick":
-            result = session.pick(args["agent"], args["event"], args.get("params"), at=now)
-            if result.outcome != "refused" and session.journal:
-                player = self.player_of(args.get("turn", ""))
-                session.journal[-1].update(call=args.get("call", ""), turn=args.get("turn", ""),
-                                           player=player.model if player is not None else "")
-            return result
-        if item.kind == "gate":
-            return session.send_gate(args["gate"], args["event"], args.get("params"), at=now)
-        if item.kind == "effect_done":
-            plan.ops.append(store.EffectChanged(args["effect"], EffectRecord.Status.DONE, args.get("value"),
-                                                args.get("duration_ms")))
-            return session.effect_done(args["effect"], args.get("value"), at=now)
-        if item.kind == "effect_failed":
-            plan.ops.append(store.EffectChanged(args["effect"], EffectRecord.Status.FAILED, args.get("value"),
-                                                args.get("duration_ms")))
-            return session.effect_failed(args["effect"], args.get("value"), at=now)
-        if item.kind == "effect_started":
-            host_entries.append({"kind": "effect_started", "effect": args["effect"], "slot": args.get("slot", ""),
-                                 "at": session.now,
-                                 "attempt": args.get("attempt", 1)})
-            plan.ops.append(store.EffectChanged(args["effect"], EffectRecord.Status.STARTED))
-            return None
-        if item.kind == "fault":
-            fault_turn(self.books, args.get("turn") or "", args["reason"], plan)
-            session.fault(args["agent"], args["reason"], at=now)
-            return None
-        if item.kind == "cancel":
-            session.cancel(at=now)
-            return None
-        if item.kind == "seat":
-            try:
-                return take_seat(session, self.books, args["agent"], args.get("user"), plan)
-            except SeatError as err:
-                return err
-        if item.kind == "advance":
-            if now > session.now:
-                session.advance(now - session.now)
-            return None
-        raise ValueError(f"unknown input kind {item.kind!r}")
 
     # -- after a commit ------------------------------------------------------------------------------------------
 

@@ -1,20 +1,22 @@
-"""What a step writes and what follows its commit, worked out from the Session's outputs (the driver,
-engine/runtime/driver.py, applies the input, commits and then does what the plan says).
+"""The pure half of a step: its input applied to the Session, and what the step writes and does after its commit.
+The driver (engine/runtime/driver.py) runs the other half: the inbox, the commit, the tasks.
 
-Each output of a step becomes records to commit beside the step's journal entries (`store.Op`s), and, as data,
-what to do once they are committed (`Todo`): start, stop or wake a Turn loop, start or cancel an Effect, hand a
-seat back. The driver commits the ops in one transaction and only then carries the todos out, so nothing is
-started or told for a step that did not commit (journal first, then tell).
+`apply_input` hands one input of the run's inbox to the Session; `plan_outputs` turns the Session's outputs into
+records to commit beside the step's journal entries (`store.Op`s) and, as data, what to do once they are committed
+(`Todo`): start, stop or wake a Turn loop, start or cancel an Effect, hand a seat back. The driver commits the ops
+in one transaction and only then carries the todos out, so nothing is started or told for a step that did not
+commit (journal first, then tell). `run_fields` and `indexed` are the step's Run row and its inbox and search
+records.
 
-Nothing here awaits, reads the clock or touches the database. What it keeps up to date is the driver's memory of
-the run beside the Session (`Books`: the open Turns with their loops, the conversations, who holds the seats),
+Nothing here awaits, reads the clock or touches the database. What it keeps up to date beside the Session is the
+driver's memory of the run (`Books`: the open Turns with their loops, the conversations, who holds the seats),
 which nothing journals: a resume rebuilds it from the records these ops wrote.
 """
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from engine.core.outputs import (
     AllowedChanged, Delivery, EffectCancelled, EffectRequested, Output, PickAnswered, PickResult, PickStopped,
@@ -32,8 +34,8 @@ from engine.runtime.players import Player, player_for
 from engine.runtime.view import as_json
 
 __all__ = ["Plan", "Books", "OpenTurn", "Loop", "NewLoop", "Todo", "StartLoop", "StopLoop", "WakeLoop",
-           "StartEffect", "CancelEffect", "GiveBack", "plan_outputs", "pick_records", "fault_turn", "take_seat",
-           "run_fields", "indexed", "ended", "UNANSWERED"]
+           "StartEffect", "CancelEffect", "GiveBack", "apply_input", "plan_outputs", "run_fields", "indexed", "ended",
+           "UNANSWERED"]
 
 #: The tool result of a call whose Turn ended before the call was answered, read when the conversation continues.
 UNANSWERED = ("No answer: the Turn that made this call ended first. Anything kept for you from it comes as a "
@@ -231,7 +233,67 @@ def _answer_pending(books: Books, turn: str, text: str, plan: Plan) -> None:
 
 # -- inputs -------------------------------------------------------------------------------------------------------
 
-def pick_records(books: Books, turn: str, call: str, result: PickResult, plan: Plan) -> None:
+def apply_input(session: Session, books: Books, kind: str, args: Mapping[str, Any], plan: Plan,
+                now: float) -> tuple[Any, list[dict[str, Any]]]:
+    """Apply one input of the run's inbox to the Session at the real time `now` (the Session journals the time
+    that passed), adding what it writes to `plan`. Returns the result its sender gets and the step's journal
+    entries: the Session's, then the host's own (an Effect having started)."""
+    mark = len(session.journal)
+    host_entries: list[dict[str, Any]] = []
+    result = _apply(session, books, kind, args, plan, now, host_entries)
+    entries = session.journal[mark:] + host_entries
+    if kind == "gate" and args.get("by"):
+        for entry in entries:
+            if entry.get("kind") == "gate" and entry.get("gate") == args["gate"]:
+                entry["by"] = str(args["by"])
+    return result, entries
+
+
+def _apply(session: Session, books: Books, kind: str, args: Mapping[str, Any], plan: Plan, now: float,
+           host_entries: list[dict[str, Any]]) -> Any:
+    if kind == "pick":
+        result = session.pick(args["agent"], args["event"], args.get("params"), at=now)
+        if result.outcome != "refused" and session.journal:
+            open_turn = books.turns.get(args.get("turn", ""))
+            session.journal[-1].update(call=args.get("call", ""), turn=args.get("turn", ""),
+                                       player=open_turn.player.model if open_turn is not None else "")
+        _pick_records(books, args.get("turn", ""), args.get("call", ""), result, plan)
+        return result
+    if kind == "gate":
+        return session.send_gate(args["gate"], args["event"], args.get("params"), at=now)
+    if kind == "effect_done":
+        plan.ops.append(store.EffectChanged(args["effect"], EffectRecord.Status.DONE, args.get("value"),
+                                            args.get("duration_ms")))
+        return session.effect_done(args["effect"], args.get("value"), at=now)
+    if kind == "effect_failed":
+        plan.ops.append(store.EffectChanged(args["effect"], EffectRecord.Status.FAILED, args.get("value"),
+                                            args.get("duration_ms")))
+        return session.effect_failed(args["effect"], args.get("value"), at=now)
+    if kind == "effect_started":
+        host_entries.append({"kind": "effect_started", "effect": args["effect"], "slot": args.get("slot", ""),
+                             "at": session.now, "attempt": args.get("attempt", 1)})
+        plan.ops.append(store.EffectChanged(args["effect"], EffectRecord.Status.STARTED))
+        return None
+    if kind == "fault":
+        _fault_turn(books, args.get("turn") or "", args["reason"], plan)
+        session.fault(args["agent"], args["reason"], at=now)
+        return None
+    if kind == "cancel":
+        session.cancel(at=now)
+        return None
+    if kind == "seat":
+        try:
+            return _take_seat(session, books, args["agent"], args.get("user"), plan)
+        except SeatError as err:
+            return err
+    if kind == "advance":
+        if now > session.now:
+            session.advance(now - session.now)
+        return None
+    raise ValueError(f"unknown input kind {kind!r}")
+
+
+def _pick_records(books: Books, turn: str, call: str, result: PickResult, plan: Plan) -> None:
     """A pick's tool call answered at once (its result), or waiting as the Turn's pending call (outstanding)."""
     open_turn = books.turns.get(turn)
     if open_turn is None or not call:
@@ -245,7 +307,7 @@ def pick_records(books: Books, turn: str, call: str, result: PickResult, plan: P
     plan.ops.append(open_turn.loop.conversation.add(turn, "user", "tool_result", content))
 
 
-def fault_turn(books: Books, turn: str, reason: str, plan: Plan) -> None:
+def _fault_turn(books: Books, turn: str, reason: str, plan: Plan) -> None:
     """A Turn's loop faulted: its record closes with the reason (its end, which follows, closes nothing more)."""
     open_turn = books.turns.get(turn)
     if open_turn is not None:
@@ -253,7 +315,7 @@ def fault_turn(books: Books, turn: str, reason: str, plan: Plan) -> None:
         plan.ops.append(store.TurnClosed(turn, TurnRecord.Status.FAULTED, reason))
 
 
-def take_seat(session: Session, books: Books, agent: str, user: tuple[int, str] | None, plan: Plan) -> str:
+def _take_seat(session: Session, books: Books, agent: str, user: tuple[int, str] | None, plan: Plan) -> str:
     """A person takes an Agent's seat (`user`), or gives it back (None): its Turns, the open one from its next
     request on, are played by that person, or by the model again. SeatError says why not."""
     if session.slot_of(agent) is None:
