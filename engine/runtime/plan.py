@@ -65,20 +65,20 @@ NewLoop = Callable[[TurnStarted, Player, Conversation, str], Loop]
 # -- what follows the commit, as data ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class StartLoop:
+class _OnLoop:
     loop: Loop
 
 
-@dataclass(frozen=True)
-class StopLoop:
-    loop: Loop
+class StartLoop(_OnLoop):
+    """A Turn opened: its loop starts."""
 
 
-@dataclass(frozen=True)
-class WakeLoop:
+class StopLoop(_OnLoop):
+    """A Turn ended: its loop stops."""
+
+
+class WakeLoop(_OnLoop):
     """The loop may be waiting on what the step committed (its outstanding pick's answer)."""
-
-    loop: Loop
 
 
 @dataclass(frozen=True)
