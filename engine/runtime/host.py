@@ -31,18 +31,20 @@ from typing import Any, Callable, Mapping, TypeVar
 from django.conf import settings
 from django.db import DatabaseError, connections
 
-from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
 from engine.core.journal.forking import ForkError, plan_fork
-from engine.models import Run
 from engine.core.session import Session, SessionError
 from engine.core.statechart.clock import SimulatedClock
 from engine.core.workflow import Machine
+from engine.models import Run
 
 from engine.runtime import forks
 from engine.runtime import relay
 from engine.runtime import store
-from engine.runtime.notify import notify
 from engine.runtime.driver import RunDriver, wall_ms
+from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
+from engine.runtime.notify import notify
+from engine.runtime.plan import run_fields
+from engine.runtime.view import build_view, run_status
 
 __all__ = ["Host", "HostError", "RunNotHosted", "NoHostAnswered", "current_host", "ROLES"]
 
@@ -85,7 +87,6 @@ class Host:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jr2-db")
         self._tasks: list[asyncio.Task[None]] = []
         self._wake = asyncio.Event()
-        self._crash_after = os.environ.get("JR2_CRASH_AFTER_COMMIT", "")
         self.ready = asyncio.Event()
         self._releasing: set[asyncio.Task[None]] = set()
         self._stopped = False
@@ -191,16 +192,15 @@ class Host:
         except ForkError as err:
             raise HostError(str(err)) from err
         fork_id = Run._meta.get_field("id").get_default()
-        view = RunDriver(self, fork_id, workflow, machine, plan.session, seq=1, snapshot_seq=1)
-        view.visited.update(plan.visited)
+        status = run_status(plan.session)
+        fields = run_fields(plan.session, status, build_view(plan.session, plan.visited, {}, {}))
         lease = (self.owner, self.lease_seconds) if self.drives else None
-        updated = await self.db(forks.commit_fork, fork_id, source, plan, view._run_fields(view.status), user_id,
-                                lease)
+        updated = await self.db(forks.commit_fork, fork_id, source, plan, fields, user_id, lease)
         if self.drives:
             await self._take_up(fork_id, workflow)
         else:
             await relay.wake_hosts("runs.posted", fork_id)
-        self.notify(fork_id, workflow, view.status, 1, updated)
+        self.notify(fork_id, workflow, status, 1, updated)
         if answer is not None:
             await self.deliver(fork_id, "gate", gate=answer[0], event=answer[1], params=dict(answer[2]))
         return fork_id
@@ -343,7 +343,7 @@ class Host:
 
     async def _drift(self, run_id: str, workflow: str, reason: str) -> None:
         await self.db(store.mark_drifted, run_id, reason)
-        self.notify(run_id, workflow, "drifted", 0, gates=True)
+        self.notify(run_id, workflow, Run.Status.DRIFTED, 0, gates=True)
 
     async def _renew(self) -> None:
         while True:
@@ -364,14 +364,8 @@ class Host:
 
     def notify(self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None,
                gates: bool = False) -> None:
-        notify(run_id, workflow, status, seq, updated.isoformat() if updated is not None else "", gates=gates)
-
-    def crash_point(self, entries: list[dict[str, Any]]) -> None:
-        """For the crash tests: `JR2_CRASH_AFTER_COMMIT=<kind>` kills the process right after committing an entry
-        of that kind, before anyone is told."""
-        if self._crash_after and any(e.get("kind") == self._crash_after for e in entries):
-            from engine.runtime.driver import crash_now
-            crash_now()
+        """Tell viewers a run moved (engine/runtime/notify.py); the status goes out as its plain string."""
+        notify(run_id, workflow, str(status), seq, updated.isoformat() if updated is not None else "", gates=gates)
 
 
 def _on_db_thread(fn: Callable[..., T], args: tuple[Any, ...]) -> T:

@@ -15,20 +15,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol, TypeVar
 
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from engine.models import Run
 from engine.core.outputs import Delivery
+from engine.models import Run, RunInput
 
 from engine.runtime import store
+from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
 
-if TYPE_CHECKING:
-    from engine.runtime.host import Host
-
-__all__ = ["HOSTS_GROUP", "send", "wake_hosts", "encode", "decode", "RELAYED_KINDS"]
+__all__ = ["HOSTS_GROUP", "send", "wake_hosts", "encode", "decode", "RELAYED_KINDS", "Database"]
 
 log = logging.getLogger("engine.runtime")
 
@@ -39,11 +37,17 @@ RELAYED_KINDS = frozenset({"gate", "cancel", "seat", "offer"})
 
 _FIRST_POLL, _LAST_POLL = 0.005, 0.1
 
+T = TypeVar("T")
 
-async def send(host: Host, run_id: str, kind: str, args: dict[str, Any]) -> Any:
+
+class Database(Protocol):
+    """What a sender needs of its host: the host's database thread (`Host.db`)."""
+
+    async def db(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+
+async def send(host: Database, run_id: str, kind: str, args: dict[str, Any]) -> Any:
     """Hand an input to whichever host drives `run_id` and return its result, once that host has committed it."""
-    from engine.runtime.host import NoHostAnswered, RunNotHosted
-
     if kind not in RELAYED_KINDS:
         raise ValueError(f"input kind {kind!r} cannot be relayed (relayed kinds: {', '.join(sorted(RELAYED_KINDS))})")
     status = await host.db(_status, run_id)
@@ -58,7 +62,7 @@ async def send(host: Host, run_id: str, kind: str, args: dict[str, Any]) -> Any:
         await asyncio.sleep(delay)
         delay = min(delay * 2, _LAST_POLL)
         state, outcome, run_status = await host.db(_read, input_id, run_id)
-        if state == "answered":
+        if state == RunInput.Status.ANSWERED:
             return decode(outcome)
         ended = run_status not in Run.LIVE
         if (ended or time.monotonic() > deadline) and await host.db(store.withdraw_input, input_id):
@@ -93,8 +97,6 @@ def encode(result: Any) -> dict[str, Any]:
 def decode(outcome: Any) -> Any:
     """The sender's side of `encode`: a Delivery, an error (returned, as the host returns a seat's refusal), or a
     value."""
-    from engine.runtime.host import HostError
-
     if not isinstance(outcome, dict):
         return outcome
     if "delivery" in outcome:

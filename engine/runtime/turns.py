@@ -9,7 +9,8 @@ after its Menu; their calls are answered here (engine/runtime/workspace/tools.py
 are recorded as messages of kind "workspace". `engine.core.turn_policy` decides re-prompts, rerolls and
 faults. Everything the model is sent or says is recorded before the next thing happens, so a restarted host can
 take the Turn up from its recorded conversation: a tool call recorded but not yet delivered is delivered, and a
-request that had no answer is asked again.
+request that had no answer is asked again. A loop reaches its run only through `TurnDriver` (the members of the
+driver it uses), so this module never imports the driver.
 """
 from __future__ import annotations
 
@@ -17,24 +18,22 @@ import asyncio
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from engine.core.prompts import allowed_line, user_message
+from engine.core.session import Session
+from engine.core.turn_policy import TurnPolicy, TurnWatch
+from engine.models import ModelCall
 from engine.runtime.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
 from engine.runtime.providers.human import SeatGivenBack
-from engine.core.text import without_nul
-from engine.core.turn_policy import TurnPolicy, TurnWatch
 from engine.runtime.workspace.sandbox import Workspace
 
 from engine.runtime import store
+from engine.runtime.conversation import Conversation
 from engine.runtime.workspace import tools as workspace_tools
 from engine.runtime.players import Player
 
-if TYPE_CHECKING:
-    from engine.runtime.driver import RunDriver
-
-__all__ = ["Conversation", "TurnLoop"]
+__all__ = ["TurnLoop", "TurnDriver"]
 
 log = logging.getLogger("engine.runtime")
 
@@ -42,39 +41,30 @@ log = logging.getLogger("engine.runtime")
 IN_FLIGHT_AFTER = 0.05
 
 
-@dataclass
-class Conversation:
-    """One conversation of an Agent in a run: its messages (the neutral form, plus `kind` and `turn` for the
-    record) and the sequence number of the last one written."""
+class TurnDriver(Protocol):
+    """What a Turn loop needs of the driver of its run (engine/runtime/driver.py): the run's names and Session,
+    its inbox and its records, the Turn's player and Dials as they are now, the model calls' numbers, the Agent's
+    workspace and fresh conversations (a reroll)."""
 
-    id: str
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    seq: int = 0
+    run_id: str
+    workflow: str
+    session: Session
 
-    def add(self, turn: str, role: str, kind: str, content: list[dict[str, Any]]) -> store.Message:
-        """Append a message and return the record that writes it (with its sequence number). A tool's result (a
-        workspace file, say) may hold the NUL character: replaced (engine/core/text.py), as the model's reply is."""
-        content = without_nul(content)
-        self.seq += 1
-        self.messages.append({"role": role, "content": content, "kind": kind, "turn": turn})
-        return store.Message(turn, self.id, self.seq, role, kind, content)
+    def submit(self, kind: str, **args: Any) -> asyncio.Future[Any]: ...
 
-    def sent(self) -> list[dict[str, Any]]:
-        return [{"role": m["role"], "content": m["content"]} for m in self.messages]
+    async def write(self, ops: list[store.Op]) -> None: ...
 
-    def unanswered_calls(self) -> list[dict[str, Any]]:
-        """The tool calls of the last reply that have no tool result yet (a host stopped between them)."""
-        last_reply = max((i for i, m in enumerate(self.messages) if m["role"] == "assistant"), default=None)
-        if last_reply is None:
-            return []
-        answered = {block.get("tool_use_id") for m in self.messages[last_reply + 1:] for block in m["content"]
-                    if block.get("type") == "tool_result"}
-        return [block for block in self.messages[last_reply]["content"]
-                if block.get("type") == "tool_use" and block.get("id") not in answered]
+    def defer(self, ops: list[store.Op]) -> None: ...
 
-    def waits_for_model(self) -> bool:
-        """True when the last message is not the model's: the next step is to ask it."""
-        return bool(self.messages) and self.messages[-1]["role"] != "assistant"
+    def dials(self, turn: str) -> dict[str, Any]: ...
+
+    def player_of(self, turn: str) -> Player | None: ...
+
+    def next_call_seq(self) -> int: ...
+
+    def workspace_of(self, agent: str) -> Workspace | None: ...
+
+    def new_conversation(self, base: str, agent: str | None = None) -> Conversation: ...
 
 
 class _Ended(Exception):
@@ -84,7 +74,7 @@ class _Ended(Exception):
 class TurnLoop:
     """Drives one Turn of `agent` until its state is left or it faults."""
 
-    def __init__(self, driver: RunDriver, turn: str, agent: str, player: Player, conversation: Conversation,
+    def __init__(self, driver: TurnDriver, turn: str, agent: str, player: Player, conversation: Conversation,
                  prompt: str, system: str, notices: tuple[Any, ...], policy: TurnPolicy | None = None,
                  pending_call: str = "") -> None:
         self.driver = driver
@@ -205,13 +195,13 @@ class TurnLoop:
             reply = (await call).without_nul()
         except SeatGivenBack:
             self._in_model = False
-            await self.driver.write([store.CallFinished(seq, self.turn, "interrupted",
+            await self.driver.write([store.CallFinished(seq, self.turn, ModelCall.Status.INTERRUPTED,
                                                         error="the person gave the seat back; the model is asked",
                                                         latency_ms=_ms(started))])
             return await self._ask()
         except ProviderError as err:
             self._in_model = self._asking = False
-            await self.driver.write([store.CallFinished(seq, self.turn, "failed", error=str(err),
+            await self.driver.write([store.CallFinished(seq, self.turn, ModelCall.Status.FAILED, error=str(err),
                                                         latency_ms=_ms(started))])
             await self._fault(str(err))
             return None
@@ -219,11 +209,11 @@ class TurnLoop:
             call.cancel()
             self._in_model = False
             await asyncio.shield(self.driver.write([store.CallFinished(
-                seq, self.turn, "interrupted", error="the Turn ended while the model was asked",
+                seq, self.turn, ModelCall.Status.INTERRUPTED, error="the Turn ended while the model was asked",
                 latency_ms=_ms(started))]))
             raise
         self._in_model = False
-        finished = store.CallFinished(seq, self.turn, "done", response=dict(reply.response),
+        finished = store.CallFinished(seq, self.turn, ModelCall.Status.DONE, response=dict(reply.response),
                                       tool_calls=[c.to_json() for c in reply.tool_calls],
                                       stop_reason=reply.stop_reason, usage=reply.usage.to_json(),
                                       latency_ms=_ms(started))
@@ -261,13 +251,7 @@ class TurnLoop:
                                         f'({call.get("raw", "")!r:.200}); nothing was delivered. Call it again with a '
                                         "JSON object that fits its schema.")
             return ""
-        verdict = watch.call(name, arguments)
-        if verdict is not None:
-            await self._refuse(call_id, f"{verdict.reason}; nothing was delivered.")
-            if verdict.action == "fault":
-                await self._fault(verdict.reason)
-                raise _Ended()
-            await self._reroll(verdict.reason)
+        if await self._ran_away(watch, call_id, name, arguments, "nothing was delivered."):
             return "rerolled"
         result = await self.driver.submit("pick", agent=self.agent, event=name, params=arguments, call=call_id,
                                           turn=self.turn)
@@ -291,13 +275,7 @@ class TurnLoop:
             text, error = (f'the arguments of "{name}" are not a JSON object ({call.get("raw", "")!r:.200}); '
                            "nothing was done."), True
         else:
-            verdict = watch.call(name, arguments)
-            if verdict is not None:
-                await self._refuse(call_id, f"{verdict.reason}; nothing was done.")
-                if verdict.action == "fault":
-                    await self._fault(verdict.reason)
-                    raise _Ended()
-                await self._reroll(verdict.reason)
+            if await self._ran_away(watch, call_id, name, arguments, "nothing was done."):
                 return "rerolled"
             text, error = await workspace_tools.run_tool(self.workspace, name, arguments)
         if self.closed:
@@ -306,6 +284,21 @@ class TurnLoop:
                                                  "content": f"{text}\n\n{allowed_line(self._allowed())}",
                                                  "is_error": error}])
         return ""
+
+    async def _ran_away(self, watch: TurnWatch, call_id: str, name: str, arguments: dict[str, Any],
+                        nothing: str) -> bool:
+        """The runaway check (engine/core/turn_policy.py) of a pick or a workspace call, before it is carried out:
+        False to carry it out; True when it was refused and the Turn rerolled. A runaway after a reroll faults the
+        Turn, and the loop ends. `nothing` says what the refusal left undone."""
+        verdict = watch.call(name, arguments)
+        if verdict is None:
+            return False
+        await self._refuse(call_id, f"{verdict.reason}; {nothing}")
+        if verdict.action == "fault":
+            await self._fault(verdict.reason)
+            raise _Ended()
+        await self._reroll(verdict.reason)
+        return True
 
     async def _wait_for_answer(self, call_id: str) -> None:
         """Until the conversation holds the tool result of `call_id` (level-triggered: whatever order the run's
@@ -353,8 +346,8 @@ class TurnLoop:
 
     def _player(self) -> Player:
         """Who plays this Turn now: a seat can change hands between two requests."""
-        meta = self.driver.turns.get(self.turn)
-        return meta.player if meta is not None else self.player
+        player = self.driver.player_of(self.turn)
+        return player if player is not None else self.player
 
 
 def _ms(started: float) -> float:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from engine.models import ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime import store
+from engine.runtime.store import ops
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,7 +31,7 @@ def run_id() -> str:
 def test_a_committed_turn_row_is_remembered_and_used_without_a_lookup(run_id: str) -> None:
     store.write(run_id, [opened("turn-1")])
     row = TurnRecord.objects.get(run_id=run_id, turn="turn-1").id
-    assert store._turn_rows[(run_id, "turn-1")] == row
+    assert ops._turn_rows[(run_id, "turn-1")] == row
     with CaptureQueriesContext(connection) as queries:
         store.write(run_id, [message("turn-1", 1)])
         store.write(run_id, [store.CallStarted(1, "turn-1", "script/x", True, {}, 1)])
@@ -40,17 +42,17 @@ def test_a_committed_turn_row_is_remembered_and_used_without_a_lookup(run_id: st
 
 def test_a_rolled_back_turn_row_is_not_remembered(run_id: str) -> None:
     with pytest.raises(RuntimeError), transaction.atomic():
-        store.TurnOpened.apply(opened("turn-2"), run_id, store.timezone.now())
+        store.TurnOpened.apply(opened("turn-2"), run_id, timezone.now())
         raise RuntimeError("the step failed before its commit")
-    assert (run_id, "turn-2") not in store._turn_rows
+    assert (run_id, "turn-2") not in ops._turn_rows
     store.write(run_id, [opened("turn-2"), message("turn-2", 1)])
     assert TurnMessage.objects.get(run_id=run_id).turn_id == TurnRecord.objects.get(run_id=run_id, turn="turn-2").id
 
 
 def test_a_turn_row_read_back_is_remembered_and_a_closed_turn_is_forgotten(run_id: str) -> None:
     store.write(run_id, [opened("turn-3")])
-    store._turn_rows.clear()  # as in another process, or after a restart
+    ops._turn_rows.clear()  # as in another process, or after a restart
     store.write(run_id, [message("turn-3", 1)])
-    assert (run_id, "turn-3") in store._turn_rows
+    assert (run_id, "turn-3") in ops._turn_rows
     store.write(run_id, [store.TurnClosed("turn-3")])
-    assert (run_id, "turn-3") not in store._turn_rows
+    assert (run_id, "turn-3") not in ops._turn_rows

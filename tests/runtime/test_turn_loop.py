@@ -20,7 +20,7 @@ from engine.models import ModelCall
 from engine.core.prompts import BRIEFING, reprompt_message
 from engine.runtime.providers import reset_providers
 from engine.runtime.host import Host
-from engine.runtime.driver import UNANSWERED
+from engine.runtime.plan import UNANSWERED
 from engine.core.turn_policy import TurnPolicy
 from engine.core.workflow import Machine
 from tests.runtime.hosting import records, status, until

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from engine.runtime.providers.base import ProviderError
 
@@ -17,6 +17,8 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_TIMEOUT = 600.0
 #: Seconds to open a connection: a server that is down or unreachable is known long before a reply would be late.
 CONNECT_TIMEOUT = 10.0
+
+N = TypeVar("N", int, float)
 
 
 def setting(name: str) -> Any:
@@ -39,23 +41,22 @@ def setting_str(name: str, default: str) -> str:
 
 
 def setting_int(name: str, default: int) -> int:
-    value = setting(name)
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ProviderError(f"{name} must be a whole number; got {value!r}") from None
+    return _number(name, default, int, "a whole number")
 
 
 def setting_float(name: str, default: float) -> float:
+    return _number(name, default, float, "a number of seconds")
+
+
+def _number(name: str, default: N, convert: Callable[[Any], N], what: str) -> N:
+    """A number setting read with `convert`; one it cannot read is refused, saying it must be `what`."""
     value = setting(name)
     if value is None:
         return default
     try:
-        return float(value)
+        return convert(value)
     except (TypeError, ValueError):
-        raise ProviderError(f"{name} must be a number of seconds; got {value!r}") from None
+        raise ProviderError(f"{name} must be {what}; got {value!r}") from None
 
 
 def setting_dict(name: str, default: dict[str, str]) -> dict[str, str]:

@@ -1,0 +1,39 @@
+"""The database side of the runtime: every write of a run's step in one transaction, and what a resume reads.
+
+These are plain synchronous functions over the Django ORM. The host calls them on its one database thread
+(`Host.db`), so a run's writes are committed in the order its task made them, and no database connection is held
+while a model is called.
+
+Journal first, then tell: `commit(step)` writes the step's journal entries, the Run's new state and every record
+that follows from them (Turns, messages, Effects, a snapshot) in one `transaction.atomic()`; only after it returns
+does the host tell anyone.
+
+    ops.py      the records a step writes beside its entries (`Op`: a Turn opened, a message, a model call, ...)
+    step.py     the step's one transaction (`commit`, `write`), fenced by the run's lease
+    resume.py   what taking a run up again reads (`load_resume`)
+    leases.py   who drives a run: taking, renewing, handing back and claiming leases; drifted runs
+    inputs.py   relayed inputs, the fleet's database inbox
+
+Callers use this package's names (`from engine.runtime import store; store.commit(...)`).
+"""
+from __future__ import annotations
+
+from engine.runtime.errors import InputWithdrawn, LeaseLost
+from engine.runtime.store.inputs import (
+    InputAnswered, answer_input, pending_inputs, post_input, read_input, withdraw_input,
+)
+from engine.runtime.store.leases import (
+    claim_runs, live_run_ids, mark_drifted, release_leases, renew_leases, take_lease,
+)
+from engine.runtime.store.ops import (
+    CallFinished, CallStarted, EffectChanged, EffectOpened, Message, Op, SeatChanged, TurnChanged, TurnClosed,
+    TurnOpened,
+)
+from engine.runtime.store.resume import Resume, expire_in_flight, load_resume
+from engine.runtime.store.step import Step, commit, write
+
+__all__ = ["Step", "Op", "TurnOpened", "TurnClosed", "TurnChanged", "SeatChanged", "Message", "CallStarted",
+           "CallFinished", "EffectOpened", "EffectChanged", "commit", "write", "Resume", "load_resume", "take_lease",
+           "renew_leases", "release_leases", "live_run_ids", "mark_drifted", "expire_in_flight", "LeaseLost",
+           "InputWithdrawn", "InputAnswered", "claim_runs", "pending_inputs", "post_input", "read_input",
+           "withdraw_input", "answer_input"]
