@@ -17,9 +17,10 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
+from engine.core.journal.entries import Advance, Entry
 from engine.core.outputs import NoticeKept, Output, PickAnswered, PickStopped, RunEnded
-from engine.core.journal.replay import brief, describe, state_paths
-from engine.core.session import HOST_KINDS, SessionError
+from engine.core.journal.replay import describe, state_paths
+from engine.core.session import SessionError
 from engine.core.journal.trace import TraceStep, trace
 from engine.core.workflow import Machine
 
@@ -72,8 +73,8 @@ def history_of(run_id: str, machine: Machine, journal: Iterable[Mapping[str, Any
 
 
 def _skipped(found: TraceStep) -> bool:
-    kind = found.entry.get("kind")
-    return kind in HOST_KINDS or (kind == "advance" and not found.outputs and found.seq > 1)
+    entry = found.entry
+    return entry.host or (isinstance(entry, Advance) and not found.outputs and found.seq > 1)
 
 
 def _step(run_id: str, machine: Machine, found: TraceStep) -> Step:
@@ -84,23 +85,19 @@ def _step(run_id: str, machine: Machine, found: TraceStep) -> Step:
                 answers, context)
 
 
-def _key(entry: Mapping[str, Any]) -> str:
+def _key(entry: Entry) -> str:
     """What came in, comparable across runs: its kind and inputs, not its time, digest or the host's marks."""
-    kept = {k: v for k, v in entry.items() if k not in ("at", "out", "call", "turn", "player", "session")}
+    kept = {k: v for k, v in entry.to_json().items() if k not in ("at", "out", "call", "turn", "player", "session")}
     return json.dumps(kept, sort_keys=True, default=str)
 
 
 def _answer(output: Output) -> str:
-    if isinstance(output, PickAnswered):
-        return f"{output.event} answered {brief(output.answer)}"
-    if isinstance(output, PickStopped):
-        return f"{output.event} did not finish"
-    if isinstance(output, NoticeKept):
-        return f"notice for {output.agent}: {brief(output.notice)}"
-    if isinstance(output, RunEnded):
-        return f"ended {output.status}" + (f" with {brief(output.output)}" if output.output is not None else "") + (
-            f": {output.reason}" if output.reason else "")
-    return ""
+    """What a step's answers column shows: answers, unfinished picks, notices and the run's end, each in the
+    output's own words (the same a replay says)."""
+    return output.words() if isinstance(output, _ANSWERS) else ""
+
+
+_ANSWERS = (PickAnswered, PickStopped, NoticeKept, RunEnded)
 
 
 def forked_history(parent: str, history: list[Step], step: int, own: list[Step]) -> list[Step]:

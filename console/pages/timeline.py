@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from engine.core.journal.entries import Advance, Entry, GateAnswer
 from engine.core.journal.replay import brief, describe
 from engine.core.session import Session, SessionError
 from engine.core.journal.trace import numbered, trace, trace_on
@@ -253,7 +254,7 @@ class SpanWalk:
     def spans(self) -> list[Span]:
         return self._done + list(self._gates.values()) + list(self._timers.values())
 
-    def _step(self, seq: int, entry: Mapping[str, Any], session: Session) -> None:
+    def _step(self, seq: int, entry: Entry, session: Session) -> None:
         gates, timers = self._gates, self._timers
         now_gates = {gate.id: gate for gate in session.gates}
         for gate_id in [g for g in gates if g not in now_gates]:
@@ -267,7 +268,7 @@ class SpanWalk:
         now_timers = {str(t.get("id")): t for t in session.snapshot["statechart"].get("timers", [])}
         for timer_id in [t for t in timers if t not in now_timers]:
             span = timers.pop(timer_id)
-            how = "fired" if entry.get("kind") == "advance" else "ended"
+            how = "fired" if isinstance(entry, Advance) else "ended"
             self._done.append(Span(span.kind, span.id, span.label, span.opened, seq, span.due_ms,
                                    span.details + ((how, f"at step {seq}: {describe(entry)}"),)))
         for timer_id, timer in now_timers.items():
@@ -296,9 +297,9 @@ def walked_spans(run_id: str, machine: Machine, last: int, after: Callable[[int]
     return spans
 
 
-def _closed_gate(span: Span, seq: int, entry: Mapping[str, Any]) -> Span:
-    if entry.get("kind") == "gate" and entry.get("gate") == span.id:
-        how = ("answered", f"at step {seq}: {entry.get('event')} {brief(entry.get('params') or {})}")
+def _closed_gate(span: Span, seq: int, entry: Entry) -> Span:
+    if isinstance(entry, GateAnswer) and entry.gate == span.id:
+        how = ("answered", f"at step {seq}: {entry.event} {brief(entry.params or {})}")
     else:
         how = ("closed", f"at step {seq} without an answer: {describe(entry)}")
     return Span(span.kind, span.id, span.label, span.opened, seq, None, span.details + (how,))

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, TypeVar
 
+from engine.core.journal.entries import GateAnswer
 from engine.core.outputs import EffectRequested, TurnStarted
 from engine.core.session import PendingEffect, Session
 from engine.core.text import without_nul
@@ -296,7 +297,7 @@ class RunDriver:
         if updated is not None:
             gates_after = [g["id"] for g in fields["view"].get("gates", ())]
             self.host.notify(self.run_id, self.workflow, status, last, updated,
-                             gates=gates_after != gates_before or any(e.get("kind") == "gate" for e in entries))
+                             gates=gates_after != gates_before or any(isinstance(e, GateAnswer) for e in entries))
 
     # -- after a commit ------------------------------------------------------------------------------------------
 

@@ -6,9 +6,10 @@ here runs unless the variable is set.
 """
 from __future__ import annotations
 
+from engine.core.journal.entries import Entry
 import os
 import signal
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 
 __all__ = ["CRASH_AFTER_COMMIT", "after_commit", "crash_now"]
 
@@ -16,10 +17,10 @@ __all__ = ["CRASH_AFTER_COMMIT", "after_commit", "crash_now"]
 CRASH_AFTER_COMMIT = "JR2_CRASH_AFTER_COMMIT"
 
 
-def after_commit(entries: Iterable[Mapping[str, Any]]) -> None:
+def after_commit(entries: Iterable[Entry]) -> None:
     """Called by the driver once a step's entries are committed: die if one is of the kind the variable names."""
     kind = os.environ.get(CRASH_AFTER_COMMIT, "")
-    if kind and any(entry.get("kind") == kind for entry in entries):
+    if kind and any(entry.kind == kind for entry in entries):
         crash_now()
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from engine.core.journal.trace import typed
 from engine.core.journal.forking import ForkPlan
 from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage, TurnRecord
 
@@ -64,11 +65,11 @@ def commit_fork(run_id: str, source: ForkSource, plan: ForkPlan, fields: dict[st
     with transaction.atomic():
         Run.objects.create(id=run_id, workflow=parent.workflow, digest=parent.digest, input=parent.input,
                            scripted=parent.scripted, started_by_id=user_id, parent=parent,
-                           parent_step=plan.entry["step"], seq=1, lease_owner=owner,
+                           parent_step=plan.entry.step, seq=1, lease_owner=owner,
                            lease_expires=now + dt.timedelta(seconds=seconds) if owner else None, **fields)
         Run.objects.filter(id=run_id).update(updated_at=now)
-        JournalEntry.objects.create(run_id=run_id, seq=1, kind="fork", entry=plan.entry, out="", at=now)
-        RunSnapshot.objects.create(run_id=run_id, seq=1, data=plan.entry["session"])
+        JournalEntry.objects.create(run_id=run_id, seq=1, kind="fork", entry=plan.entry.to_json(), out="", at=now)
+        RunSnapshot.objects.create(run_id=run_id, seq=1, data=plan.entry.session)
         rows: dict[int, int] = {}
         for record in source.turns:
             still_open = record.turn in open_turns
@@ -86,7 +87,7 @@ def commit_fork(run_id: str, source: ForkSource, plan: ForkPlan, fields: dict[st
             for m in source.messages if m.turn_id in rows)
         # The inbox and search records of the fork as it starts: its open Gates, states, the events and Agents of
         # the history it shares with its parent, its input.
-        Indexed(parent.workflow, {}, fields.get("view") or {}, [item["entry"] for item in source.journal],
+        Indexed(parent.workflow, {}, fields.get("view") or {}, [typed(item["entry"]) for item in source.journal],
                 agents=[record.agent for record in source.turns], first=True, door=parent.input,
                 output=fields.get("output")).apply(run_id, now)
     return now

@@ -12,6 +12,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from engine.core.journal.entries import Entry, GateAnswer, Pick
 from engine.models import GateRecord, RunMark, RunText
 
 from engine.runtime.store import Op
@@ -39,15 +40,15 @@ def words(value: Any) -> str:
     return "\n".join(out).casefold()
 
 
-def taken_events(entries: Iterable[Mapping[str, Any]]) -> set[str]:
+def taken_events(entries: Iterable[Entry]) -> set[str]:
     """The events a step's journal entries took: Gate answers, and picks the Machine took."""
-    return {str(e["event"]) for e in entries
-            if e.get("kind") == "gate" or (e.get("kind") == "pick" and e.get("outcome") in TAKEN_PICKS)}
+    return {e.event for e in entries
+            if isinstance(e, GateAnswer) or (isinstance(e, Pick) and e.outcome in TAKEN_PICKS)}
 
 
-def answered_gates(entries: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def answered_gates(entries: Iterable[Entry]) -> dict[str, GateAnswer]:
     """Gate id -> the last journal entry of the step that answered it."""
-    return {str(e["gate"]): e for e in entries if e.get("kind") == "gate"}
+    return {e.gate: e for e in entries if isinstance(e, GateAnswer)}
 
 
 @dataclass
@@ -58,7 +59,7 @@ class Indexed(Op):
     workflow: str
     before: Mapping[str, Any]
     after: Mapping[str, Any]
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
     agents: list[str] = field(default_factory=list)
     first: bool = False
     door: Any = None
@@ -93,9 +94,9 @@ class Indexed(Op):
         after = {g["id"]: g for g in self.after.get("gates", ())}
         answered = answered_gates(self.entries)
         for gate in (was - set(after)) | (set(answered) & was):
-            entry = answered.get(gate, {})
+            entry = answered.get(gate)
             GateRecord.objects.filter(run_id=run_id, gate=gate, closed_at=None).update(
-                closed_at=now, event=str(entry.get("event", "")), answered_by=str(entry.get("by", "")))
+                closed_at=now, event=entry.event if entry else "", answered_by=(entry.by or "") if entry else "")
         opened = (set(after) - was) | (set(answered) & set(after))
         if opened:
             GateRecord.objects.bulk_create(

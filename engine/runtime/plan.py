@@ -14,10 +14,12 @@ which nothing journals: a resume rebuilds it from the records these ops wrote.
 """
 from __future__ import annotations
 
+import dataclasses
 import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
+from engine.core.journal.entries import EffectStarted, Entry, GateAnswer
 from engine.core.outputs import (
     AllowedChanged, Delivery, EffectCancelled, EffectRequested, Output, PickAnswered, PickResult, PickStopped,
     TurnEnded, TurnStarted,
@@ -234,29 +236,29 @@ def _answer_pending(books: Books, turn: str, text: str, plan: Plan) -> None:
 # -- inputs -------------------------------------------------------------------------------------------------------
 
 def apply_input(session: Session, books: Books, kind: str, args: Mapping[str, Any], plan: Plan,
-                now: float) -> tuple[Any, list[dict[str, Any]]]:
+                now: float) -> tuple[Any, list[Entry]]:
     """Apply one input of the run's inbox to the Session at the real time `now` (the Session journals the time
     that passed), adding what it writes to `plan`. Returns the result its sender gets and the step's journal
     entries: the Session's, then the host's own (an Effect having started)."""
     mark = len(session.journal)
-    host_entries: list[dict[str, Any]] = []
+    host_entries: list[Entry] = []
     result = _apply(session, books, kind, args, plan, now, host_entries)
     entries = session.journal[mark:] + host_entries
     if kind == "gate" and args.get("by"):
-        for entry in entries:
-            if entry.get("kind") == "gate" and entry.get("gate") == args["gate"]:
-                entry["by"] = str(args["by"])
+        entries = [dataclasses.replace(e, by=str(args["by"])) if isinstance(e, GateAnswer) and e.gate == args["gate"]
+                   else e for e in entries]
     return result, entries
 
 
 def _apply(session: Session, books: Books, kind: str, args: Mapping[str, Any], plan: Plan, now: float,
-           host_entries: list[dict[str, Any]]) -> Any:
+           host_entries: list[Entry]) -> Any:
     if kind == "pick":
         result = session.pick(args["agent"], args["event"], args.get("params"), at=now)
         if result.outcome != "refused" and session.journal:
             open_turn = books.turns.get(args.get("turn", ""))
-            session.journal[-1].update(call=args.get("call", ""), turn=args.get("turn", ""),
-                                       player=open_turn.player.model if open_turn is not None else "")
+            session.journal[-1] = dataclasses.replace(  # type: ignore[call-arg]
+                session.journal[-1], call=args.get("call", ""), turn=args.get("turn", ""),
+                player=open_turn.player.model if open_turn is not None else "")
         _pick_records(books, args.get("turn", ""), args.get("call", ""), result, plan)
         return result
     if kind == "gate":
@@ -270,8 +272,8 @@ def _apply(session: Session, books: Books, kind: str, args: Mapping[str, Any], p
                                             args.get("duration_ms")))
         return session.effect_failed(args["effect"], args.get("value"), at=now)
     if kind == "effect_started":
-        host_entries.append({"kind": "effect_started", "effect": args["effect"], "slot": args.get("slot", ""),
-                             "at": session.now, "attempt": args.get("attempt", 1)})
+        host_entries.append(EffectStarted(effect=args["effect"], slot=args.get("slot", ""), at=session.now,
+                                          attempt=args.get("attempt", 1)))
         plan.ops.append(store.EffectChanged(args["effect"], EffectRecord.Status.STARTED))
         return None
     if kind == "fault":
@@ -353,7 +355,7 @@ def run_fields(session: Session, status: str, view: dict[str, Any]) -> dict[str,
     return {"status": status, "view": view, "output": session.output, "reason": session.reason or ""}
 
 
-def indexed(workflow: str, committed_view: dict[str, Any], fields: dict[str, Any], entries: list[dict[str, Any]],
+def indexed(workflow: str, committed_view: dict[str, Any], fields: dict[str, Any], entries: list[Entry],
             ops: list[store.Op], door: Any = None) -> Indexed:
     """The step's inbox and search records: what changed since the view last committed."""
     return Indexed(workflow, committed_view, fields["view"], entries,

@@ -24,7 +24,7 @@ def notes_journal(reply: str, tick: bool = False) -> list[dict[str, Any]]:
     session.pick("writer", "ask", {"question": "Who reads these?"})
     session.send_gate("writing.asking", "reply", {"text": reply})
     session.pick("writer", "done", {"notes": f"For {reply}"})
-    return [{"seq": i, "entry": e} for i, e in enumerate(session.journal, start=1)]
+    return [{"seq": i, "entry": e.to_json()} for i, e in enumerate(session.journal, start=1)]
 
 
 def test_the_same_inputs_are_the_same_even_when_the_clocks_ticked_differently() -> None:
@@ -54,7 +54,7 @@ def test_a_fork_lines_up_with_its_parent_and_its_edited_context_differs_at_the_f
     parent_journal = notes_journal("Ops")
     plan = plan_fork(notes.machine, parent_journal, 2, parent="p", now=10_000,
                      context={"changes": "Other changes", "replies": 0, "question": "Who reads these?"})
-    fork = Session.restore(notes.machine, plan.entry["session"])
+    fork = Session.restore(notes.machine, plan.entry.session)
     fork.send_gate("writing.asking", "reply", {"text": "Ops"})
     fork_journal = [{"seq": 1, "entry": plan.entry}] + [{"seq": i, "entry": e}
                                                          for i, e in enumerate(fork.journal, start=2)]

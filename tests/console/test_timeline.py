@@ -90,7 +90,7 @@ def gate_then_timer() -> tuple[Any, list[dict[str, Any]]]:
     session = Session(machine, clock=SimulatedClock(0))
     session.send_gate("desk", "go", {}, at=1000)
     session.advance(5000)
-    return machine, [{"seq": i, "entry": e} for i, e in enumerate(session.journal, start=1)]
+    return machine, [{"seq": i, "entry": e.to_json()} for i, e in enumerate(session.journal, start=1)]
 
 
 def test_walking_the_journal_finds_when_each_gate_opened_and_was_answered_and_each_timer() -> None:

@@ -100,7 +100,7 @@ def test_the_compare_view_marks_the_first_difference(page: Page, server: LiveSer
     expect(contexts.nth(0)).to_contain_text('"greeting": "Hello"')
     expect(contexts.nth(1)).to_contain_text('"greeting": "Hi"')
     expect(page.locator("#compare-table tbody tr")).to_have_count(2)
-    expect(page.locator("#compare-table tbody tr").nth(1)).to_contain_text("ended done")
+    expect(page.locator("#compare-table tbody tr").nth(1)).to_contain_text("the run ends done")
     shot(page, "compare")
 
 

@@ -166,7 +166,7 @@ def test_notes_pick_with_bad_input_is_refused_with_the_error_and_allowed_picks()
     assert session.pick("writer", "ask", {"question": "q", "sender": {"party": "gate", "id": "x"}}).outcome \
         == "refused"
     assert session.snapshot == before
-    assert [entry["kind"] for entry in session.journal] == ["start"]
+    assert [entry.kind for entry in session.journal] == ["start"]
 
 
 def test_notes_fault_while_asking_fails_the_run_and_stops_the_pick():

@@ -12,6 +12,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from engine import Session, agent, answer, assign, define_event, effect, jr2_setup
+from engine.core.journal.entries import EffectStarted
 from engine.core.journal.replay import ReplayReport, brief, describe, numbered, replay, state_paths
 from tests.engine.test_child_machines import build as build_study
 
@@ -94,12 +95,13 @@ def record(machine: Any = None) -> list[dict[str, Any]]:
     session.advance(40)
     [pending] = session.effects
     journal = list(session.journal)
-    journal.append({"kind": "effect_started", "effect": pending.id, "at": session.now, "attempt": 1})
+    journal.append(EffectStarted(effect=pending.id, at=session.now, attempt=1))
     assert session.effect_done(pending.id, {"ok": True}).outcome == "delivered"
     session.advance(300)
     assert session.status == "done"
     journal.extend(session.journal[len(journal) - 1:])
-    return [{"seq": i, "kind": e["kind"], "entry": e, "out": e.get("out", "")} for i, e in enumerate(journal, 1)]
+    return [{"seq": i, "kind": e.kind, "entry": e.to_json(), "out": getattr(e, "out", None) or ""}
+            for i, e in enumerate(journal, 1)]
 
 
 def seq_of(journal: list[dict[str, Any]], kind: str, event: str | None = None) -> int:

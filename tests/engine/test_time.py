@@ -15,8 +15,8 @@ def test_an_accepted_input_at_a_later_time_journals_the_time_first():
     session = Session(notes.machine, DOOR)
     result = session.pick("writer", "ask", {"question": "Tone?"}, at=1500)
     assert result.outcome == "outstanding"
-    assert [(e["kind"], e.get("ms")) for e in session.journal[1:]] == [("advance", 1500), ("pick", None)]
-    assert session.now == 1500 and session.journal[-1]["at"] == 1500
+    assert [(e.kind, getattr(e, "ms", None)) for e in session.journal[1:]] == [("advance", 1500), ("pick", None)]
+    assert session.now == 1500 and session.journal[-1].at == 1500
     again = Session.replay(notes.machine, session.journal)
     assert again.to_json() == session.to_json()
 
@@ -57,7 +57,7 @@ def test_a_timer_due_before_the_input_fires_first_even_if_the_input_is_then_refu
     result = session.pick("w", "go", {}, at=1200)
     assert result.outcome == "refused"
     assert session.status == "done" and session.value == "late"
-    assert [e["kind"] for e in session.journal[1:]] == ["advance"]
+    assert [e.kind for e in session.journal[1:]] == ["advance"]
     assert any(isinstance(o, TurnEnded) for o in session.drain())
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.core.journal.entries import Advance, Cancel, GateAnswer, Pick
 from engine.runtime import faults
 
 
@@ -17,15 +18,15 @@ def crashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_it_fires_after_a_commit_that_journaled_the_named_kind(crashes: list[str],
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(faults.CRASH_AFTER_COMMIT, "gate")
-    faults.after_commit([{"kind": "advance"}, {"kind": "pick"}])
+    faults.after_commit([Advance(ms=1), Pick(agent="writer", event="ask")])
     assert crashes == []
-    faults.after_commit([{"kind": "advance"}, {"kind": "gate"}])
+    faults.after_commit([Advance(ms=1), GateAnswer(gate="writing.asking", event="reply")])
     assert crashes == ["killed"]
 
 
 def test_it_never_fires_unless_a_kind_is_named(crashes: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(faults.CRASH_AFTER_COMMIT, raising=False)
-    faults.after_commit([{"kind": "gate"}, {"kind": ""}, {}])
+    faults.after_commit([GateAnswer(gate="writing.asking", event="reply"), Cancel()])
     monkeypatch.setenv(faults.CRASH_AFTER_COMMIT, "")
-    faults.after_commit([{"kind": "gate"}, {"kind": ""}, {}])
+    faults.after_commit([GateAnswer(gate="writing.asking", event="reply"), Cancel()])
     assert crashes == []

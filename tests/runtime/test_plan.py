@@ -81,7 +81,7 @@ def test_an_outstanding_pick_waits_and_its_answer_wakes_the_loop() -> None:
     result, entries, plan = step(session, books, "pick", agent="writer", event="ask",
                                  params={"question": "Who reads this?"}, call="call-1", turn="turn-1")
     assert isinstance(result, PickResult) and result.outcome == "outstanding"
-    assert [(e["kind"], e["call"], e["turn"], e["player"]) for e in entries] == [
+    assert [(e.kind, e.call, e.turn, e.player) for e in entries] == [
         ("pick", "call-1", "turn-1", "script/notes.writer")]
     assert plan.ops == [store.TurnChanged("turn-1", pending_call="call-1")] and plan.todo == []
     assert books.turns["turn-1"].pending_call == "call-1"
@@ -89,7 +89,7 @@ def test_an_outstanding_pick_waits_and_its_answer_wakes_the_loop() -> None:
     result, entries, plan = step(session, books, "gate", gate="writing.asking", event="reply",
                                  params={"text": "Admins"}, by="ann")
     assert isinstance(result, Delivery) and result.outcome == "delivered"
-    assert entries[-1]["kind"] == "gate" and entries[-1]["by"] == "ann"
+    assert entries[-1].kind == "gate" and entries[-1].by == "ann"
     answer, changed = plan.ops
     assert isinstance(answer, store.Message) and answer.kind == "tool_result"
     assert answer.content[0]["tool_use_id"] == "call-1"
@@ -145,8 +145,8 @@ def test_a_seat_changes_hands_and_is_given_back() -> None:
 def test_an_effect_started_is_the_hosts_own_entry() -> None:
     session, books, _ = begun()
     _, entries, plan = step(session, books, "effect_started", effect="effect-1", slot="build", attempt=2)
-    assert entries == [{"kind": "effect_started", "effect": "effect-1", "slot": "build", "at": session.now,
-                        "attempt": 2}]
+    assert [e.to_json() for e in entries] == [{"kind": "effect_started", "effect": "effect-1", "slot": "build",
+                                               "at": session.now, "attempt": 2}]
     assert plan.ops == [store.EffectChanged("effect-1", EffectRecord.Status.STARTED)]
 
 

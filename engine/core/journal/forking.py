@@ -4,7 +4,7 @@ edited or a different Gate answer; the parent run is only read.
     plan = plan_fork(machine, journal, step=3, parent="ab12cd34ef", now=wall_ms(),
                      context={...} or None, answer=("writing.asking", "reply", {"text": "Ops"}) or None)
     plan.session      # the fork's Session, ready for its next input
-    plan.entry        # the fork's first journal entry: {"kind": "fork", "parent", "step", "context", "session", "at"}
+    plan.entry        # the fork's first journal entry: Fork(parent, step, context, session, at)
     plan.visited      # the states the parent passed through up to that step
     plan.pending      # Turn id -> the tool call whose pick was outstanding at that step
 
@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from engine.core.journal.entries import Fork, Pick
 from engine.core.session import Session, SessionError
 from engine.core.text import NUL_REFUSED, nul_at
 from engine.core.journal.trace import numbered, trace
@@ -36,7 +37,7 @@ class ForkError(ValueError):
 @dataclass
 class ForkPlan:
     session: Session
-    entry: dict[str, Any]
+    entry: Fork
     visited: list[str] = field(default_factory=list)
     pending: dict[str, str] = field(default_factory=dict)
 
@@ -56,8 +57,8 @@ def plan_fork(machine: Machine, journal: Iterable[Mapping[str, Any]], step: int,
         for found in trace(machine, [{"seq": s, "entry": e} for s, e in entries], until=step):
             session = found.session
             visited.update(session.active_paths)
-            if found.entry.get("kind") == "pick" and found.entry.get("outcome") == "outstanding":
-                calls[str(found.entry.get("turn", ""))] = str(found.entry.get("call", ""))
+            if isinstance(found.entry, Pick) and found.entry.outcome == "outstanding":
+                calls[found.entry.turn or ""] = found.entry.call or ""
     except SessionError as err:
         raise ForkError(f"run {parent} does not replay on the workflow as it is now, so it cannot be forked: "
                         f"{err}") from err
@@ -77,7 +78,7 @@ def plan_fork(machine: Machine, journal: Iterable[Mapping[str, Any]], step: int,
     if answer is not None:
         _check_answer(machine, data, answer, step)
     pending = {turn.id: calls[turn.id] for turn in session.turns if turn.outstanding is not None and calls.get(turn.id)}
-    entry = {"kind": "fork", "parent": parent, "step": step, "context": context, "session": data, "at": data["now"]}
+    entry = Fork(parent=parent, step=step, context=context, session=data, at=data["now"])
     return ForkPlan(Session.restore(machine, data), entry, sorted(visited), pending)
 
 

@@ -19,14 +19,17 @@ own entries (`{"kind", ..., "out"}`, numbered from 1). Pure: no Django, no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from pydantic import ValidationError
 
 from engine.core.statechart.clock import SimulatedClock
 
 from engine.core.outputs import Output
-from engine.core.journal.entries import HOST_KINDS, INPUT_KINDS, KINDS, Entry, JournalError
+from engine.core.journal.entries import (
+    HOST_KINDS, INPUT_KINDS, KINDS, Advance, Cancel, EffectDone, EffectFailed, Entry, Fault, GateAnswer, JournalError,
+    Pick,
+)
 from engine.core.session import Session, SessionError
 from engine.core.journal.trace import numbered, start_session
 from engine.core.workflow import Machine
@@ -82,7 +85,7 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
         return _diverged(1, seq, start, f"now raises {type(err).__name__}: {err}", root)
     outputs = session.drain()
     first: ReplayReport | None = None
-    if session.journal and _differs(start, session.journal[0].get("out")):
+    if session.journal and _differs(start, getattr(session.journal[0], "out", None)):
         first = _diverged(1, seq, start, _different_outputs(outputs, session), root)
     steps = 1
     for seq, entry in entries[1:]:
@@ -101,11 +104,11 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
         else:
             mark = len(session.journal)
             try:
-                now = _apply(session, entry, where)
+                now = _apply(session, Entry.from_json(entry), where)
             except Exception as err:  # noqa: BLE001 - the workflow's code raised where the Session does not catch it
                 now = f"now raises {type(err).__name__}: {err}"
             outputs = session.drain()
-            got = session.journal[mark].get("out") if mark < len(session.journal) else None
+            got = getattr(session.journal[mark], "out", None) if mark < len(session.journal) else None
             if now is None and _differs(entry, got):
                 if first is None:
                     first = _diverged(steps, seq, entry, _different_outputs(outputs, session), where)
@@ -122,47 +125,64 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
 
 
 
-def _apply(session: Session, entry: Mapping[str, Any], where: str) -> str | None:
+def _apply(session: Session, entry: Entry, where: str) -> str | None:
     """Apply one entry; what differs now in words, or None when it applied as recorded (outputs not yet
-    compared)."""
-    kind = entry["kind"]
-    if kind == "pick":
-        agent, event = entry["agent"], entry["event"]
-        before = session.allowed_picks(agent)
-        result = session.pick(agent, event, entry.get("params"))
-        recorded = entry.get("outcome", result.outcome)
-        if result.outcome == recorded:
-            return None
-        if result.outcome == "refused":
-            return f"now refused in {where}: {result.error}"
-        if result.outcome == "unmoved":
-            if event not in before:
-                allowed = ", ".join(before) or "nothing"
-                return f"now unmoved: not allowed in {where} (allowed now: {allowed})"
-            return f"now unmoved: the Machine did not take it with this input in {where} (a guard said no)"
-        return f"now {result.outcome} where it was {recorded}"
-    if kind == "gate":
-        delivery = session.send_gate(entry["gate"], entry["event"], entry.get("params"))
-        if delivery.outcome == "delivered":
-            return None
-        if delivery.outcome == "unmoved":
-            return f'now unmoved: the Machine takes no "{entry["event"]}" in {where}'
-        return f"now refused in {where}: {delivery.error}"
-    if kind in ("effect_done", "effect_failed"):
-        if kind == "effect_done":
-            delivery = session.effect_done(entry["effect"], entry.get("output"))
-        else:
-            delivery = session.effect_failed(entry["effect"], entry.get("error"))
-        return None if delivery.outcome == "delivered" else f"now refused in {where}: {delivery.error}"
-    if kind == "advance":
-        session.advance(float(entry["ms"]))
+    compared). Each kind has its own function, chosen by the entry's type."""
+    return _NOW[type(entry)](session, entry, where)
+
+
+def _now_pick(session: Session, entry: Pick, where: str) -> str | None:
+    before = session.allowed_picks(entry.agent)
+    result = session.pick(entry.agent, entry.event, entry.params)
+    recorded = entry.outcome or result.outcome
+    if result.outcome == recorded:
         return None
-    if kind == "fault":
-        session.fault(entry["agent"], entry["reason"])
+    if result.outcome == "refused":
+        return f"now refused in {where}: {result.error}"
+    if result.outcome == "unmoved":
+        if entry.event not in before:
+            allowed = ", ".join(before) or "nothing"
+            return f"now unmoved: not allowed in {where} (allowed now: {allowed})"
+        return f"now unmoved: the Machine did not take it with this input in {where} (a guard said no)"
+    return f"now {result.outcome} where it was {recorded}"
+
+
+def _now_gate(session: Session, entry: GateAnswer, where: str) -> str | None:
+    delivery = session.send_gate(entry.gate, entry.event, entry.params)
+    if delivery.outcome == "delivered":
         return None
-    if kind == "cancel":
-        session.cancel()
+    if delivery.outcome == "unmoved":
+        return f'now unmoved: the Machine takes no "{entry.event}" in {where}'
+    return f"now refused in {where}: {delivery.error}"
+
+
+def _now_effect(session: Session, entry: EffectDone | EffectFailed, where: str) -> str | None:
+    if isinstance(entry, EffectDone):
+        delivery = session.effect_done(entry.effect, entry.output)
+    else:
+        delivery = session.effect_failed(entry.effect, entry.error)
+    return None if delivery.outcome == "delivered" else f"now refused in {where}: {delivery.error}"
+
+
+def _now_advance(session: Session, entry: Advance, where: str) -> str | None:
+    session.advance(float(entry.ms))
     return None
+
+
+def _now_fault(session: Session, entry: Fault, where: str) -> str | None:
+    session.fault(entry.agent, entry.reason)
+    return None
+
+
+def _now_cancel(session: Session, entry: Cancel, where: str) -> str | None:
+    session.cancel()
+    return None
+
+
+_NOW: dict[type[Entry], Callable[[Session, Any, str], str | None]] = {
+    Pick: _now_pick, GateAnswer: _now_gate, EffectDone: _now_effect, EffectFailed: _now_effect,
+    Advance: _now_advance, Fault: _now_fault, Cancel: _now_cancel,
+}
 
 
 def _differs(entry: Mapping[str, Any], got: Any) -> bool:

@@ -22,20 +22,19 @@ from pydantic import ValidationError
 from engine.core.statechart.clock import SimulatedClock
 
 from engine.core.outputs import Output
-from engine.core.session import HOST_KINDS, Session, SessionError
+from engine.core.journal.entries import ROOT_KINDS, Entry, Fork, JournalError, Start
+from engine.core.session import Session, SessionError
 from engine.core.words import validation_text
 from engine.core.workflow import Machine
 
-__all__ = ["TraceStep", "trace", "trace_on", "numbered", "start_session", "ROOT_KINDS"]
+__all__ = ["TraceStep", "trace", "trace_on", "numbered", "start_session", "typed", "ROOT_KINDS"]
 
-#: The kinds a journal may start with.
-ROOT_KINDS = ("start", "fork")
 
 
 @dataclass
 class TraceStep:
     seq: int
-    entry: Mapping[str, Any]
+    entry: Entry
     outputs: list[Output]
     session: Session
 
@@ -44,25 +43,40 @@ def numbered(journal: Iterable[Mapping[str, Any]]) -> list[tuple[int, Mapping[st
     """(seq, entry) for database or API rows (`{"seq", "entry", ...}`) and for bare Session entries alike."""
     out: list[tuple[int, Mapping[str, Any]]] = []
     for index, item in enumerate(journal, start=1):
-        if isinstance(item.get("entry"), Mapping):
-            out.append((int(item.get("seq", index)), item["entry"]))
+        if isinstance(item, Entry):
+            out.append((index, item.to_json()))
+        elif isinstance(item.get("entry"), (Mapping, Entry)):
+            row = item["entry"]
+            out.append((int(item.get("seq", index)), row.to_json() if isinstance(row, Entry) else row))
         else:
             out.append((index, item))
     return out
 
 
-def start_session(machine: Machine, first: Mapping[str, Any]) -> Session:
+def typed(entry: Mapping[str, Any] | Entry, seq: int | None = None) -> Entry:
+    """A recorded entry as its type; SessionError names one that is no journal entry."""
+    if isinstance(entry, Entry):
+        return entry
+    try:
+        return Entry.from_json(entry)
+    except JournalError as err:
+        raise SessionError(f"journal entry {seq}: {err}" if seq is not None else str(err)) from err
+
+
+def start_session(machine: Machine, first: Mapping[str, Any] | Entry) -> Session:
     """The Session a journal's first entry starts: a new run from its door input, or a fork from the Session its
     entry carries. SessionError says why it cannot start on this Machine."""
-    kind = first.get("kind")
-    if kind == "fork":
-        if not isinstance(first.get("session"), Mapping):
-            raise SessionError("the fork entry carries no Session to start from")
-        return Session.restore(machine, first["session"])
-    if kind != "start":
+    kind = first.kind if isinstance(first, Entry) else first.get("kind")
+    if kind not in ROOT_KINDS:
         raise SessionError(f"a run's journal starts with a 'start' or 'fork' entry; this one starts with {kind!r}")
+    if kind == "fork" and not isinstance(first, Entry) and not isinstance(first.get("session"), Mapping):
+        raise SessionError("the fork entry carries no Session to start from")
+    root = typed(first, 1)
+    if isinstance(root, Fork):
+        return Session.restore(machine, root.session)
+    assert isinstance(root, Start)
     try:
-        return Session(machine, input=first.get("input"), clock=SimulatedClock(first.get("at", 0)))
+        return Session(machine, input=root.input, clock=SimulatedClock(root.at))
     except ValidationError as err:
         raise SessionError(f"the door refuses the run's input now: {validation_text(err)}") from err
 
@@ -74,7 +88,7 @@ def trace(machine: Machine, journal: Iterable[Mapping[str, Any]], until: int | N
         raise SessionError("the journal is empty")
     seq, first = entries[0]
     session = start_session(machine, first)
-    yield TraceStep(seq, first, session.drain(), session)
+    yield TraceStep(seq, typed(first, seq), session.drain(), session)
     yield from trace_on(session, entries[1:], until)
 
 
@@ -82,10 +96,11 @@ def trace_on(session: Session, entries: Iterable[tuple[int, Mapping[str, Any]]],
              until: int | None = None) -> Iterator[TraceStep]:
     """Go on from `session`, where an earlier walk stopped, through the entries that came after it (a live run's
     new ones), as (seq, entry) pairs (`numbered`), each applied in order."""
-    for seq, entry in entries:
+    for seq, data in entries:
         if until is not None and seq > until:
             return
-        if entry.get("kind") in HOST_KINDS:
+        entry = typed(data, seq)
+        if entry.host:
             yield TraceStep(seq, entry, [], session)
             continue
         session.apply(entry, seq)

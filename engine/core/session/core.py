@@ -11,12 +11,16 @@ event to completion through its mailbox, performs what the pure transition asked
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 
+from engine.core.journal.entries import (
+    Advance, Cancel, EffectDone, EffectFailed, Entry, Fault, GateAnswer, Pick, Start,
+)
 from engine.core.outputs import Delivery, Output, PickResult, RunEnded
 from engine.core.routes import Answer
 from engine.core.session.answers import Parties
@@ -65,7 +69,7 @@ def _journaled(method: Callable[..., Any]) -> Callable[..., Any]:
             self._depth -= 1
         if len(self.journal) > entries:
             index = self._input_at if self._input_at is not None else entries
-            self.journal[index]["out"] = _digest(self._emitted[emitted:])
+            self.journal[index] = self.journal[index].with_out(_digest(self._emitted[emitted:]))
         if not self._depth:
             del self._emitted[:]
         return result
@@ -84,7 +88,7 @@ class Session(RunReading):
                  counters: dict[str, int] | None = None) -> None:
         self._setup(machine, clock, counters)
         door = machine.validate_door(input)
-        self.journal.append({"kind": "start", "input": plain(input), "at": self.now})
+        self.journal.append(Start(input=plain(input), at=self.now))
         snapshot, actions = self.statechart.initial_transition(door)
         self.statechart_snapshot: Snapshot = snapshot
         try:
@@ -94,7 +98,7 @@ class Session(RunReading):
                                        f"{exception_text(err)}")
         self.parties.settle()
         self._notice_end()
-        self.journal[0]["out"] = _digest(self._emitted)
+        self.journal[0] = self.journal[0].with_out(_digest(self._emitted))
         del self._emitted[:]
 
     def _setup(self, machine: Machine, clock: SimulatedClock | None, counters: dict[str, int] | None) -> None:
@@ -104,7 +108,7 @@ class Session(RunReading):
         self.statechart = machine.statechart
         self.clock = clock or SimulatedClock()
         self.now = self.clock.now()
-        self.journal: list[dict[str, Any]] = []
+        self.journal: list[Entry] = []
         self.status = "active"
         self.output: Any = None
         self.reason: str | None = None
@@ -158,8 +162,7 @@ class Session(RunReading):
             self._catch_up()
             result = sub.pick(local, event, params)
             if result.outcome != "refused":
-                self._record({"kind": "pick", "agent": agent, "event": event, "params": plain(params),
-                              "outcome": result.outcome})
+                self._record(Pick(agent=agent, event=event, params=plain(params), outcome=result.outcome))
             self.nest.pull(prefix)
             return result
         turn = self.turn_of(agent)
@@ -193,8 +196,7 @@ class Session(RunReading):
                 return PickResult("refused", allowed=tuple(allowed),
                                   error=f'a guard on "{event}" raised {exception_text(err)} with this input; '
                                         "nothing moved")
-        entry = {"kind": "pick", "agent": agent, "event": event, "params": validated, "outcome": "unmoved"}
-        self._record(entry)
+        recorded = self._record(Pick(agent=agent, event=event, params=validated, outcome="unmoved"))
         if event not in allowed:
             return PickResult("unmoved", allowed=tuple(allowed),
                               error=f'"{event}" is on the Menu but not allowed now; nothing moved')
@@ -217,7 +219,7 @@ class Session(RunReading):
                                 pick=pick.id)
         else:
             result = PickResult("outstanding", pick=pick.id)
-        entry["outcome"] = result.outcome
+        self.journal[recorded] = dataclasses.replace(self.journal[recorded], outcome=result.outcome)  # type: ignore[call-arg]
         return result
 
     @_journaled
@@ -230,7 +232,7 @@ class Session(RunReading):
             self._catch_up()
             result = sub.send_gate(local, event, params)
             if result.outcome == "delivered":
-                self._record({"kind": "gate", "gate": gate, "event": event, "params": plain(params)})
+                self._record(GateAnswer(gate=gate, event=event, params=plain(params)))
             self.nest.pull(prefix)
             return result
         open_gate = self.parties.gates.get(gate)
@@ -252,7 +254,7 @@ class Session(RunReading):
         if not taken:
             return Delivery("unmoved", accepts=open_gate.accepts,
                             error=f'the Machine takes no "{event}" now; nothing moved')
-        self._record({"kind": "gate", "gate": gate, "event": event, "params": validated})
+        self._record(GateAnswer(gate=gate, event=event, params=validated))
         self.parties.work_ended(self.invoke_nodes.get(gate), validated)
         self.deliver(delivered)
         return Delivery("delivered", accepts=open_gate.accepts)
@@ -269,20 +271,19 @@ class Session(RunReading):
 
     def effect_result(self, effect_id: str, kind: str, value: Any) -> Delivery:
         """An Effect's result, journaled by `effect_done` / `effect_failed` (or by the parent of a child Machine)."""
-        field_name = "output" if kind == "effect_done" else "error"
         sub, local, prefix = self.nest.route(effect_id)
         if prefix is not None and self.status == "active":
             self._catch_up()
             result = sub.effect_result(local, kind, value)
             if result.outcome == "delivered":
-                self._record({"kind": kind, "effect": effect_id, field_name: plain(value)})
+                self._record(_effect_entry(kind, effect_id, plain(value)))
             self.nest.pull(prefix)
             return result
         pending = self.nest.effects.get(effect_id)
         if pending is None or self.status != "active":
             return Delivery("refused", code="no-effect",
                             error=f'no running Effect "{effect_id}" (running: {sorted(self.nest.effects)})')
-        self._record({"kind": kind, "effect": effect_id, field_name: plain(value)})
+        self._record(_effect_entry(kind, effect_id, plain(value)))
         self.nest.finish_effect(pending)
         node = self.invoke_nodes.get(pending.invoke_id)
         if kind == "effect_done":
@@ -298,7 +299,7 @@ class Session(RunReading):
         """A Turn that cannot go on: `agent.fault` goes into the Machine with the reason."""
         if self.status != "active":
             return
-        self._record({"kind": "fault", "agent": agent, "reason": reason})
+        self._record(Fault(agent=agent, reason=reason))
         self.fault_inside(agent, reason)
 
     def fault_inside(self, agent: str, reason: str) -> None:
@@ -319,7 +320,7 @@ class Session(RunReading):
         """Let `ms` pass: every timer that comes due fires, in order."""
         if ms < 0:
             raise ValueError(f"advance takes a non-negative number of ms; got {ms}")
-        self.journal.append({"kind": "advance", "ms": ms, "at": self.now})
+        self.journal.append(Advance(ms=ms, at=self.now))
         target = self.now + ms
         while self.status == "active":
             due = [(t.started_at + t.delay, t.id) for t in self.statechart_snapshot.timers.values()
@@ -346,17 +347,17 @@ class Session(RunReading):
     def cancel(self) -> None:
         if self.status != "active":
             return
-        self._record({"kind": "cancel"})
+        self._record(Cancel())
         self._end("cancelled")
 
     # -- replay --------------------------------------------------------------------------------------------
 
     @classmethod
-    def replay(cls, machine: Machine, journal: list[dict[str, Any]]) -> Session:
+    def replay(cls, machine: Machine, journal: Sequence[Mapping[str, Any] | Entry]) -> Session:
         """A new Session fed the same inputs; raises SessionError naming the first entry that does not apply."""
         return replay_journal(cls, machine, journal)
 
-    def apply(self, entry: Mapping[str, Any], index: int | None = None) -> None:
+    def apply(self, entry: Mapping[str, Any] | Entry, index: int | None = None) -> None:
         """Feed one recorded journal entry again (replay, or a restored run's journal tail); see replaying.py."""
         apply_entry(self, entry, index)
 
@@ -392,16 +393,16 @@ class Session(RunReading):
         if self._lag is None or self._lag <= self.now:
             return
         target, self._lag = self._lag, None
-        self.journal.append({"kind": "advance", "ms": target - self.now, "at": self.now, "out": _digest([])})
+        self.journal.append(Advance(ms=target - self.now, at=self.now, out=_digest([])))
         self.now = target
         self.nest.time_reaches(target)
 
-    def _record(self, entry: dict[str, Any]) -> None:
-        """Journal an accepted input, after the time it came at."""
+    def _record(self, entry: Entry) -> int:
+        """Journal an accepted input, after the time it came at; its index in the journal."""
         self._catch_up()
-        entry["at"] = self.now
-        self.journal.append(entry)
+        self.journal.append(dataclasses.replace(entry, at=self.now))  # type: ignore[call-arg]
         self._input_at = len(self.journal) - 1
+        return self._input_at
 
     def _perform(self, snapshot: Snapshot, actions: list[ExecutableAction]) -> None:
         """Perform what the pure transition asked for, in order (the Session is the statechart's executor here,
@@ -473,3 +474,8 @@ class Session(RunReading):
         self.parties.close_all()
         self.nest.end()
         self.emit(RunEnded(status, self.output, reason))
+
+
+def _effect_entry(kind: str, effect_id: str, value: Any) -> Entry:
+    return EffectDone(effect=effect_id, output=value) if kind == "effect_done" else EffectFailed(effect=effect_id,
+                                                                                                error=value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Protocol
 
+from engine.core.journal.entries import Entry
 from engine.core.outputs import Delivery, Output, PickResult
 from engine.core.session.records import Gate, PendingEffect, Turn
 from engine.core.statechart.clock import SimulatedClock
@@ -26,7 +27,7 @@ class SessionPort(Protocol):
     now: float
     counters: dict[str, int]
     invoke_nodes: dict[str, StateNode]
-    journal: list[dict[str, Any]]
+    journal: list[Entry]
     status: str
     output: Any
     reason: str | None

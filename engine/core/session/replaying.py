@@ -20,12 +20,12 @@ __all__ = ["replay_journal", "apply_entry"]
 S = TypeVar("S", bound=SessionPort)
 
 
-def replay_journal(cls: Callable[..., S], machine: Machine, journal: Sequence[Mapping[str, Any]]) -> S:
+def replay_journal(cls: Callable[..., S], machine: Machine, journal: Sequence[Mapping[str, Any] | Entry]) -> S:
     """A new Session of `cls` fed the journal's inputs; SessionError names the first entry that does not apply."""
-    if not journal or journal[0].get("kind") != "start":
+    head = journal[0] if journal else None
+    first = head if isinstance(head, Entry) or head is None or head.get("kind") != "start" else _entry(head, 0)
+    if not isinstance(first, Start):
         raise SessionError("a journal starts with its 'start' entry")
-    first = _entry(journal[0], 0)
-    assert isinstance(first, Start)
     session = cls(machine, input=first.input, clock=SimulatedClock(first.at))
     check_outputs(session, 0, first)
     for index, entry in enumerate(journal[1:], start=1):
@@ -54,7 +54,7 @@ def apply_entry(session: SessionPort, data: Mapping[str, Any] | Entry, index: in
 def check_outputs(session: SessionPort, mark: int, recorded: Entry, where: str | None = None) -> None:
     """The entry the Session journaled at `mark` produced what `recorded` did (when it recorded a digest)."""
     expected = getattr(recorded, "out", None)
-    got = session.journal[mark].get("out") if mark < len(session.journal) else None
+    got = getattr(session.journal[mark], "out", None) if mark < len(session.journal) else None
     if expected is not None and got != expected:
         raise SessionError(f"{where or f'journal entry {mark}'} ({recorded.kind}) produced different outputs on "
                            "replay: the Machine or the run diverged here")

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from django.db import transaction
 from django.utils import timezone
 
+from engine.core.journal.entries import Entry
 from engine.models import JournalEntry, Run, RunSnapshot
 from engine.runtime.errors import LeaseLost
 from engine.runtime.store.ops import Op
@@ -23,7 +24,7 @@ class Step:
 
     run_id: str
     first_seq: int
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
     run: dict[str, Any] = field(default_factory=dict)
     snapshot: dict[str, Any] | None = None
     ops: list[Op] = field(default_factory=list)
@@ -55,8 +56,8 @@ def commit(step: Step) -> dt.datetime:
                 _lost(step.run_id, step.owner)
         if step.entries:
             JournalEntry.objects.bulk_create(
-                JournalEntry(run_id=step.run_id, seq=step.first_seq + i, kind=str(entry.get("kind")), entry=entry,
-                             out=str(entry.get("out") or ""), at=now)
+                JournalEntry(run_id=step.run_id, seq=step.first_seq + i, kind=entry.kind, entry=entry.to_json(),
+                             out=getattr(entry, "out", None) or "", at=now)
                 for i, entry in enumerate(step.entries))
         for op in step.ops:
             op.apply(step.run_id, now)
