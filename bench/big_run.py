@@ -28,6 +28,7 @@ newest steps, the summary's counts, the newest Turn's last note (escaped) and a 
 link must show step 100 marked; every page must receive every step. A wrong result exits 1 and reports no number.
 Results go to stdout (markdown) and bench/results/big_run.json. See docs/benchmarks.md, "Console: big runs".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,10 @@ STEP = re.compile(r'id="step-(\d+)"')
 # The run
 # ----------------------------------------------------------------------------------------------------------------
 
+
 async def _wait_status(host: Any, run_id: str, status: str, seconds: float) -> None:
     from engine.models import Run
+
     deadline = time.perf_counter() + seconds
     while not await host.db(lambda: Run.objects.filter(id=run_id, status=status).exists()):
         if time.perf_counter() > deadline:
@@ -74,6 +77,7 @@ async def _wait_status(host: Any, run_id: str, status: str, seconds: float) -> N
 async def make_big_run(host: Any, notes: int, lap: int, steps: int) -> tuple[str, dict[str, float]]:
     """A ledger run of `notes` notes in laps of `lap`, its desk ticked until it has `steps` steps."""
     from engine.models import Run
+
     spent: dict[str, float] = {}
     t0 = time.perf_counter()
     run_id = await host.start_run("ledger", {"notes": notes, "lap": lap})
@@ -94,17 +98,23 @@ async def make_big_run(host: Any, notes: int, lap: int, steps: int) -> tuple[str
 
 def facts_of(run_id: str, notes: int) -> dict[str, Any]:
     from engine.models import ModelCall, Run, TurnMessage, TurnRecord
+
     run = Run.objects.get(id=run_id)
     expect((run.status, run.view["context"]["count"]), ("waiting", notes), f"the ledger run {run_id}")
-    return {"run": run_id, "steps": run.seq, "turns": TurnRecord.objects.filter(run_id=run_id).count(),
-            "messages": TurnMessage.objects.filter(run_id=run_id).count(),
-            "model_calls": ModelCall.objects.filter(run_id=run_id).count(),
-            "ticks": run.view["context"]["ticks"]}
+    return {
+        "run": run_id,
+        "steps": run.seq,
+        "turns": TurnRecord.objects.filter(run_id=run_id).count(),
+        "messages": TurnMessage.objects.filter(run_id=run_id).count(),
+        "model_calls": ModelCall.objects.filter(run_id=run_id).count(),
+        "ticks": run.view["context"]["ticks"],
+    }
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # 1. The page
 # ----------------------------------------------------------------------------------------------------------------
+
 
 def timed(fn: Any, check: Any, reps: int, warmup: int) -> dict[str, Any]:
     """Wall time (the verdict's) and this thread's CPU time (steadier on a busy machine: the Client runs the view
@@ -124,14 +134,19 @@ def timed(fn: Any, check: Any, reps: int, warmup: int) -> dict[str, Any]:
 
 def check_page(html: str, facts: dict[str, Any], notes: int) -> None:
     from console.pages.feeds import STEP_PAGE
-    shown = [int(x) for x in STEP.findall(html[html.index('id="run-steps"'):html.index('id="run-turns"')])]
+
+    shown = [int(x) for x in STEP.findall(html[html.index('id="run-steps"') : html.index('id="run-turns"')])]
     expect(shown, list(range(facts["steps"], facts["steps"] - STEP_PAGE, -1)), "the newest steps on the page")
-    summary = re.sub(r"<[^>]+>", "", html[html.index('id="run-summary"'):].split("</p>", 1)[0])
+    summary = re.sub(r"<[^>]+>", "", html[html.index('id="run-summary"') :].split("</p>", 1)[0])
     for count, word in ((facts["steps"], "step"), (facts["turns"], "Turn"), (facts["messages"], "message")):
         if f"{count:,} {word}" not in summary:
             raise WrongResult(f"the summary lacks {count:,} {word}s: {summary!r}")
-    for needle in (f"Finding {notes}: the parser drops a trailing &lt;br/&gt; &amp; keeps", "older steps…",
-                   "older Turns…", 'id="graph"'):
+    for needle in (
+        f"Finding {notes}: the parser drops a trailing &lt;br/&gt; &amp; keeps",
+        "older steps…",
+        "older Turns…",
+        'id="graph"',
+    ):
         if needle not in html:
             raise WrongResult(f"the run page lacks {needle!r}")
 
@@ -169,12 +184,14 @@ def measure_page(args: argparse.Namespace, run_id: str, facts: dict[str, Any]) -
     def deep_ok(html: str) -> None:
         if 'data-step="100"' not in html or 'id="step-100"' not in html:
             raise WrongResult("the deep link does not show step 100 marked")
+
     out["deep_link"] = timed(lambda: get(page_url + "?step=100"), deep_ok, args.reps, args.warmup)
 
     older = facts["steps"] - 500
 
     def steps_ok(html: str) -> None:
         expect([int(x) for x in STEP.findall(html)], list(range(older - 1, older - 51, -1)), "an older page of steps")
+
     out["older_steps"] = timed(lambda: get(f"/runs/{run_id}/steps/?before={older}"), steps_ok, args.reps, args.warmup)
     turn_url = re.findall(r'hx-get="(/runs/[^"]+/turns/\?before=\d+)"', first)
     if not turn_url:
@@ -183,6 +200,7 @@ def measure_page(args: argparse.Namespace, run_id: str, facts: dict[str, Any]) -
     def turns_ok(html: str) -> None:
         if html.count('<article class="turn') < 1:
             raise WrongResult("an older page of Turns is empty")
+
     out["older_turns"] = timed(lambda: get(turn_url[0]), turns_ok, args.reps, args.warmup)
 
     def regions() -> str:
@@ -194,11 +212,12 @@ def measure_page(args: argparse.Namespace, run_id: str, facts: dict[str, Any]) -
     def regions_ok(html: str) -> None:
         if 'id="run-steps-head"' not in html or f'id="step-{facts["steps"]}"' not in html:
             raise WrongResult("the live regions lack the newest step")
+
     out["regions"] = timed(regions, regions_ok, args.reps, args.warmup)
     out["regions_bytes"] = len(regions().encode())
 
-    from console.pages import timeline
     from console.consumers.timeline import chart
+    from console.pages import timeline
 
     def drawn(cold: bool) -> str:
         if cold:
@@ -210,6 +229,7 @@ def measure_page(args: argparse.Namespace, run_id: str, facts: dict[str, Any]) -
     def chart_ok(html: str) -> None:
         if 'data-kind="gate"' not in html or html.count('data-kind="turn"') < facts["turns"]:
             raise WrongResult("the timeline chart lacks the open Gate or a Turn")
+
     out["timeline_cold"] = timed(lambda: drawn(True), chart_ok, args.reps, args.warmup)
     out["timeline_kept"] = timed(lambda: drawn(False), chart_ok, args.reps, args.warmup)
     return out
@@ -218,6 +238,7 @@ def measure_page(args: argparse.Namespace, run_id: str, facts: dict[str, Any]) -
 # ----------------------------------------------------------------------------------------------------------------
 # 2. Live updates with many open pages
 # ----------------------------------------------------------------------------------------------------------------
+
 
 async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list[dict[str, Any]]:
     from channels.routing import URLRouter
@@ -241,6 +262,7 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
             work["queries"].append(len(queries.captured_queries))
             work["renders"].append(name)
             return out
+
         return run
 
     seats_of, render_regions, tell = live._seats_of, live.render_regions, live.RunHub.tell
@@ -291,10 +313,17 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
                     if work["tells"]:
                         break
                     await asyncio.sleep(0.01)
-                updates.append({"queries": sum(work["queries"]), "renders": work["renders"].count("render_regions"),
-                                "reads": work["renders"].count("_seats_of"), "tells": len(work["tells"]),
-                                "hub_s": sum(work["tells"]), "commit_to_last_page_s": last - committed,
-                                "fragment_bytes": max(sizes)})
+                updates.append(
+                    {
+                        "queries": sum(work["queries"]),
+                        "renders": work["renders"].count("render_regions"),
+                        "reads": work["renders"].count("_seats_of"),
+                        "tells": len(work["tells"]),
+                        "hub_s": sum(work["tells"]),
+                        "commit_to_last_page_s": last - committed,
+                        "fragment_bytes": max(sizes),
+                    }
+                )
                 await asyncio.sleep(max(0.0, 1.0 - (time.perf_counter() - tick_at)))
         finally:
             live._seats_of, live.render_regions = seats_of, render_regions
@@ -302,13 +331,23 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
             for socket in sockets:
                 await socket.disconnect()
         queries = sorted({u["queries"] for u in updates})
-        rows.append({"pages": pages, "open_s": opened, "updates": updates, "queries_per_update": queries,
-                     "renders_per_update": sorted({u["renders"] for u in updates}),
-                     "hub": spread([u["hub_s"] for u in updates]),
-                     "last_page": spread([u["commit_to_last_page_s"] for u in updates]),
-                     "fragment_bytes": max(u["fragment_bytes"] for u in updates)})
-        print(f"  {pages} pages: queries per update {queries}, hub p50 {rows[-1]['hub']['p50'] * 1000:.1f} ms, "
-              f"commit -> last page p50 {rows[-1]['last_page']['p50'] * 1000:.1f} ms", flush=True)
+        rows.append(
+            {
+                "pages": pages,
+                "open_s": opened,
+                "updates": updates,
+                "queries_per_update": queries,
+                "renders_per_update": sorted({u["renders"] for u in updates}),
+                "hub": spread([u["hub_s"] for u in updates]),
+                "last_page": spread([u["commit_to_last_page_s"] for u in updates]),
+                "fragment_bytes": max(u["fragment_bytes"] for u in updates),
+            }
+        )
+        print(
+            f"  {pages} pages: queries per update {queries}, hub p50 {rows[-1]['hub']['p50'] * 1000:.1f} ms, "
+            f"commit -> last page p50 {rows[-1]['last_page']['p50'] * 1000:.1f} ms",
+            flush=True,
+        )
     return rows
 
 
@@ -316,14 +355,19 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
 # 3. The 300-state Machine collapsed
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def measure_graph(args: argparse.Namespace) -> list[dict[str, Any]]:
     from bench.graph import big_machine
     from console.pages import graph
+
     machine = big_machine()
     folds = graph.collapsible(machine)
     rows = []
-    for name, collapsed in (("expanded", []), ("top level collapsed", [p for p in folds if "." not in p]),
-                            ("all collapsed", folds)):
+    for name, collapsed in (
+        ("expanded", []),
+        ("top level collapsed", [p for p in folds if "." not in p]),
+        ("all collapsed", folds),
+    ):
         walls, svg = [], ""
         for _ in range(args.graph_reps):
             graph.clear_cache()
@@ -341,14 +385,25 @@ def measure_graph(args: argparse.Namespace) -> list[dict[str, Any]]:
         if box is None:
             raise WrongResult(f"{name}: the SVG has no viewBox")
         width, height = float(box.group(1)), float(box.group(2))
-        rows.append({"view": name, "collapsed": len(collapsed), "states_drawn": states, "first_draw": spread(walls),
-                     "cached_s": cached, "svg_bytes": len(svg.encode()), "width_pt": width, "height_pt": height})
+        rows.append(
+            {
+                "view": name,
+                "collapsed": len(collapsed),
+                "states_drawn": states,
+                "first_draw": spread(walls),
+                "cached_s": cached,
+                "svg_bytes": len(svg.encode()),
+                "width_pt": width,
+                "height_pt": height,
+            }
+        )
     return rows
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Report
 # ----------------------------------------------------------------------------------------------------------------
+
 
 def ms(value: float) -> str:
     return f"{value * 1000:.1f} ms"
@@ -357,49 +412,65 @@ def ms(value: float) -> str:
 def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
     missed = []
     facts = results["run"]
-    print(f"\n## Console: big runs\n\nThe run: {facts['steps']:,} steps, {facts['messages']:,} Turn messages in "
-          f"{facts['turns']} Turns, {facts['model_calls']:,} model calls (made in {facts['clerk_s']:.1f} s + "
-          f"{facts['ticks_s']:.1f} s).\n")
+    print(
+        f"\n## Console: big runs\n\nThe run: {facts['steps']:,} steps, {facts['messages']:,} Turn messages in "
+        f"{facts['turns']} Turns, {facts['model_calls']:,} model calls (made in {facts['clerk_s']:.1f} s + "
+        f"{facts['ticks_s']:.1f} s).\n"
+    )
     if "page" in results:
         page = results["page"]
-        print(f"**1. Opening it** ({page['page_bytes'] / 1024:.0f} KiB of HTML, {page['queries_per_get']} SQL queries "
-              f"per GET, {args.reps} samples; the first GET of the process {page['first_get_s'] * 1000:.0f} ms):\n")
+        print(
+            f"**1. Opening it** ({page['page_bytes'] / 1024:.0f} KiB of HTML, {page['queries_per_get']} SQL queries "
+            f"per GET, {args.reps} samples; the first GET of the process {page['first_get_s'] * 1000:.0f} ms):\n"
+        )
         print("| what | p50 | p95 | max | CPU p50 | target | |\n| --- | ---: | ---: | ---: | ---: | --- | --- |")
-        for key, what, target in (("get", "`GET /runs/<id>/`", 0.3), ("deep_link", "`GET /runs/<id>/?step=100`", 0.3),
-                                  ("older_steps", "`GET .../steps/?before=N` (50 older steps)", None),
-                                  ("older_turns", "`GET .../turns/?before=N` (older Turns)", None),
-                                  ("regions", "the live consumer's render of every region", None),
-                                  ("timeline_cold", "the timeline chart, walking the whole journal", None),
-                                  ("timeline_kept", "the timeline chart, its walk kept from the last render", None)):
+        for key, what, target in (
+            ("get", "`GET /runs/<id>/`", 0.3),
+            ("deep_link", "`GET /runs/<id>/?step=100`", 0.3),
+            ("older_steps", "`GET .../steps/?before=N` (50 older steps)", None),
+            ("older_turns", "`GET .../turns/?before=N` (older Turns)", None),
+            ("regions", "the live consumer's render of every region", None),
+            ("timeline_cold", "the timeline chart, walking the whole journal", None),
+            ("timeline_kept", "the timeline chart, its walk kept from the last render", None),
+        ):
             s = page[key]
             verdict = "" if target is None else ("ok" if s["p95"] < target else "MISSED")
             if verdict == "MISSED":
                 missed.append(what)
-            print(f"| {what} | {ms(s['p50'])} | {ms(s['p95'])} | {ms(s['max'])} | {ms(s['cpu']['p50'])} | "
-                  f"{'< ' + str(int(target * 1000)) + ' ms' if target else ''} | {verdict} |")
+            print(
+                f"| {what} | {ms(s['p50'])} | {ms(s['p95'])} | {ms(s['max'])} | {ms(s['cpu']['p50'])} | "
+                f"{'< ' + str(int(target * 1000)) + ' ms' if target else ''} | {verdict} |"
+            )
     if "live" in results:
         print(f"\n**2. A commit a second with many open pages** ({args.seconds} updates per row):\n")
-        print("| open pages | SQL queries per update | renders per update | hub's work p50 / max | commit -> last page "
-              "p50 / p95 | fragment | opening the pages |\n| ---: | --- | --- | ---: | ---: | ---: | ---: |")
+        print(
+            "| open pages | SQL queries per update | renders per update | hub's work p50 / max | commit -> last page "
+            "p50 / p95 | fragment | opening the pages |\n| ---: | --- | --- | ---: | ---: | ---: | ---: |"
+        )
         seen = set()
         for row in results["live"]:
             seen.add(tuple(row["queries_per_update"]))
-            print(f"| {row['pages']} | {', '.join(map(str, row['queries_per_update']))} | "
-                  f"{', '.join(map(str, row['renders_per_update']))} | {ms(row['hub']['p50'])} / "
-                  f"{ms(row['hub']['max'])} | {ms(row['last_page']['p50'])} / {ms(row['last_page']['p95'])} | "
-                  f"{row['fragment_bytes'] / 1024:.1f} KiB | {row['open_s']:.1f} s |")
+            print(
+                f"| {row['pages']} | {', '.join(map(str, row['queries_per_update']))} | "
+                f"{', '.join(map(str, row['renders_per_update']))} | {ms(row['hub']['p50'])} / "
+                f"{ms(row['hub']['max'])} | {ms(row['last_page']['p50'])} / {ms(row['last_page']['p95'])} | "
+                f"{row['fragment_bytes'] / 1024:.1f} KiB | {row['open_s']:.1f} s |"
+            )
         if len(seen) != 1:
             missed.append("queries per update grew with the pages")
         print(f"\nQueries per update the same for every number of pages: {'ok' if len(seen) == 1 else 'MISSED'}")
     if "graph" in results:
-        print("\n**3. The 300-state Machine collapsed** (first draw with `dot`, median of "
-              f"{args.graph_reps}):\n")
-        print("| view | states collapsed | state groups drawn | first draw | cached | SVG | size (pt) |\n"
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print(f"\n**3. The 300-state Machine collapsed** (first draw with `dot`, median of {args.graph_reps}):\n")
+        print(
+            "| view | states collapsed | state groups drawn | first draw | cached | SVG | size (pt) |\n"
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        )
         for row in results["graph"]:
-            print(f"| {row['view']} | {row['collapsed']} | {row['states_drawn']} | {ms(row['first_draw']['p50'])} | "
-                  f"{row['cached_s'] * 1e6:.0f} us | {row['svg_bytes'] / 1024:.0f} KiB | "
-                  f"{row['width_pt']:.0f} x {row['height_pt']:.0f} |")
+            print(
+                f"| {row['view']} | {row['collapsed']} | {row['states_drawn']} | {ms(row['first_draw']['p50'])} | "
+                f"{row['cached_s'] * 1e6:.0f} us | {row['svg_bytes'] / 1024:.0f} KiB | "
+                f"{row['width_pt']:.0f} x {row['height_pt']:.0f} |"
+            )
     return missed
 
 
@@ -432,19 +503,30 @@ def main(argv: list[str] | None = None) -> int:
     setup_django(tmp / "big.sqlite3", debug=False)
     import django
     from django.conf import settings
+
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"# Big-run bench — Python {platform.python_version()}, Django {django.get_version()}, SQLite "
-          f"{sqlite3.sqlite_version} on {cpu_model()}, {os.cpu_count()} CPUs; load {load}", flush=True)
-    results: dict[str, Any] = {"python": platform.python_version(), "django": django.get_version(),
-                               "sqlite": sqlite3.sqlite_version, "cpu": cpu_model(), "cpus": os.cpu_count(),
-                               "load_average_before": load, "args": {k: str(v) for k, v in vars(args).items()}}
+    print(
+        f"# Big-run bench — Python {platform.python_version()}, Django {django.get_version()}, SQLite "
+        f"{sqlite3.sqlite_version} on {cpu_model()}, {os.cpu_count()} CPUs; load {load}",
+        flush=True,
+    )
+    results: dict[str, Any] = {
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "load_average_before": load,
+        "args": {k: str(v) for k, v in vars(args).items()},
+    }
 
     async def driven() -> None:
         from asgiref.sync import sync_to_async
 
         from engine.runtime.host import Host
+
         host = Host(owner="bench-big")
         await host.start()
         try:
@@ -459,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
                 if "live" in only:
                     if "page" not in only:
                         from django.contrib.auth import get_user_model
+
                         await get_user_model().objects.acreate_superuser("bench", "", "bench-pw")
                     print("2. a commit a second with many open pages", flush=True)
                     results["live"] = await measure_live(args, host, run_id)
@@ -471,11 +554,13 @@ def main(argv: list[str] | None = None) -> int:
             print("3. the 300-state Machine collapsed", flush=True)
             results["graph"] = measure_graph(args)
     except WrongResult as err:
-        print(f"\nWRONG RESULT: {err}\nno numbers are reported for a Console that shows something else",
-              file=sys.stderr)
+        print(
+            f"\nWRONG RESULT: {err}\nno numbers are reported for a Console that shows something else", file=sys.stderr
+        )
         return 1
     finally:
         from django.db import connections
+
         connections.close_all()
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -15,9 +15,9 @@ transitions' "a_b_c" strings and lists).
 from __future__ import annotations
 
 import copy
-
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 # ----------------------------------------------------------------------------------------------------------------
 # Chart descriptions

@@ -1,10 +1,12 @@
 """What every benchmark does at its end: keep its results as JSON and say which targets it missed."""
+
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["finish"]
 

@@ -30,6 +30,7 @@ turn.
 A wrong result exits 1 and reports no number. Results go to stdout (markdown) and bench/results/fleet_load.json.
 See docs/reliability.md, "Load".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "fleet_load.json"
@@ -53,8 +55,18 @@ if str(ROOT) not in sys.path:  # `python bench/fleet_load.py` as well as `python
     sys.path.insert(0, str(ROOT))
 
 from bench.common import finish  # noqa: E402
-from bench.console import (NOTES_CHANGES, Server, api, expected_notes, live_round, login, parse_configs,  # noqa: E402
-                           proc_cpu_s, proc_rss_kib, spread)
+from bench.console import (  # noqa: E402
+    NOTES_CHANGES,
+    Server,
+    api,
+    expected_notes,
+    live_round,
+    login,
+    parse_configs,
+    proc_cpu_s,
+    proc_rss_kib,
+    spread,
+)
 from bench.host import cpu_model  # noqa: E402
 from bench.runtime import WrongResult, expect  # noqa: E402
 from bench.soak import Fleet  # noqa: E402
@@ -141,6 +153,7 @@ async def bounded(limit: int, jobs: list[Callable[[], Awaitable[T]]]) -> list[T]
     async def one(job: Callable[[], Awaitable[T]]) -> T:
         async with gate:
             return await job()
+
     return list(await asyncio.gather(*(one(job) for job in jobs)))
 
 
@@ -218,10 +231,16 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
     def answer(run_id: str) -> Callable[[], Awaitable[None]]:
         async def go() -> None:
             t = time.monotonic()
-            result = await api(http, "POST", f"/api/runs/{run_id}/gates/writing.asking/events", token,
-                               {"type": "reply", "text": replies[run_id]})
+            result = await api(
+                http,
+                "POST",
+                f"/api/runs/{run_id}/gates/writing.asking/events",
+                token,
+                {"type": "reply", "text": replies[run_id]},
+            )
             answer_s.append(time.monotonic() - t)
             expect(result["outcome"], "delivered", f"the Gate answer to run {run_id}")
+
         return go
 
     cpu1 = cpu(hosts)
@@ -235,19 +254,32 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
 
     async def checked(run_id: str) -> None:
         run = await api(http, "GET", f"/api/runs/{run_id}", token)
-        expect((run["status"], run["output"]), ("done", {"notes": expected_notes(replies[run_id])}),
-               f"notes run {run_id}")
+        expect(
+            (run["status"], run["output"]), ("done", {"notes": expected_notes(replies[run_id])}), f"notes run {run_id}"
+        )
         journal = await api(http, "GET", f"/api/runs/{run_id}/journal", token)
         gates = [(e["entry"]["gate"], e["entry"]["params"]) for e in journal["entries"] if e["kind"] == "gate"]
         expect(gates, [("writing.asking", {"text": replies[run_id]})], f"the Gate answers in run {run_id}'s journal")
 
     await bounded(concurrency, [partial(checked, run_id) for run_id in run_ids])
-    return {"runs": n, "concurrency": concurrency, "posted_s": posted_s, "all_waiting_s": waiting_s,
-            "answered_s": answered_s, "all_done_s": done_s, "post_start_s": spread(post_s),
-            "post_answer_s": spread(answer_s), "host_rss_before_kib": rss0, "host_rss_waiting_kib": rss1,
-            "kib_per_waiting_run": (rss1 - rss0) / n, "rss_waiting_kib_by_pid": rss1_all,
-            "host_cpu_start_s": start_cpu, "host_cpu_answer_s": answer_cpu, "all_processes_cpu_s": all_cpu,
-            "runs_by_holder": holders}
+    return {
+        "runs": n,
+        "concurrency": concurrency,
+        "posted_s": posted_s,
+        "all_waiting_s": waiting_s,
+        "answered_s": answered_s,
+        "all_done_s": done_s,
+        "post_start_s": spread(post_s),
+        "post_answer_s": spread(answer_s),
+        "host_rss_before_kib": rss0,
+        "host_rss_waiting_kib": rss1,
+        "kib_per_waiting_run": (rss1 - rss0) / n,
+        "rss_waiting_kib_by_pid": rss1_all,
+        "host_cpu_start_s": start_cpu,
+        "host_cpu_answer_s": answer_cpu,
+        "all_processes_cpu_s": all_cpu,
+        "runs_by_holder": holders,
+    }
 
 
 async def held_by(server: Server) -> dict[str, int]:
@@ -259,10 +291,13 @@ async def held_by(server: Server) -> dict[str, int]:
 
     def read() -> dict[str, int]:
         with psycopg.connect(server.env["DATABASE_URL"]) as conn:
-            rows = conn.execute("SELECT lease_owner, count(*) FROM engine_run WHERE status = 'waiting' "
-                                "GROUP BY lease_owner ORDER BY lease_owner").fetchall()
+            rows = conn.execute(
+                "SELECT lease_owner, count(*) FROM engine_run WHERE status = 'waiting' "
+                "GROUP BY lease_owner ORDER BY lease_owner"
+            ).fetchall()
             open_ = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()").fetchone()
         return {**{str(owner): int(n) for owner, n in rows}, "connections": int(open_[0]) if open_ else 0}
+
     return await asyncio.to_thread(read)
 
 
@@ -273,8 +308,12 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
     server.start()
     out: dict[str, Any] = {"processes": len(server.pids), "pages_on": [e.url for e in server.endpoints]}
     try:
-        clients = [httpx.AsyncClient(base_url=e.url, trust_env=False, timeout=180,
-                                     limits=httpx.Limits(max_connections=args.concurrency)) for e in server.endpoints]
+        clients = [
+            httpx.AsyncClient(
+                base_url=e.url, trust_env=False, timeout=180, limits=httpx.Limits(max_connections=args.concurrency)
+            )
+            for e in server.endpoints
+        ]
         http = Spread(clients)
         try:
             rss_idle = {pid: proc_rss_kib(pid) for pid in server.pids}
@@ -284,8 +323,11 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
             out["runs"] = await runs_round(server, http, args.runs, args.concurrency, "load")
             r = out["runs"]
             out["rss_idle_kib_by_pid"] = rss_idle
-            print(f"    all waiting in {r['all_waiting_s']:.1f} s, all done {r['all_done_s']:.1f} s after the first "
-                  f"answer; {r['kib_per_waiting_run']:.1f} KiB per waiting run", flush=True)
+            print(
+                f"    all waiting in {r['all_waiting_s']:.1f} s, all done {r['all_done_s']:.1f} s after the first "
+                f"answer; {r['kib_per_waiting_run']:.1f} KiB per waiting run",
+                flush=True,
+            )
             session = await login(clients[0])
             live_args = argparse.Namespace(settle=args.settle, gap=args.gap, open_at_once=args.open_at_once)
             await live_round(server, http, session, 1, len(server.endpoints), "one", "warm-up", live_args)
@@ -296,11 +338,20 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
                     label = f"{runs}:{mode} #{i + 1}"
                     rounds.append(await live_round(server, http, session, runs, args.pages, mode, label, live_args))
                     x = rounds[-1]
-                    print(f"    {label}: {x['pages']} pages open in {x['connect_s']:.2f} s; commit -> fragment p50 "
-                          f"{x['commit_to_moved_s']['p50'] * 1e3:.1f} ms, p95 "
-                          f"{x['commit_to_moved_s']['p95'] * 1e3:.1f} ms", flush=True)
-                out["live"].append({"runs": runs, "mode": mode, "rounds": rounds,
-                                    "commit_to_moved_s": spread([v for x in rounds for v in x["moved_s"]])})
+                    print(
+                        f"    {label}: {x['pages']} pages open in {x['connect_s']:.2f} s; commit -> fragment p50 "
+                        f"{x['commit_to_moved_s']['p50'] * 1e3:.1f} ms, p95 "
+                        f"{x['commit_to_moved_s']['p95'] * 1e3:.1f} ms",
+                        flush=True,
+                    )
+                out["live"].append(
+                    {
+                        "runs": runs,
+                        "mode": mode,
+                        "rounds": rounds,
+                        "commit_to_moved_s": spread([v for x in rounds for v in x["moved_s"]]),
+                    }
+                )
         finally:
             for client in clients:
                 await client.aclose()
@@ -314,8 +365,10 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
 # The table
 # ----------------------------------------------------------------------------------------------------------------
 
-SYSTEMS = {"embedded": "embedded default: one `jr2 up` (SQLite, in-memory layer)",
-           "fleet": "fleet: {webs} `jr2 web` + {workers} `jr2 worker` (PostgreSQL, Redis)"}
+SYSTEMS = {
+    "embedded": "embedded default: one `jr2 up` (SQLite, in-memory layer)",
+    "fleet": "fleet: {webs} `jr2 web` + {workers} `jr2 worker` (PostgreSQL, Redis)",
+}
 MODES = {"one": "one Gate at a time", "seq": "Gates back to back", "all": "all Gates at once"}
 
 
@@ -343,25 +396,47 @@ def table(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
 
     n = args.runs
     row(f"{n:,} runs: every start POST answered ({args.concurrency} in flight)", lambda g: s(g["runs"]["posted_s"]))
-    row(f"{n:,} runs: all `waiting` at their Gate, from the first POST",
-        lambda g: f"{s(g['runs']['all_waiting_s'])} ({g['runs']['all_waiting_s'] / n * 1e3:.1f} ms a run)")
-    row("start POST p50 / p95", lambda g: f"{ms(g['runs']['post_start_s']['p50'])} / "
-                                          f"{ms(g['runs']['post_start_s']['p95'])}")
-    row(f"answer all {n:,} Gates: all `done`, from the first answer",
-        lambda g: f"{s(g['runs']['all_done_s'])} ({g['runs']['all_done_s'] / n * 1e3:.1f} ms a run)")
-    row("Gate answer POST p50 / p95 (answered once committed)",
-        lambda g: f"{ms(g['runs']['post_answer_s']['p50'])} / {ms(g['runs']['post_answer_s']['p95'])}")
-    row("memory per waiting run (VmRSS delta of the run-hosting processes / runs)",
-        lambda g: f"{g['runs']['kib_per_waiting_run']:.1f} KiB")
-    row("VmRSS of the run-hosting processes: before / with the runs waiting",
-        lambda g: f"{g['runs']['host_rss_before_kib'] / 1024:,.0f} / {g['runs']['host_rss_waiting_kib'] / 1024:,.0f} MiB")
-    row("CPU of the run-hosting processes: starting / answering", lambda g: f"{g['runs']['host_cpu_start_s']:.1f} s / "
-                                                                            f"{g['runs']['host_cpu_answer_s']:.1f} s")
+    row(
+        f"{n:,} runs: all `waiting` at their Gate, from the first POST",
+        lambda g: f"{s(g['runs']['all_waiting_s'])} ({g['runs']['all_waiting_s'] / n * 1e3:.1f} ms a run)",
+    )
+    row(
+        "start POST p50 / p95",
+        lambda g: f"{ms(g['runs']['post_start_s']['p50'])} / {ms(g['runs']['post_start_s']['p95'])}",
+    )
+    row(
+        f"answer all {n:,} Gates: all `done`, from the first answer",
+        lambda g: f"{s(g['runs']['all_done_s'])} ({g['runs']['all_done_s'] / n * 1e3:.1f} ms a run)",
+    )
+    row(
+        "Gate answer POST p50 / p95 (answered once committed)",
+        lambda g: f"{ms(g['runs']['post_answer_s']['p50'])} / {ms(g['runs']['post_answer_s']['p95'])}",
+    )
+    row(
+        "memory per waiting run (VmRSS delta of the run-hosting processes / runs)",
+        lambda g: f"{g['runs']['kib_per_waiting_run']:.1f} KiB",
+    )
+    row(
+        "VmRSS of the run-hosting processes: before / with the runs waiting",
+        lambda g: (
+            f"{g['runs']['host_rss_before_kib'] / 1024:,.0f} / {g['runs']['host_rss_waiting_kib'] / 1024:,.0f} MiB"
+        ),
+    )
+    row(
+        "CPU of the run-hosting processes: starting / answering",
+        lambda g: f"{g['runs']['host_cpu_start_s']:.1f} s / {g['runs']['host_cpu_answer_s']:.1f} s",
+    )
     for i, (runs, mode) in enumerate(parse_configs(args.live)):
-        what = (f"{args.pages} pages on 1 run: one commit to all, commit -> fragment p50 / p95" if runs == 1 else
-                f"{args.pages} pages on {runs} runs, {MODES[mode]}: commit -> fragment p50 / p95")
+        what = (
+            f"{args.pages} pages on 1 run: one commit to all, commit -> fragment p50 / p95"
+            if runs == 1
+            else f"{args.pages} pages on {runs} runs, {MODES[mode]}: commit -> fragment p50 / p95"
+        )
         row(what, partial(latency, i))
-    row(f"opening {args.pages} pages, {args.open_at_once or 'all'} at a time (first round)", lambda g: s(g["live"][0]["rounds"][0]["connect_s"]))
+    row(
+        f"opening {args.pages} pages, {args.open_at_once or 'all'} at a time (first round)",
+        lambda g: s(g["live"][0]["rounds"][0]["connect_s"]),
+    )
     return lines
 
 
@@ -372,15 +447,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, help="runs in the warm-up round (default 60; --quick 15)")
     ap.add_argument("--concurrency", type=int, default=50, help="API requests in flight at most (default 50)")
     ap.add_argument("--pages", type=int, help="open run pages (default 500; --quick 100)")
-    ap.add_argument("--live", help="RUNS:MODE,... the page rounds, MODE one, seq or all (default "
-                                   "10:one,10:all,1:one; --quick 5:one,5:all)")
+    ap.add_argument(
+        "--live",
+        help="RUNS:MODE,... the page rounds, MODE one, seq or all (default 10:one,10:all,1:one; --quick 5:one,5:all)",
+    )
     ap.add_argument("--rounds", type=int, default=1, help="rounds per --live entry, pooled (default 1)")
     ap.add_argument("--settle", type=float, default=0.5, help="seconds between opening the pages and answering")
-    ap.add_argument("--gap", type=float, default=0.2, help="mode one: seconds between a run's fragments and the "
-                                                            "next Gate")
-    ap.add_argument("--open-at-once", type=int, default=50,
-                    help="pages opening at once at most (default 50; 0: all at once, as bench.console opens them: "
-                         "on a loaded machine daphne then drops handshakes that wait over its 5 s)")
+    ap.add_argument(
+        "--gap", type=float, default=0.2, help="mode one: seconds between a run's fragments and the next Gate"
+    )
+    ap.add_argument(
+        "--open-at-once",
+        type=int,
+        default=50,
+        help="pages opening at once at most (default 50; 0: all at once, as bench.console opens them: "
+        "on a loaded machine daphne then drops handshakes that wait over its 5 s)",
+    )
     ap.add_argument("--webs", type=int, default=2, help="jr2 web processes of the fleet (default 2)")
     ap.add_argument("--workers", type=int, default=3, help="jr2 worker processes of the fleet (default 3)")
     ap.add_argument("--only", default="embedded,fleet", help="which systems (default embedded,fleet)")
@@ -397,18 +479,30 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--only: a comma-separated list of {', '.join(SYSTEMS)}, not {args.only!r}")
     url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if "fleet" in only and (not url.startswith(("postgres://", "postgresql://")) or not redis_url):
-        raise SystemExit("the fleet needs DATABASE_URL (PostgreSQL) and REDIS_URL: run `scripts/services run python "
-                         "-m bench.fleet_load` (or `make bench-fleet`), or --only embedded")
+        raise SystemExit(
+            "the fleet needs DATABASE_URL (PostgreSQL) and REDIS_URL: run `scripts/services run python "
+            "-m bench.fleet_load` (or `make bench-fleet`), or --only embedded"
+        )
 
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    print(f"# Load bench — Python {platform.python_version()} on {cpu_model()}, {os.cpu_count()} CPUs; load "
-          f"average {load}", flush=True)
-    results: dict[str, Any] = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                               "commit": commit, "python": platform.python_version(), "cpu": cpu_model(),
-                               "cpus": os.cpu_count(), "load_average_before": load,
-                               "args": {k: str(v) for k, v in vars(args).items()}, "systems": {}}
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    print(
+        f"# Load bench — Python {platform.python_version()} on {cpu_model()}, {os.cpu_count()} CPUs; load "
+        f"average {load}",
+        flush=True,
+    )
+    results: dict[str, Any] = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": commit,
+        "python": platform.python_version(),
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "load_average_before": load,
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "systems": {},
+    }
     try:
         for name in only:
             tmp = Path(tempfile.mkdtemp(prefix=f"jr2-bench-load-{name}-"))
@@ -417,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 sys.path.insert(0, str(ROOT))
                 from tests.databases import fresh_database_url
+
                 database_url = fresh_database_url()
                 assert database_url is not None
                 server = FleetServer(tmp, args.webs, args.workers, database_url, redis_url)
@@ -429,13 +524,15 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     shutil.rmtree(tmp, ignore_errors=True)
     except WrongResult as err:
-        print(f"\nWRONG RESULT: {err}\nno numbers are reported for a system that loses or changes runs",
-              file=sys.stderr)
+        print(
+            f"\nWRONG RESULT: {err}\nno numbers are reported for a system that loses or changes runs", file=sys.stderr
+        )
         return 1
 
     results["load_average_after"] = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"\n### Load: {args.runs:,} runs at once, {args.pages} open run pages ({results['date']}, code at "
-          f"{commit})\n")
+    print(
+        f"\n### Load: {args.runs:,} runs at once, {args.pages} open run pages ({results['date']}, code at {commit})\n"
+    )
     print("\n".join(table(results, args)))
     print(f"\nLoad average {load} before, {results['load_average_after']} after, on {os.cpu_count()} CPUs.")
     return finish(results, args.json)

@@ -30,6 +30,7 @@ compound states, edges of every kind and the invokes of every kind; a cached dra
 `lit_svg` must mark exactly the states asked. A wrong result exits 1 and reports no number. Results go to stdout
 (markdown) and bench/results/graph.json. See docs/benchmarks.md, "Console: drawing a Machine".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,10 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -89,8 +91,10 @@ def ready(context: dict[str, Any]) -> bool:
 
 def big_machine() -> Machine:
     """The 300-state Machine described in the module's docstring."""
-    events = [define_event(name="approve", input=Step, description="The reviewer approves."),
-              define_event(name="cancel", input=Step, description="Stop everything.")]
+    events = [
+        define_event(name="approve", input=Step, description="The reviewer approves."),
+        define_event(name="cancel", input=Step, description="Stop everything."),
+    ]
     actors: dict[str, Any] = {"lint": effect.command(["true"], timeout=5.0), "fail": fail()}
     states: dict[str, Any] = {}
     for k in range(TEAMS):
@@ -103,21 +107,31 @@ def big_machine() -> Machine:
                 name = f"a{k}_g{g}_s{i}"
                 events.append(define_event(name=name, input=Step, description=f"Step {i} of group {g}."))
                 nxt = f"l{i + 1}" if i + 1 < LEAVES else "l0"
-                leaf: dict[str, Any] = {"on": {name: {"target": nxt,
-                                                      "guard": ready if i % 2 else (lambda context: True)}}}
+                leaf: dict[str, Any] = {
+                    "on": {name: {"target": nxt, "guard": ready if i % 2 else (lambda context: True)}}
+                }
                 if i == 0:
                     leaf["after"] = {30000: f"#big.team{k}.g{g}.l{LEAVES - 1}"}
                 if i == LEAVES - 1:
-                    leaf["invoke"] = {"src": "lint", "onDone": "l0",
-                                      "onError": {"target": f"#big.team{k}.g{(g + 1) % GROUPS}"}}
+                    leaf["invoke"] = {
+                        "src": "lint",
+                        "onDone": "l0",
+                        "onError": {"target": f"#big.team{k}.g{(g + 1) % GROUPS}"},
+                    }
                 leaves[f"l{i}"] = leaf
             jump = f"a{k}_jump{g}"
             events.append(define_event(name=jump, input=Step, description=f"Leave group {g}."))
-            groups[f"g{g}"] = {"initial": "l0", "states": leaves,
-                               "on": {jump: {"target": f"g{(g + 1) % GROUPS}", "guard": "ready"}}}
-        states[f"team{k}"] = {"invoke": {"src": slot, "input": {"prompt": f"Work, Agent {k}."}},
-                              "initial": "g0", "states": groups,
-                              "on": {"agent.fault": "#big.failed"}}
+            groups[f"g{g}"] = {
+                "initial": "l0",
+                "states": leaves,
+                "on": {jump: {"target": f"g{(g + 1) % GROUPS}", "guard": "ready"}},
+            }
+        states[f"team{k}"] = {
+            "invoke": {"src": slot, "input": {"prompt": f"Work, Agent {k}."}},
+            "initial": "g0",
+            "states": groups,
+            "on": {"agent.fault": "#big.failed"},
+        }
         if k + 1 < TEAMS:
             states[f"team{k}"]["onDone"] = f"team{k + 1}"
     regions: dict[str, Any] = {}
@@ -125,8 +139,9 @@ def big_machine() -> Machine:
         leaves = {}
         for i in range(REGION_LEAVES):
             nxt = f"w{i + 1}" if i + 1 < REGION_LEAVES else "w0"
-            leaves[f"w{i}"] = ({"always": {"target": nxt, "guard": "ready"}} if i % 2 == 0
-                               else {"after": {1000 * (i + 1): nxt}})
+            leaves[f"w{i}"] = (
+                {"always": {"target": nxt, "guard": "ready"}} if i % 2 == 0 else {"after": {1000 * (i + 1): nxt}}
+            )
         regions[f"r{r}"] = {"initial": "w0", "states": leaves}
     states["watch"] = {"type": "parallel", "states": regions, "on": {"cancel": "cancelled"}}
     review: dict[str, Any] = {"hist": {"type": "history", "history": "deep"}}
@@ -136,10 +151,15 @@ def big_machine() -> Machine:
     states["failed"] = {"invoke": {"src": "fail", "input": {"reason": "an Agent's Turn could not go on"}}}
     states["done"] = {"type": "final"}
     states["cancelled"] = {"type": "final"}
-    return jr2_setup(events=events, actors=actors, guards={"ready": ready}).create_machine({
-        "id": "big", "context": {"level": 1}, "initial": "team0", "states": states,
-        "on": {"cancel": ".cancelled"},
-    })
+    return jr2_setup(events=events, actors=actors, guards={"ready": ready}).create_machine(
+        {
+            "id": "big",
+            "context": {"level": 1},
+            "initial": "team0",
+            "states": states,
+            "on": {"cancel": ".cancelled"},
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -167,9 +187,22 @@ def check_drawing(machine: Machine, svg: str) -> None:
         if kind not in got:
             raise WrongResult(f"state {'.'.join(node.path)!r} is drawn as {got}, not a {kind}")
     kinds = {c for classes in ids.values() for c in classes}
-    for needed in ("edge-event", "edge-always", "edge-after", "edge-done", "edge-error", "edge-initial",
-                   "invokes-agent", "invokes-gate", "invokes-effect", "invokes-fail", "state-parallel", "region",
-                   "state-history", "state-final"):
+    for needed in (
+        "edge-event",
+        "edge-always",
+        "edge-after",
+        "edge-done",
+        "edge-error",
+        "edge-initial",
+        "invokes-agent",
+        "invokes-gate",
+        "invokes-effect",
+        "invokes-fail",
+        "state-parallel",
+        "region",
+        "state-history",
+        "state-final",
+    ):
         if needed not in kinds:
             raise WrongResult(f"nothing in the drawing has the class {needed!r}")
     edges = sum("edge" in classes for classes in ids.values())
@@ -197,8 +230,13 @@ def check_lit(svg: str, lit: str, active: list[str], visited: list[str]) -> None
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def measure(call: Callable[[], Any], check: Callable[[Any], None], samples: int, per_sample: int,
-            before: Callable[[], None] | None = None) -> dict[str, Any]:
+def measure(
+    call: Callable[[], Any],
+    check: Callable[[Any], None],
+    samples: int,
+    per_sample: int,
+    before: Callable[[], None] | None = None,
+) -> dict[str, Any]:
     """`samples` samples of `per_sample` calls each; every call's result is checked (outside the timing). Each
     sample is timed on wall time (perf_counter) and this process's CPU time (process_time), per call."""
     wall, cpu = [], []
@@ -252,10 +290,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="smoke run: 3 samples of fewer calls")
     ap.add_argument("--samples", type=int, help="timed samples per measurement (default 7; --quick 3)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed, too")
-    ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
-                    help="the clock the cached draws' verdict reads (default cpu: this process's CPU time, which "
-                         "other processes on a shared machine do not inflate); the first draw is always judged on "
-                         "wall time, since `dot` runs in a child process")
+    ap.add_argument(
+        "--clock",
+        choices=["cpu", "wall"],
+        default="cpu",
+        help="the clock the cached draws' verdict reads (default cpu: this process's CPU time, which "
+        "other processes on a shared machine do not inflate); the first draw is always judged on "
+        "wall time, since `dot` runs in a child process",
+    )
     ap.add_argument("--json", type=Path, default=RESULTS, help=f"results file (default {RESULTS.relative_to(ROOT)})")
     args = ap.parse_args(argv)
     samples = args.samples or (3 if args.quick else 7)
@@ -269,12 +311,19 @@ def main(argv: list[str] | None = None) -> int:
     states = len(paths) - 1
     transitions = sum(len(t.target or ()) for n in machine.nodes for t in n.all_transitions())
     print(f"# Graph bench — Python {platform.python_version()} on {cpu_model()}, {dot_version()}", flush=True)
-    print(f"big Machine: {states} states below the root, {transitions} transition edges, built in {build_ms:.0f} ms",
-          flush=True)
-    results: dict[str, Any] = {"python": platform.python_version(), "cpu": cpu_model(), "dot": dot_version(),
-                               "samples": samples, "load_average": load, "verdict_clock": args.clock,
-                               "machine": {"states": states, "transition_edges": transitions,
-                                           "build_ms": build_ms}}
+    print(
+        f"big Machine: {states} states below the root, {transitions} transition edges, built in {build_ms:.0f} ms",
+        flush=True,
+    )
+    results: dict[str, Any] = {
+        "python": platform.python_version(),
+        "cpu": cpu_model(),
+        "dot": dot_version(),
+        "samples": samples,
+        "load_average": load,
+        "verdict_clock": args.clock,
+        "machine": {"states": states, "transition_edges": transitions, "build_ms": build_ms},
+    }
     rows: list[Row] = []
     try:
         if states != 300:
@@ -288,9 +337,14 @@ def main(argv: list[str] | None = None) -> int:
         def first_check(result: str) -> None:
             expect(result, svg, "a first draw (the same SVG as before)")
 
-        rows.append(Row("first draw: `machine_svg` with an empty cache (DOT, `dot`, naming the groups)",
-                        measure(lambda: machine_svg(machine), first_check, samples, 1, before=clear_cache),
-                        2000, "wall"))
+        rows.append(
+            Row(
+                "first draw: `machine_svg` with an empty cache (DOT, `dot`, naming the groups)",
+                measure(lambda: machine_svg(machine), first_check, samples, 1, before=clear_cache),
+                2000,
+                "wall",
+            )
+        )
         print(f"  first draw: {rows[-1].shown(rows[-1].ms('wall'))} wall", flush=True)
 
         cached = machine_svg(machine)
@@ -299,8 +353,14 @@ def main(argv: list[str] | None = None) -> int:
             if result is not cached:
                 raise WrongResult("a cached draw returned another string than the cached one")
 
-        rows.append(Row("cached draw: `machine_svg` again, same Machine",
-                        measure(lambda: machine_svg(machine), same_object, samples, 1000 // scale), 10, args.clock))
+        rows.append(
+            Row(
+                "cached draw: `machine_svg` again, same Machine",
+                measure(lambda: machine_svg(machine), same_object, samples, 1000 // scale),
+                10,
+                args.clock,
+            )
+        )
         print(f"  cached draw: {rows[-1].shown(rows[-1].ms(args.clock))} {args.clock}", flush=True)
 
         anew = [big_machine() for _ in range(max(2, 20 // scale))]
@@ -314,23 +374,47 @@ def main(argv: list[str] | None = None) -> int:
                 queue.extend(anew)
                 clear_keys(anew)
 
-        rows.append(Row("cached draw: an equal Machine built anew (DOT built and hashed, cache hit)",
-                        measure(next_anew, same_object, samples, len(anew), before=refill), 10, args.clock))
-        print(f"  cached draw of an equal Machine: {rows[-1].shown(rows[-1].ms(args.clock))} {args.clock}",
-              flush=True)
+        rows.append(
+            Row(
+                "cached draw: an equal Machine built anew (DOT built and hashed, cache hit)",
+                measure(next_anew, same_object, samples, len(anew), before=refill),
+                10,
+                args.clock,
+            )
+        )
+        print(f"  cached draw of an equal Machine: {rows[-1].shown(rows[-1].ms(args.clock))} {args.clock}", flush=True)
 
         active = [p for p in paths if p.startswith("team3")][:11] + [""]
         visited = [p for p in paths if p.startswith(("team0", "team1"))][:40]
         lit_svg(svg, active, visited)  # indexes the SVG once, as a run page's first render does
-        rows.append(Row(f"`lit_svg`: {len(active)} active, {len(visited)} visited states",
-                        measure(lambda: lit_svg(svg, active, visited),
-                                lambda lit: check_lit(svg, lit, active, visited), samples, 200 // scale),
-                        None, args.clock))
+        rows.append(
+            Row(
+                f"`lit_svg`: {len(active)} active, {len(visited)} visited states",
+                measure(
+                    lambda: lit_svg(svg, active, visited),
+                    lambda lit: check_lit(svg, lit, active, visited),
+                    samples,
+                    200 // scale,
+                ),
+                None,
+                args.clock,
+            )
+        )
         print(f"  lit_svg: {rows[-1].shown(rows[-1].ms(args.clock))} {args.clock}", flush=True)
-        rows.append(Row("`lit_svg`, the first call on an SVG (indexing its state groups)",
-                        measure(lambda: lit_svg(svg, active, visited),
-                                lambda lit: check_lit(svg, lit, active, visited), samples, 50 // scale,
-                                before=clear_cache), None, args.clock))
+        rows.append(
+            Row(
+                "`lit_svg`, the first call on an SVG (indexing its state groups)",
+                measure(
+                    lambda: lit_svg(svg, active, visited),
+                    lambda lit: check_lit(svg, lit, active, visited),
+                    samples,
+                    50 // scale,
+                    before=clear_cache,
+                ),
+                None,
+                args.clock,
+            )
+        )
         print(f"  lit_svg, first call: {rows[-1].shown(rows[-1].ms(args.clock))} {args.clock}", flush=True)
     except WrongResult as err:
         print(f"\nWRONG RESULT: {err}\nno numbers are reported for a drawing that is wrong", file=sys.stderr)
@@ -341,12 +425,25 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | ---: | ---: | ---: | --- |")
     for row in rows:
         verdict = "" if row.target_ms is None else "ok" if row.ok() else "MISSED"
-        print(f"| {row.what} | {row.shown(row.ms('wall'))} | {row.shown(row.ms('cpu'))} | {row.target_text()} | "
-              f"{verdict} |")
-    print(f"\nms per call (us = microseconds); CPU is this process's only, so the first draw's CPU leaves out `dot`. "
-          f"Load average {load} on {os.cpu_count()} CPUs.")
-    results["rows"] = [{"measurement": r.what, "target": r.target_text(), "wall_ms": r.ms("wall"),
-                        "cpu_ms": r.ms("cpu"), "ok": r.ok(), **r.result} for r in rows]
+        print(
+            f"| {row.what} | {row.shown(row.ms('wall'))} | {row.shown(row.ms('cpu'))} | {row.target_text()} | "
+            f"{verdict} |"
+        )
+    print(
+        f"\nms per call (us = microseconds); CPU is this process's only, so the first draw's CPU leaves out `dot`. "
+        f"Load average {load} on {os.cpu_count()} CPUs."
+    )
+    results["rows"] = [
+        {
+            "measurement": r.what,
+            "target": r.target_text(),
+            "wall_ms": r.ms("wall"),
+            "cpu_ms": r.ms("cpu"),
+            "ok": r.ok(),
+            **r.result,
+        }
+        for r in rows
+    ]
     missed = [row.what for row in rows if not row.ok()]
     return finish(results, args.json, missed, args.strict)
 
@@ -354,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
 def clear_keys(machines: list[Machine]) -> None:
     """Make these Machine objects forget their cache key, as new objects would (the drawing stays cached)."""
     from console.pages import graph
+
     for machine in machines:
         graph._keys.pop(machine, None)
 

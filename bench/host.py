@@ -1,4 +1,5 @@
 """What machine a benchmark ran on, for its report."""
+
 from __future__ import annotations
 
 import platform

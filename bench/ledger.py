@@ -8,6 +8,7 @@ ledger to the child Machine `archive` and ends the run.
 
     python -m bench.big_run     # uses it; tests/console/test_feeds.py and tests/e2e/test_browser_big.py too
 """
+
 from __future__ import annotations
 
 import re
@@ -43,7 +44,7 @@ class Door(BaseModel):
 
 def note_text(n: int) -> str:
     """A note with markup in it, so every page that shows it must escape it."""
-    return f"Finding {n}: the parser drops a trailing <br/> & keeps the \"smart\" quotes in entry {n}."
+    return f'Finding {n}: the parser drops a trailing <br/> & keeps the "smart" quotes in entry {n}.'
 
 
 @scripted("ledger.clerk")
@@ -61,52 +62,80 @@ def clerk(turn: Any) -> tuple[str, dict[str, Any]]:
     return ("note", {"text": note_text(noted + 1)})
 
 
-archive = jr2_setup(events=[], actors={}).create_machine({
-    "id": "archive",
-    "initial": "packing",
-    "states": {"packing": {"always": "sealed"}, "sealed": {"type": "final"}},
-})
+archive = jr2_setup(events=[], actors={}).create_machine(
+    {
+        "id": "archive",
+        "initial": "packing",
+        "states": {"packing": {"always": "sealed"}, "sealed": {"type": "final"}},
+    }
+)
 
 machine = jr2_setup(
-    events=[define_event(name="note", input=Note, description="Write down one finding."),
-            define_event(name="lap", input=Empty, description="Start a fresh page (a new Turn)."),
-            define_event(name="ask", input=Ask, description="Ask the desk; its reply is the answer."),
-            define_event(name="reply", input=Reply, description="Answer the clerk."),
-            define_event(name="tick", input=Empty, description="One more entry in the ledger."),
-            define_event(name="close", input=Empty, description="Close the ledger and archive it.")],
-    actors={"clerk": agent(model="script/ledger.clerk", instructions="You keep the ledger."),
-            "archive": archive, "fail": fail()},
-).create_machine({
-    "id": "ledger",
-    "input": Door,
-    "context": lambda input: {"notes": input.notes, "lap": input.lap, "count": 0, "ticks": 0},
-    "on": {"agent.fault": ".failed"},
-    "initial": "writing",
-    "states": {
-        "writing": {
-            "invoke": {"src": "clerk", "input": lambda context: {
-                "prompt": f"Take {context['notes']} notes in laps of {context['lap']}, then ask the desk. "
-                          f"{context['count']} so far."}},
-            "on": {"note": {"actions": [assign(count=lambda context: context["count"] + 1),
-                                        answer(lambda context: f"Noted #{context['count']}.")]},
-                   "lap": {"target": "writing", "reenter": True}},
-            "initial": "idle",
-            "states": {
-                "idle": {"on": {"ask": "asking"}},
-                "asking": {"invoke": {"src": "gate"},
-                           "on": {"reply": {"target": "#ledger.ticking",
-                                            "actions": answer(lambda event: "Filed: " + event.text)}}},
+    events=[
+        define_event(name="note", input=Note, description="Write down one finding."),
+        define_event(name="lap", input=Empty, description="Start a fresh page (a new Turn)."),
+        define_event(name="ask", input=Ask, description="Ask the desk; its reply is the answer."),
+        define_event(name="reply", input=Reply, description="Answer the clerk."),
+        define_event(name="tick", input=Empty, description="One more entry in the ledger."),
+        define_event(name="close", input=Empty, description="Close the ledger and archive it."),
+    ],
+    actors={
+        "clerk": agent(model="script/ledger.clerk", instructions="You keep the ledger."),
+        "archive": archive,
+        "fail": fail(),
+    },
+).create_machine(
+    {
+        "id": "ledger",
+        "input": Door,
+        "context": lambda input: {"notes": input.notes, "lap": input.lap, "count": 0, "ticks": 0},
+        "on": {"agent.fault": ".failed"},
+        "initial": "writing",
+        "states": {
+            "writing": {
+                "invoke": {
+                    "src": "clerk",
+                    "input": lambda context: {
+                        "prompt": f"Take {context['notes']} notes in laps of {context['lap']}, then ask the desk. "
+                        f"{context['count']} so far."
+                    },
+                },
+                "on": {
+                    "note": {
+                        "actions": [
+                            assign(count=lambda context: context["count"] + 1),
+                            answer(lambda context: f"Noted #{context['count']}."),
+                        ]
+                    },
+                    "lap": {"target": "writing", "reenter": True},
+                },
+                "initial": "idle",
+                "states": {
+                    "idle": {"on": {"ask": "asking"}},
+                    "asking": {
+                        "invoke": {"src": "gate"},
+                        "on": {
+                            "reply": {
+                                "target": "#ledger.ticking",
+                                "actions": answer(lambda event: "Filed: " + event.text),
+                            }
+                        },
+                    },
+                },
+            },
+            "ticking": {
+                "invoke": {"src": "gate", "id": "desk"},
+                "on": {"tick": {"actions": assign(ticks=lambda context: context["ticks"] + 1)}, "close": "archiving"},
+            },
+            "archiving": {"invoke": {"src": "archive", "id": "archive", "onDone": "closed"}},
+            "closed": {"type": "final"},
+            "failed": {
+                "invoke": {
+                    "src": "fail",
+                    "input": lambda event: {"reason": "the clerk's Turn faulted: " + str(event.get("reason", ""))},
+                }
             },
         },
-        "ticking": {
-            "invoke": {"src": "gate", "id": "desk"},
-            "on": {"tick": {"actions": assign(ticks=lambda context: context["ticks"] + 1)},
-                   "close": "archiving"},
-        },
-        "archiving": {"invoke": {"src": "archive", "id": "archive", "onDone": "closed"}},
-        "closed": {"type": "final"},
-        "failed": {"invoke": {"src": "fail", "input": lambda event: {
-            "reason": "the clerk's Turn faulted: " + str(event.get("reason", ""))}}},
-    },
-    "output": lambda context: {"count": context["count"], "ticks": context["ticks"]},
-})
+        "output": lambda context: {"count": context["count"], "ticks": context["ticks"]},
+    }
+)

@@ -25,6 +25,7 @@ timed loops: every allowed_picks call's result is compared with the expected lis
 the expected output; a wrong result fails the bench (exit 1), so a broken Session cannot produce a fast number.
 Results go to stdout (markdown) and bench/results/menu.json. See docs/benchmarks.md, "Menu and Session".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,9 +38,10 @@ import pstats
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -65,6 +67,7 @@ class WrongResult(AssertionError):
 
 def notes_machine() -> Machine:
     from workflows.notes import machine
+
     return machine
 
 
@@ -83,6 +86,7 @@ class Note(BaseModel):
 def _at_least(level: int) -> Callable[..., bool]:
     def guard(context: dict[str, Any]) -> bool:
         return context["level"] >= level
+
     return guard
 
 
@@ -113,31 +117,39 @@ def big_machine(agents: int = AGENTS, leaves: tuple[int, ...] = LEAVES) -> Machi
                 if nxt == total:
                     target = f"#big.agent{k}.g0.m0_0"
                 else:
-                    ng = next(x for x in range(groups) if nxt < sum(leaves[:x + 1]))
+                    ng = next(x for x in range(groups) if nxt < sum(leaves[: x + 1]))
                     target = f"#big.agent{k}.g{ng}.m{ng}_{nxt - sum(leaves[:ng])}"
                 leaf_states[f"m{g}_{i}"] = {"on": {name: {"target": target, "guard": _at_least(j % 3)}}}
                 j += 1
             jump = f"a{k}_jump{g}"
             events.append(define_event(name=jump, input=Step, description=f"Jump out of group {g} of Agent {k}."))
             group_states[f"g{g}"] = {
-                "initial": f"m{g}_0", "states": leaf_states,
+                "initial": f"m{g}_0",
+                "states": leaf_states,
                 "on": {jump: {"target": f"#big.agent{k}.g{(g + 1) % groups}", "guard": _at_least(2)}},
             }
         reset = f"a{k}_reset"
         events.append(define_event(name=reset, input=Step, description=f"Agent {k} starts over."))
         states[slot] = {
             "invoke": {"src": slot, "input": {"prompt": f"Work through your modes, Agent {k}."}},
-            "initial": "g0", "states": group_states,
+            "initial": "g0",
+            "states": group_states,
             "on": {reset: {"target": f"#big.agent{k}.g0", "guard": _at_least(1)}},
         }
-    return jr2_setup(events=events, actors=actors).create_machine({
-        "id": "big",
-        "type": "parallel",
-        "context": {"level": 1, "notes": 0},
-        "on": {"note": {"guard": lambda event: bool(event.text),
-                        "actions": assign(notes=lambda context: context["notes"] + 1)}},
-        "states": states,
-    })
+    return jr2_setup(events=events, actors=actors).create_machine(
+        {
+            "id": "big",
+            "type": "parallel",
+            "context": {"level": 1, "notes": 0},
+            "on": {
+                "note": {
+                    "guard": lambda event: bool(event.text),
+                    "actions": assign(notes=lambda context: context["notes"] + 1),
+                }
+            },
+            "states": states,
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -193,8 +205,7 @@ def measure(loop: Callable[[], int], count: int, samples: int, per: str) -> dict
     return {"count": count, "wall_s": wall, "cpu_s": cpu}
 
 
-def time_allowed(session: Session, agent_name: str, expected: list[str], calls: int, samples: int
-                 ) -> dict[str, Any]:
+def time_allowed(session: Session, agent_name: str, expected: list[str], calls: int, samples: int) -> dict[str, Any]:
     """Seconds per allowed_picks call; every result is compared with `expected`."""
     fn = session.allowed_picks
     expect(fn(agent_name), expected, f"allowed_picks({agent_name!r}) (warm-up)")
@@ -301,9 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--samples", type=int, help="timed samples per measurement (default 7; --quick 3)")
     ap.add_argument("--profile", action="store_true", help="cProfile allowed_picks on the 300-state workflow")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed, too")
-    ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
-                    help="the clock the verdict reads (default cpu: this process's CPU time, which other processes "
-                         "on a shared machine do not inflate)")
+    ap.add_argument(
+        "--clock",
+        choices=["cpu", "wall"],
+        default="cpu",
+        help="the clock the verdict reads (default cpu: this process's CPU time, which other processes "
+        "on a shared machine do not inflate)",
+    )
     ap.add_argument("--json", type=Path, default=RESULTS, help=f"results file (default {RESULTS.relative_to(ROOT)})")
     args = ap.parse_args(argv)
     samples = args.samples or (3 if args.quick else 7)
@@ -318,17 +333,31 @@ def main(argv: list[str] | None = None) -> int:
     menu_size = len(big.menu_names("agent0"))
 
     print(f"# Menu and Session bench — Python {platform.python_version()} on {cpu_model()}", flush=True)
-    print(f"big workflow: {big_states} states below the root, {AGENTS} Agents, {menu_size} picks on each Menu, "
-          f"built in {build_ms:.0f} ms", flush=True)
+    print(
+        f"big workflow: {big_states} states below the root, {AGENTS} Agents, {menu_size} picks on each Menu, "
+        f"built in {build_ms:.0f} ms",
+        flush=True,
+    )
     rows: list[Row] = []
-    results: dict[str, Any] = {"python": platform.python_version(), "cpu": cpu_model(), "samples": samples,
-                               "load_average": load, "verdict_clock": args.clock,
-                               "big": {"states": big_states, "agents": AGENTS, "menu": menu_size,
-                                       "build_ms": build_ms}}
+    results: dict[str, Any] = {
+        "python": platform.python_version(),
+        "cpu": cpu_model(),
+        "samples": samples,
+        "load_average": load,
+        "verdict_clock": args.clock,
+        "big": {"states": big_states, "agents": AGENTS, "menu": menu_size, "build_ms": build_ms},
+    }
     try:
         ready = notes_session_ready(notes)
-        rows.append(Row('`allowed_picks("writer")`', "notes, after one ask/reply",
-                        time_allowed(ready, "writer", ["ask", "done"], 20000 // scale, samples), "us/call", 50))
+        rows.append(
+            Row(
+                '`allowed_picks("writer")`',
+                "notes, after one ask/reply",
+                time_allowed(ready, "writer", ["ask", "done"], 20000 // scale, samples),
+                "us/call",
+                50,
+            )
+        )
         print(f"  notes allowed_picks: {rows[-1].shown('wall')} wall, {rows[-1].shown('cpu')} CPU", flush=True)
 
         check_big_moves(big)
@@ -336,13 +365,26 @@ def main(argv: list[str] | None = None) -> int:
         expected = big_expected(session, AGENTS)
         for name, want in expected.items():
             expect(session.allowed_picks(name), want, f"allowed_picks({name!r})")
-        rows.append(Row('`allowed_picks("agent0")`', f"big: {big_states} states, {AGENTS} Agents, {menu_size}-pick "
-                        "Menus", time_allowed(session, "agent0", expected["agent0"], 2000 // scale, samples),
-                        "us/call", 1000))
+        rows.append(
+            Row(
+                '`allowed_picks("agent0")`',
+                f"big: {big_states} states, {AGENTS} Agents, {menu_size}-pick Menus",
+                time_allowed(session, "agent0", expected["agent0"], 2000 // scale, samples),
+                "us/call",
+                1000,
+            )
+        )
         print(f"  big allowed_picks: {rows[-1].shown('wall')} wall, {rows[-1].shown('cpu')} CPU", flush=True)
 
-        rows.append(Row("scripted run: start, ask, reply, done", "notes", time_runs(notes, 5000 // scale, samples),
-                        "runs/s", 2000))
+        rows.append(
+            Row(
+                "scripted run: start, ask, reply, done",
+                "notes",
+                time_runs(notes, 5000 // scale, samples),
+                "runs/s",
+                2000,
+            )
+        )
         print(f"  notes scripted runs: {rows[-1].shown('wall')} wall, {rows[-1].shown('cpu')} CPU", flush=True)
     except WrongResult as err:
         print(f"\nWRONG RESULT: {err}\nno numbers are reported for a Session that answers wrongly", file=sys.stderr)
@@ -352,19 +394,33 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| measurement | machine | wall, median of {samples} | CPU, median of {samples} | target | |")
     print("| --- | --- | ---: | ---: | ---: | --- |")
     for row in rows:
-        print(f"| {row.what} | {row.machine} | {row.shown('wall')} | {row.shown('cpu')} | {row.target_text()} | "
-              f"{'ok' if row.ok(args.clock) else 'MISSED'} |")
-    print(f"\nus = microseconds per call, /s = runs per second; the verdict reads the {args.clock.upper()} column. "
-          f"Load average {load} on {os.cpu_count()} CPUs.")
+        print(
+            f"| {row.what} | {row.machine} | {row.shown('wall')} | {row.shown('cpu')} | {row.target_text()} | "
+            f"{'ok' if row.ok(args.clock) else 'MISSED'} |"
+        )
+    print(
+        f"\nus = microseconds per call, /s = runs per second; the verdict reads the {args.clock.upper()} column. "
+        f"Load average {load} on {os.cpu_count()} CPUs."
+    )
     missed = [row.what for row in rows if not row.ok(args.clock)]
-    results["rows"] = [{"measurement": r.what, "machine": r.machine, "unit": r.unit, "target": r.target_text(),
-                        "wall": r.value("wall"), "cpu": r.value("cpu"), "ok": r.ok(args.clock), **r.result}
-                       for r in rows]
+    results["rows"] = [
+        {
+            "measurement": r.what,
+            "machine": r.machine,
+            "unit": r.unit,
+            "target": r.target_text(),
+            "wall": r.value("wall"),
+            "cpu": r.value("cpu"),
+            "ok": r.ok(args.clock),
+            **r.result,
+        }
+        for r in rows
+    ]
 
     if args.profile:
         text = profile_allowed(session, "agent0", 2000 // scale, 15)
         results["profile"] = text
-        print("\ncProfile of allowed_picks(\"agent0\") on the big workflow, by tottime:\n")
+        print('\ncProfile of allowed_picks("agent0") on the big workflow, by tottime:\n')
         print(text)
 
     return finish(results, args.json, missed, args.strict)

@@ -34,6 +34,7 @@ expects) and that its picks are allowed; every run's status, output and journal 
 a wrong result exits 1 and reports no number. Results go to stdout (markdown) and bench/results/runtime.json.
 See docs/benchmarks.md, "Runtime".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,9 +55,10 @@ import tempfile
 import time
 import tracemalloc
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "runtime.json"
@@ -88,9 +90,11 @@ def setup_django(db_path: Path, debug: bool) -> None:
     os.environ["JR2_SQLITE_PATH"] = str(db_path)
     os.environ["JR2_DEBUG"] = "1" if debug else "0"
     import django
+
     django.setup()
     from django.conf import settings
     from django.core.management import call_command
+
     call_command("migrate", verbosity=0)
     settings.JR2_SCRIPTED = True  # notes' writer plays its scripted stand-in
 
@@ -176,47 +180,76 @@ def counter_machine() -> Any:
         label: str = Field(description="The run's name in the bench.")
 
     scripted("bench.counter")(counter_script)
-    events = [define_event(name="count", input=Empty, description="Count one."),
-              define_event(name="lap", input=Empty, description="Start a new lap (a new Turn)."),
-              define_event(name="finish", input=Empty, description="Stop counting."),
-              define_event(name="ask", input=Ask, description="Ask the desk."),
-              define_event(name="reply", input=Reply, description="Answer the counter.")]
+    events = [
+        define_event(name="count", input=Empty, description="Count one."),
+        define_event(name="lap", input=Empty, description="Start a new lap (a new Turn)."),
+        define_event(name="finish", input=Empty, description="Stop counting."),
+        define_event(name="ask", input=Ask, description="Ask the desk."),
+        define_event(name="reply", input=Reply, description="Answer the counter."),
+    ]
 
     def prompt(context: dict[str, Any]) -> dict[str, Any]:
-        return {"prompt": f"Count to {context['picks']} in laps of {context['lap']}, then {context['then']}. "
-                          f"Run {context['label']}: {context['count']} so far."}
+        return {
+            "prompt": f"Count to {context['picks']} in laps of {context['lap']}, then {context['then']}. "
+            f"Run {context['label']}: {context['count']} so far."
+        }
 
-    return jr2_setup(events=events, actors={
-        "counter": agent(model="script/bench.counter", instructions="You count."),
-        "fail": fail(),
-    }).create_machine({
-        "id": "counter",
-        "input": Door,
-        "context": lambda input: {"picks": input.picks, "lap": input.lap, "then": input.then, "label": input.label,
-                                  "count": 0},
-        "on": {"agent.fault": ".failed"},
-        "initial": "counting",
-        "states": {
-            "counting": {
-                "invoke": {"src": "counter", "input": prompt},
-                "on": {"count": {"actions": [assign(count=lambda context: context["count"] + 1),
-                                             answer(lambda context: f"Counted {context['count']}.")]},
-                       "lap": {"target": "counting", "reenter": True},
-                       "finish": "done"},
-                "initial": "idle",
-                "states": {
-                    "idle": {"on": {"ask": "asking"}},
-                    "asking": {"invoke": {"src": "gate", "input": {"meta": {}}},
-                               "on": {"reply": {"target": "idle",
-                                                "actions": answer(lambda event: "Asked: " + event.text)}}},
+    return jr2_setup(
+        events=events,
+        actors={
+            "counter": agent(model="script/bench.counter", instructions="You count."),
+            "fail": fail(),
+        },
+    ).create_machine(
+        {
+            "id": "counter",
+            "input": Door,
+            "context": lambda input: {
+                "picks": input.picks,
+                "lap": input.lap,
+                "then": input.then,
+                "label": input.label,
+                "count": 0,
+            },
+            "on": {"agent.fault": ".failed"},
+            "initial": "counting",
+            "states": {
+                "counting": {
+                    "invoke": {"src": "counter", "input": prompt},
+                    "on": {
+                        "count": {
+                            "actions": [
+                                assign(count=lambda context: context["count"] + 1),
+                                answer(lambda context: f"Counted {context['count']}."),
+                            ]
+                        },
+                        "lap": {"target": "counting", "reenter": True},
+                        "finish": "done",
+                    },
+                    "initial": "idle",
+                    "states": {
+                        "idle": {"on": {"ask": "asking"}},
+                        "asking": {
+                            "invoke": {"src": "gate", "input": {"meta": {}}},
+                            "on": {
+                                "reply": {"target": "idle", "actions": answer(lambda event: "Asked: " + event.text)}
+                            },
+                        },
+                    },
+                },
+                "done": {"type": "final"},
+                "failed": {
+                    "invoke": {
+                        "src": "fail",
+                        "input": lambda event: {
+                            "reason": "the counter's Turn faulted: " + str(event.get("reason", ""))
+                        },
+                    }
                 },
             },
-            "done": {"type": "final"},
-            "failed": {"invoke": {"src": "fail", "input": lambda event: {
-                "reason": "the counter's Turn faulted: " + str(event.get("reason", ""))}}},
-        },
-        "output": lambda context: {"count": context["count"]},
-    })
+            "output": lambda context: {"count": context["count"]},
+        }
+    )
 
 
 def counter_picks(counts: int, lap: int) -> int:
@@ -242,14 +275,15 @@ async def runs_ended(host: Any, run_ids: Iterable[str], timeout: float) -> None:
     tasks = [host.drivers[r].task for r in run_ids if r in host.drivers and host.drivers[r].task is not None]
     try:
         await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise WrongResult(f"runs did not end within {timeout:.0f} s") from None
 
 
 def check_counter_run(run_id: str, counts: int, picks: int, replay: bool = False) -> dict[str, Any]:
     """In the database: done, the count, one journal row per entry, the picks journaled; optionally a replay."""
-    from engine.models import JournalEntry, Run, RunSnapshot
     from engine.core.session import Session
+    from engine.models import JournalEntry, Run, RunSnapshot
+
     run = Run.objects.get(id=run_id)
     expect((run.status, run.output, run.reason), ("done", {"count": counts}, ""), f"counter run {run_id}")
     kinds = list(JournalEntry.objects.filter(run_id=run_id).order_by("seq").values_list("kind", flat=True))
@@ -259,8 +293,11 @@ def check_counter_run(run_id: str, counts: int, picks: int, replay: bool = False
         journal = [e.entry for e in JournalEntry.objects.filter(run_id=run_id).order_by("seq")]
         replayed = Session.replay(counter_machine_cached(), journal)
         expect((replayed.status, replayed.output), ("done", {"count": counts}), f"replay of run {run_id}")
-    return {"entries": run.seq, "snapshots": RunSnapshot.objects.filter(run_id=run_id).count(),
-            "advance_entries": kinds.count("advance")}
+    return {
+        "entries": run.seq,
+        "snapshots": RunSnapshot.objects.filter(run_id=run_id).count(),
+        "advance_entries": kinds.count("advance"),
+    }
 
 
 _COUNTER: Any = None
@@ -282,12 +319,19 @@ def percentile(sorted_values: list[float], p: float) -> float:
 
 def spread(values: list[float]) -> dict[str, float]:
     s = sorted(values)
-    return {"n": len(s), "p50": percentile(s, 50), "p90": percentile(s, 90), "p99": percentile(s, 99),
-            "max": s[-1] if s else float("nan"), "mean": statistics.fmean(s) if s else float("nan")}
+    return {
+        "n": len(s),
+        "p50": percentile(s, 50),
+        "p90": percentile(s, 90),
+        "p99": percentile(s, 99),
+        "max": s[-1] if s else float("nan"),
+        "mean": statistics.fmean(s) if s else float("nan"),
+    }
 
 
 def new_host(workflows: dict[str, Any], owner: str, snapshot_every: int) -> Any:
     from engine.runtime.host import Host
+
     return Host(workflows, owner=owner, snapshot_every=snapshot_every)
 
 
@@ -333,17 +377,30 @@ async def measure_picks(args: argparse.Namespace) -> dict[str, Any]:
             for (_, _, pick), gap in zip(calls, mine):
                 gaps[pick].append(gap)
             every.extend(mine)
-            samples.append({"wall_s": wall, "cpu_s": cpu, "p50_s": percentile(sorted(mine), 50),
-                            "p99_s": percentile(sorted(mine), 99),
-                            "first_100_p50_s": percentile(sorted(mine[:100]), 50),
-                            "last_100_p50_s": percentile(sorted(mine[-100:]), 50),
-                            "in_script_s": statistics.fmean(o - i for i, o, _ in calls), **found})
-            print(f"  one run: {picks:,} picks in {wall:.2f} s, overhead p50 {samples[-1]['p50_s'] * 1e3:.2f} ms",
-                  flush=True)
-        out["one_run"] = {"counts": args.picks, "picks": picks, "samples": samples,
-                          "wall_s": sum(x["wall_s"] for x in samples), "cpu_s": sum(x["cpu_s"] for x in samples),
-                          "overhead_s": {"all": spread(every), "count": spread(gaps["count"]),
-                                         "lap": spread(gaps["lap"])}}
+            samples.append(
+                {
+                    "wall_s": wall,
+                    "cpu_s": cpu,
+                    "p50_s": percentile(sorted(mine), 50),
+                    "p99_s": percentile(sorted(mine), 99),
+                    "first_100_p50_s": percentile(sorted(mine[:100]), 50),
+                    "last_100_p50_s": percentile(sorted(mine[-100:]), 50),
+                    "in_script_s": statistics.fmean(o - i for i, o, _ in calls),
+                    **found,
+                }
+            )
+            print(
+                f"  one run: {picks:,} picks in {wall:.2f} s, overhead p50 {samples[-1]['p50_s'] * 1e3:.2f} ms",
+                flush=True,
+            )
+        out["one_run"] = {
+            "counts": args.picks,
+            "picks": picks,
+            "samples": samples,
+            "wall_s": sum(x["wall_s"] for x in samples),
+            "cpu_s": sum(x["cpu_s"] for x in samples),
+            "overhead_s": {"all": spread(every), "count": spread(gaps["count"]), "lap": spread(gaps["lap"])},
+        }
 
         gc.collect()
         run_ids, wall, cpu = await counter_runs(host, args.runs, args.run_picks, args.lap, "many")
@@ -352,8 +409,13 @@ async def measure_picks(args: argparse.Namespace) -> dict[str, Any]:
         per_run = counter_picks(args.run_picks, args.lap)
         for rid in run_ids:
             await host.db(check_counter_run, rid, args.run_picks, per_run)
-        out["many_runs"] = {"runs": args.runs, "counts": args.run_picks, "picks": per_run * args.runs,
-                            "wall_s": wall, "cpu_s": cpu}
+        out["many_runs"] = {
+            "runs": args.runs,
+            "counts": args.run_picks,
+            "picks": per_run * args.runs,
+            "wall_s": wall,
+            "cpu_s": cpu,
+        }
         print(f"  {args.runs} runs at once: {per_run * args.runs:,} picks in {wall:.2f} s", flush=True)
     finally:
         LOG.record = False
@@ -395,6 +457,7 @@ async def profile_picks(args: argparse.Namespace, top: int) -> dict[str, Any]:
                     return fn(*a)
                 finally:
                     spent[f"{getattr(fn, '__name__', '?')} (in the db thread)"].append(time.perf_counter() - t1)
+
             try:
                 return await plain(call)
             finally:
@@ -404,9 +467,14 @@ async def profile_picks(args: argparse.Namespace, top: int) -> dict[str, Any]:
         [run_id], wall, _ = await counter_runs(host, 1, args.picks, args.lap, "split")
         host.db = plain
         picks = counter_picks(args.picks, args.lap)
-        out["db_split"] = {"picks": picks, "wall_s": wall,
-                           "calls": {k: {"n": len(v), "total_s": sum(v), "p50_s": percentile(sorted(v), 50)}
-                                     for k, v in sorted(spent.items())}}
+        out["db_split"] = {
+            "picks": picks,
+            "wall_s": wall,
+            "calls": {
+                k: {"n": len(v), "total_s": sum(v), "p50_s": percentile(sorted(v), 50)}
+                for k, v in sorted(spent.items())
+            },
+        }
     finally:
         await host.stop()
     return out
@@ -427,6 +495,7 @@ def expected_notes(reply: str) -> str:
 
 def check_gate_runs(run_ids: list[str], status: str, replies: dict[str, str] | None = None) -> None:
     from engine.models import Run
+
     rows = {r.id: r for r in Run.objects.filter(id__in=run_ids)}
     expect(len(rows), len(run_ids), "notes runs in the database")
     for run_id in run_ids:
@@ -436,12 +505,14 @@ def check_gate_runs(run_ids: list[str], status: str, replies: dict[str, str] | N
             expect((run.status, gates), ("waiting", ["writing.asking"]), f"notes run {run_id}")
         else:
             assert replies is not None
-            expect((run.status, run.output), ("done", {"notes": expected_notes(replies[run_id])}),
-                   f"notes run {run_id}")
+            expect(
+                (run.status, run.output), ("done", {"notes": expected_notes(replies[run_id])}), f"notes run {run_id}"
+            )
 
 
 async def gate_pass(args: argparse.Namespace, runs: int, traced: bool) -> dict[str, Any]:
     from workflows import notes
+
     host = new_host({"notes": notes.machine}, f"bench-gates-{'traced' if traced else 'plain'}", args.snapshot_every)
     await host.start()
     out: dict[str, Any] = {"runs": runs, "tracemalloc": traced}
@@ -502,8 +573,12 @@ async def gate_runs_to_waiting(host: Any, runs: int, timeout: float) -> list[str
 
 
 async def answer_all(host: Any, replies: dict[str, str], timeout: float) -> None:
-    deliveries = await asyncio.gather(*(host.deliver(run_id, "gate", gate="writing.asking", event="reply",
-                                                     params={"text": text}) for run_id, text in replies.items()))
+    deliveries = await asyncio.gather(
+        *(
+            host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": text})
+            for run_id, text in replies.items()
+        )
+    )
     bad = [d for d in deliveries if d.outcome != "delivered"]
     if bad:
         raise WrongResult(f"{len(bad)} Gate answers were not delivered: {bad[0]!r:.200}")
@@ -523,11 +598,12 @@ async def build_long_run(args: argparse.Namespace) -> tuple[str, int]:
     await host.start()
     label = "long"
     try:
-        run_id = await host.start_run("counter", {"picks": 10 ** 9, "lap": args.lap, "then": "ask", "label": label})
+        run_id = await host.start_run("counter", {"picks": 10**9, "lap": args.lap, "then": "ask", "label": label})
         driver = host.drivers[run_id]
         # a pick adds one or two entries (an `advance` when a millisecond passed, then the pick): stop just short
-        await until(lambda: driver.seq >= args.entries - 2, 60 + args.entries * 0.05, "the long run's journal",
-                    every=0.0005)
+        await until(
+            lambda: driver.seq >= args.entries - 2, 60 + args.entries * 0.05, "the long run's journal", every=0.0005
+        )
         LOG.stop.add(label)
         await until(lambda: driver.status == "waiting", 60, "the long run to wait at its Gate")
         if LOG.wrong:
@@ -539,26 +615,33 @@ async def build_long_run(args: argparse.Namespace) -> tuple[str, int]:
 
 def resume_facts(run_id: str) -> dict[str, Any]:
     from engine.models import JournalEntry, RunSnapshot, TurnMessage, TurnRecord
+
     latest = RunSnapshot.objects.filter(run_id=run_id).order_by("-seq").first()
     assert latest is not None
-    return {"entries": JournalEntry.objects.filter(run_id=run_id).count(),
-            "snapshots": RunSnapshot.objects.filter(run_id=run_id).count(),
-            "latest_snapshot_seq": latest.seq, "snapshot_bytes": len(json.dumps(latest.data)),
-            "turn_records": TurnRecord.objects.filter(run_id=run_id).count(),
-            "messages": TurnMessage.objects.filter(run_id=run_id).count()}
+    return {
+        "entries": JournalEntry.objects.filter(run_id=run_id).count(),
+        "snapshots": RunSnapshot.objects.filter(run_id=run_id).count(),
+        "latest_snapshot_seq": latest.seq,
+        "snapshot_bytes": len(json.dumps(latest.data)),
+        "turn_records": TurnRecord.objects.filter(run_id=run_id).count(),
+        "messages": TurnMessage.objects.filter(run_id=run_id).count(),
+    }
 
 
 def load_journal(run_id: str) -> list[dict[str, Any]]:
     from engine.models import JournalEntry
+
     return [e.entry for e in JournalEntry.objects.filter(run_id=run_id).order_by("seq")]
 
 
-async def take_up_once(args: argparse.Namespace, run_id: str, expected: dict[str, Any],
-                       profile: bool = False) -> tuple[float, Any, dict[str, str]]:
+async def take_up_once(
+    args: argparse.Namespace, run_id: str, expected: dict[str, Any], profile: bool = False
+) -> tuple[float, Any, dict[str, str]]:
     """A new Host (its database connection open, as `Host.start` leaves it) takes the run up; seconds until the
     run's driver is live, checked against a full replay; then the host stops again (the run stays as it was)."""
     from engine.models import Run
     from engine.runtime.driver import run_status
+
     machine = counter_machine_cached()
     host = new_host({"counter": machine}, "bench-resume", args.snapshot_every)
     profiles: dict[str, str] = {}
@@ -584,8 +667,11 @@ async def take_up_once(args: argparse.Namespace, run_id: str, expected: dict[str
         if driver is None:
             raise WrongResult(f"the new host did not take run {run_id} up")
         expect(driver.session.to_json(), expected, "the taken-up Session (against a full replay)")
-        expect((run_status(driver.session), [t.agent for t in driver.loops.values()]), ("waiting", ["counter"]),
-               "the taken-up run: waiting, its counter's Turn loop started")
+        expect(
+            (run_status(driver.session), [t.agent for t in driver.loops.values()]),
+            ("waiting", ["counter"]),
+            "the taken-up run: waiting, its counter's Turn loop started",
+        )
         return seconds, host, profiles
     except BaseException:
         await host.stop()
@@ -593,8 +679,9 @@ async def take_up_once(args: argparse.Namespace, run_id: str, expected: dict[str
 
 
 async def measure_resume(args: argparse.Namespace) -> dict[str, Any]:
-    from engine.models import RunSnapshot
     from engine.core.session import Session
+    from engine.models import RunSnapshot
+
     machine = counter_machine_cached()
     run_id, entries = await build_long_run(args)
     db = SingleThread()
@@ -607,8 +694,11 @@ async def measure_resume(args: argparse.Namespace) -> dict[str, Any]:
         full.drain()
         expected = full.to_json()
         count = full.context["count"]
-        print(f"  long run: {entries:,} entries, {facts['snapshots']} snapshots, latest at "
-              f"{facts['latest_snapshot_seq']:,} ({facts['snapshot_bytes']:,} B), count {count:,}", flush=True)
+        print(
+            f"  long run: {entries:,} entries, {facts['snapshots']} snapshots, latest at "
+            f"{facts['latest_snapshot_seq']:,} ({facts['snapshot_bytes']:,} B), count {count:,}",
+            flush=True,
+        )
 
         async def reps(n: int, profile_last: bool = False) -> tuple[list[float], dict[str, str]]:
             times, profiles = [], {}
@@ -627,6 +717,7 @@ async def measure_resume(args: argparse.Namespace) -> dict[str, Any]:
 
         # the parts, outside the timed path: reading from SQLite, and restoring + applying the tail
         from engine.runtime import store
+
         t0 = time.perf_counter()
         resume = await db(store.load_resume, run_id)
         out["load_resume_s"] = time.perf_counter() - t0
@@ -664,13 +755,15 @@ async def measure_resume(args: argparse.Namespace) -> dict[str, Any]:
         # and the run goes on: answered at its Gate, it finishes with the count it had
         _, host, _ = await take_up_once(args, run_id, expected)
         try:
-            delivery = await host.deliver(run_id, "gate", gate="counting.asking", event="reply",
-                                          params={"text": "Yes."})
+            delivery = await host.deliver(
+                run_id, "gate", gate="counting.asking", event="reply", params={"text": "Yes."}
+            )
             expect(delivery.outcome, "delivered", "the Gate answer to the resumed run")
             await runs_ended(host, [run_id], 60)
         finally:
             await host.stop()
         from engine.models import Run
+
         run = await db(lambda: Run.objects.get(id=run_id))
         expect((run.status, run.output), ("done", {"count": count}), "the resumed run, answered")
         if LOG.wrong:
@@ -685,6 +778,7 @@ class SingleThread:
 
     def __init__(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
+
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-db")
 
     async def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -692,6 +786,7 @@ class SingleThread:
 
     async def close(self) -> None:
         from django.db import connection
+
         await self(lambda: connection.close())
         self.executor.shutdown(wait=True)
 
@@ -716,38 +811,52 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
     if picks:
         one = picks["one_run"]
         n = len(one["samples"])
-        print(f"\n### 1. Overhead per pick ({n} run{'s' if n > 1 else ''} one after another, each {one['picks']:,} "
-              f"picks: {one['counts']:,} `count`, {one['picks'] - one['counts'] - 1} `lap`, 1 `finish`; laps of "
-              f"{picks['lap']})\n")
+        print(
+            f"\n### 1. Overhead per pick ({n} run{'s' if n > 1 else ''} one after another, each {one['picks']:,} "
+            f"picks: {one['counts']:,} `count`, {one['picks'] - one['counts'] - 1} `lap`, 1 `finish`; laps of "
+            f"{picks['lap']})\n"
+        )
         print("| picks | n | p50 | p90 | p99 | max | mean | target | |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
-        for key, what in (("all", "every pick"), ("count", "`count` (answered at once, the Turn goes on)"),
-                          ("lap", "`lap` (ends the Turn; the next Turn opens)")):
+        for key, what in (
+            ("all", "every pick"),
+            ("count", "`count` (answered at once, the Turn goes on)"),
+            ("lap", "`lap` (ends the Turn; the next Turn opens)"),
+        ):
             s = one["overhead_s"][key]
             target, mark = "", ""
             if key == "all":
                 ok50, ok99 = s["p50"] < 0.002, s["p99"] < 0.010
                 target = "p50 < 2 ms, p99 < 10 ms"
-                mark = "ok" if ok50 and ok99 else "MISSED (" + ", ".join(
-                    x for x, ok in (("p50", ok50), ("p99", ok99)) if not ok) + ")"
+                mark = (
+                    "ok"
+                    if ok50 and ok99
+                    else "MISSED (" + ", ".join(x for x, ok in (("p50", ok50), ("p99", ok99)) if not ok) + ")"
+                )
                 if not (ok50 and ok99):
                     missed.append("overhead per pick")
-            print(f"| {what} | {s['n']:,} | {ms(s['p50'])} | {ms(s['p90'])} | {ms(s['p99'])} | {ms(s['max'])} | "
-                  f"{ms(s['mean'])} | {target} | {mark} |")
+            print(
+                f"| {what} | {s['n']:,} | {ms(s['p50'])} | {ms(s['p90'])} | {ms(s['p99'])} | {ms(s['max'])} | "
+                f"{ms(s['mean'])} | {target} | {mark} |"
+            )
         first = one["samples"][0]
-        print("\nEach run's p50 / p99: " + ", ".join(f"{ms(x['p50_s'])} / {ms(x['p99_s'])}" for x in one["samples"])
-              + f". First run: p50 of its first 100 picks {ms(first['first_100_p50_s'])}, of its last 100 "
-              f"{ms(first['last_100_p50_s'])}; time inside the script per call {first['in_script_s'] * 1e6:.0f} us; "
-              f"journal {first['entries']:,} entries ({first['advance_entries']:,} `advance`), {first['snapshots']} "
-              "snapshots.\n")
+        print(
+            "\nEach run's p50 / p99: "
+            + ", ".join(f"{ms(x['p50_s'])} / {ms(x['p99_s'])}" for x in one["samples"])
+            + f". First run: p50 of its first 100 picks {ms(first['first_100_p50_s'])}, of its last 100 "
+            f"{ms(first['last_100_p50_s'])}; time inside the script per call {first['in_script_s'] * 1e6:.0f} us; "
+            f"journal {first['entries']:,} entries ({first['advance_entries']:,} `advance`), {first['snapshots']} "
+            "snapshots.\n"
+        )
         many = picks["many_runs"]
         print("| runs at once | picks per run | picks | wall | picks/s | process CPU per pick |")
         print("| ---: | ---: | ---: | ---: | ---: | ---: |")
         rows = [(1, one["picks"], x["wall_s"], x["cpu_s"]) for x in one["samples"]]
         rows.append((many["runs"], many["picks"], many["wall_s"], many["cpu_s"]))
         for runs, total, wall, cpu in rows:
-            print(f"| {runs} | {total // runs:,} | {total:,} | {wall:.2f} s | {total / wall:,.0f} | "
-                  f"{ms(cpu / total)} |")
+            print(
+                f"| {runs} | {total // runs:,} | {total:,} | {wall:.2f} s | {total / wall:,.0f} | {ms(cpu / total)} |"
+            )
     gates = results.get("gates")
     if gates:
         plain, traced = gates["plain"], gates["traced"]
@@ -755,16 +864,24 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         print(f"\n### 2. {n:,} notes runs at their Gates in one Host\n")
         print("| | all waiting at their Gate | answer every Gate, all done | memory per waiting run |")
         print("| --- | ---: | ---: | ---: |")
-        print(f"| time | {plain['to_waiting_s']:.2f} s ({plain['to_waiting_s'] / n * 1e3:.2f} ms per run) | "
-              f"{plain['to_done_s']:.2f} s ({plain['to_done_s'] / n * 1e3:.2f} ms per run) | "
-              f"{plain['rss_delta_kib'] / n:,.1f} KiB (VmRSS delta) |")
-        print(f"| same, under tracemalloc | {traced['to_waiting_s']:.2f} s | {traced['to_done_s']:.2f} s | "
-              f"{traced['traced_delta_b'] / n / 1024:,.1f} KiB (traced) |")
-        print(f"\nVmRSS {plain['rss_waiting_kib'] / 1024:,.0f} MiB with {n:,} runs waiting; after all were done "
-              f"(gc.collect()): VmRSS delta {plain['rss_after_done_delta_kib'] / 1024:,.1f} MiB, traced delta "
-              f"{traced['traced_after_done_delta_b'] / 1024 / 1024:,.2f} MiB.")
-        print("Largest traced allocations with every run waiting, by file: " + "; ".join(
-            f"{f} {size / n / 1024:,.1f} KiB/run" for f, size, _ in traced["traced_top_files"][:6]))
+        print(
+            f"| time | {plain['to_waiting_s']:.2f} s ({plain['to_waiting_s'] / n * 1e3:.2f} ms per run) | "
+            f"{plain['to_done_s']:.2f} s ({plain['to_done_s'] / n * 1e3:.2f} ms per run) | "
+            f"{plain['rss_delta_kib'] / n:,.1f} KiB (VmRSS delta) |"
+        )
+        print(
+            f"| same, under tracemalloc | {traced['to_waiting_s']:.2f} s | {traced['to_done_s']:.2f} s | "
+            f"{traced['traced_delta_b'] / n / 1024:,.1f} KiB (traced) |"
+        )
+        print(
+            f"\nVmRSS {plain['rss_waiting_kib'] / 1024:,.0f} MiB with {n:,} runs waiting; after all were done "
+            f"(gc.collect()): VmRSS delta {plain['rss_after_done_delta_kib'] / 1024:,.1f} MiB, traced delta "
+            f"{traced['traced_after_done_delta_b'] / 1024 / 1024:,.2f} MiB."
+        )
+        print(
+            "Largest traced allocations with every run waiting, by file: "
+            + "; ".join(f"{f} {size / n / 1024:,.1f} KiB/run" for f, size, _ in traced["traced_top_files"][:6])
+        )
     resume = results.get("resume")
     if resume:
         f = resume["facts"]
@@ -775,28 +892,40 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         ok = statistics.median(w) < 0.200
         if not ok:
             missed.append("resume")
-        print(f"| new Host `_take_up`: latest snapshot (entry {f['latest_snapshot_seq']:,}) + tail | "
-              f"{resume['tail_entries']} | {ms(statistics.median(w))} | {ms(min(w))} | {ms(max(w))} | < 200 ms | "
-              f"{verdict(ok)} |")
+        print(
+            f"| new Host `_take_up`: latest snapshot (entry {f['latest_snapshot_seq']:,}) + tail | "
+            f"{resume['tail_entries']} | {ms(statistics.median(w))} | {ms(min(w))} | {ms(max(w))} | < 200 ms | "
+            f"{verdict(ok)} |"
+        )
         p = resume["previous_snapshot_s"]
         ok = statistics.median(p) < 0.200
         if not ok:
             missed.append("resume (longest tail)")
-        print(f"| same, the latest snapshot deleted: the one before (entry {resume['previous_snapshot_seq']:,}) + "
-              f"tail | {f['entries'] - resume['previous_snapshot_seq']} | {ms(statistics.median(p))} | {ms(min(p))} | "
-              f"{ms(max(p))} | < 200 ms | {verdict(ok)} |")
+        print(
+            f"| same, the latest snapshot deleted: the one before (entry {resume['previous_snapshot_seq']:,}) + "
+            f"tail | {f['entries'] - resume['previous_snapshot_seq']} | {ms(statistics.median(p))} | {ms(min(p))} | "
+            f"{ms(max(p))} | < 200 ms | {verdict(ok)} |"
+        )
         wo = resume["without_snapshot_s"]
-        print(f"| new Host `_take_up`: only the start snapshot (whole journal) | {f['entries'] - 1:,} | "
-              f"{ms(statistics.median(wo))} | {ms(min(wo))} | {ms(max(wo))} | | |")
+        print(
+            f"| new Host `_take_up`: only the start snapshot (whole journal) | {f['entries'] - 1:,} | "
+            f"{ms(statistics.median(wo))} | {ms(min(wo))} | {ms(max(wo))} | | |"
+        )
         r = resume["replay_in_memory_s"]
-        print(f"| `Session.replay` of the whole journal, in memory | {f['entries']:,} | {ms(statistics.median(r))} | "
-              f"{ms(min(r))} | {ms(max(r))} | | |")
+        print(
+            f"| `Session.replay` of the whole journal, in memory | {f['entries']:,} | {ms(statistics.median(r))} | "
+            f"{ms(min(r))} | {ms(max(r))} | | |"
+        )
         lj = resume["load_journal_s"]
-        print(f"| reading the whole journal from SQLite (ORM) | {f['entries']:,} | {ms(statistics.median(lj))} | "
-              f"{ms(min(lj))} | {ms(max(lj))} | | |")
-        print(f"\nWith the snapshot, apart: `store.load_resume` {ms(resume['load_resume_s'])}, `Session.restore` + "
-              f"tail {ms(resume['restore_and_tail_s'])}. The run: {f['snapshots']} snapshots of "
-              f"{f['snapshot_bytes']:,} B, {f['turn_records']} Turn records, {f['messages']:,} messages.")
+        print(
+            f"| reading the whole journal from SQLite (ORM) | {f['entries']:,} | {ms(statistics.median(lj))} | "
+            f"{ms(min(lj))} | {ms(max(lj))} | | |"
+        )
+        print(
+            f"\nWith the snapshot, apart: `store.load_resume` {ms(resume['load_resume_s'])}, `Session.restore` + "
+            f"tail {ms(resume['restore_and_tail_s'])}. The run: {f['snapshots']} snapshots of "
+            f"{f['snapshot_bytes']:,} B, {f['turn_records']} Turn records, {f['messages']:,} messages."
+        )
     return missed
 
 
@@ -804,20 +933,29 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.runtime", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: fewer picks, runs, entries and repetitions")
     ap.add_argument("--picks", type=int, help="counts of the one-run pick measurement (default 2000; --quick 300)")
-    ap.add_argument("--samples", type=int, help="one-run pick measurements, one after another, pooled (default 3; "
-                                                "--quick 1)")
+    ap.add_argument(
+        "--samples", type=int, help="one-run pick measurements, one after another, pooled (default 3; --quick 1)"
+    )
     ap.add_argument("--runs", type=int, default=20, help="counter runs at once (default 20)")
     ap.add_argument("--run-picks", type=int, help="counts of each of those runs (default 500; --quick 100)")
-    ap.add_argument("--lap", type=int, default=20, help="counts per Turn (default 20; the Turn policy allows 40 "
-                                                        "tool calls)")
+    ap.add_argument(
+        "--lap", type=int, default=20, help="counts per Turn (default 20; the Turn policy allows 40 tool calls)"
+    )
     ap.add_argument("--gate-runs", type=int, help="notes runs waiting at once (default 1000; --quick 100)")
     ap.add_argument("--entries", type=int, help="journal entries of the resumed run (default 10000; --quick 2000)")
     ap.add_argument("--reps", type=int, help="resume repetitions (default 7; --quick 3)")
-    ap.add_argument("--snapshot-every", type=int, default=None,
-                    help="the host's snapshot cadence in journal entries (default: JR2_SNAPSHOT_EVERY, 50)")
+    ap.add_argument(
+        "--snapshot-every",
+        type=int,
+        default=None,
+        help="the host's snapshot cadence in journal entries (default: JR2_SNAPSHOT_EVERY, 50)",
+    )
     ap.add_argument("--only", default="picks,gates,resume", help="which measurements (default picks,gates,resume)")
-    ap.add_argument("--profile", action="store_true", help="cProfile the pick loop and one resume; time the "
-                                                           "database calls of a pick")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile the pick loop and one resume; time the database calls of a pick",
+    )
     ap.add_argument("--debug", action="store_true", help="run with Django's DEBUG on (it logs every query)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed, too")
     ap.add_argument("--keep-db", action="store_true", help="keep the temp SQLite database and print its path")
@@ -835,17 +973,28 @@ def main(argv: list[str] | None = None) -> int:
     db_path = Path(tmp) / "bench.sqlite3"
     setup_django(db_path, args.debug)
     from django.conf import settings
+
     args.snapshot_every = args.snapshot_every or int(settings.JR2_SNAPSHOT_EVERY)
     import django
 
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    print(f"# Runtime bench — Python {platform.python_version()}, Django {django.get_version()}, SQLite "
-          f"{sqlite3.sqlite_version} (WAL) on {cpu_model()}, {os.cpu_count()} CPUs", flush=True)
+    print(
+        f"# Runtime bench — Python {platform.python_version()}, Django {django.get_version()}, SQLite "
+        f"{sqlite3.sqlite_version} (WAL) on {cpu_model()}, {os.cpu_count()} CPUs",
+        flush=True,
+    )
     print(f"database: {db_path}; snapshot every {args.snapshot_every} entries; DEBUG {settings.DEBUG}", flush=True)
-    results: dict[str, Any] = {"python": platform.python_version(), "django": django.get_version(),
-                               "sqlite": sqlite3.sqlite_version, "cpu": cpu_model(), "cpus": os.cpu_count(),
-                               "load_average_before": load, "snapshot_every": args.snapshot_every,
-                               "debug": settings.DEBUG, "args": {k: str(v) for k, v in vars(args).items()}}
+    results: dict[str, Any] = {
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "load_average_before": load,
+        "snapshot_every": args.snapshot_every,
+        "debug": settings.DEBUG,
+        "args": {k: str(v) for k, v in vars(args).items()},
+    }
 
     async def run_all() -> None:
         if "picks" in only:
@@ -885,8 +1034,10 @@ def main(argv: list[str] | None = None) -> int:
         if split:
             print(f"\nDatabase calls of one run ({split['picks']:,} picks, {split['wall_s']:.2f} s), per pick:")
             for name, c in split["calls"].items():
-                print(f"  {name}: {c['n'] / split['picks']:.2f} calls, {c['total_s'] / split['picks'] * 1e3:.3f} ms"
-                      f" (p50 {c['p50_s'] * 1e3:.3f} ms per call)")
+                print(
+                    f"  {name}: {c['n'] / split['picks']:.2f} calls, {c['total_s'] / split['picks'] * 1e3:.3f} ms"
+                    f" (p50 {c['p50_s'] * 1e3:.3f} ms per call)"
+                )
         for key in [k for k in results.get("resume", {}) if k.startswith("cprofile")]:
             print(f"\n{key}, by cumulative time:\n")
             print(results["resume"][key])

@@ -14,6 +14,7 @@ line written exactly once; no non-idempotent Effect started twice by the engine;
 Needs DATABASE_URL (PostgreSQL) and REDIS_URL, e.g. through `scripts/services run python -m bench.soak`. It
 makes a database of its own on that server and prints the figures, and a JSON report with --report FILE.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,13 +24,11 @@ import random
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,16 +74,16 @@ class Fleet:
     workers: list[Proc] = field(default_factory=list)
 
     def jr2(self, *args: str) -> str:
-        done = subprocess.run([*JR2, *args], cwd=self.folder, env=self.env, capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run([*JR2, *args], cwd=self.folder, env=self.env, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             raise RuntimeError(f"jr2 {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
         return done.stdout
 
     def _spawn(self, role: str, index: int, *args: str) -> subprocess.Popen[bytes]:
         log = open(self.folder / f"{role}-{index}.log", "ab")
-        return subprocess.Popen([*JR2, role, *args], cwd=self.folder, env=self.env,
-                                stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [*JR2, role, *args], cwd=self.folder, env=self.env, stdout=log, stderr=subprocess.STDOUT
+        )
 
     def start_web(self, index: int, port: int | None = None) -> Proc:
         port = port or free_port()
@@ -137,6 +136,7 @@ class Fleet:
 
 # -- the runs ---------------------------------------------------------------------------------------------------
 
+
 def plan(count: int) -> list[tuple[str, str, dict[str, Any]]]:
     """(key, workflow, door input) for `count` runs: notes, triage and ledger in turn."""
     runs = []
@@ -168,7 +168,7 @@ def answer_for(workflow: str, key: str, gate: dict[str, Any], run: dict[str, Any
 @dataclass
 class Phase:
     name: str
-    run_ids: dict[str, str] = field(default_factory=dict)        # key -> run id
+    run_ids: dict[str, str] = field(default_factory=dict)  # key -> run id
     ended: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> final run JSON
     answers_sent: int = 0
     answer_errors: Counter[str] = field(default_factory=Counter)
@@ -202,8 +202,9 @@ class Soak:
         found: dict[str, int] = {}
         page = 1
         while True:
-            response = self.call("GET", "/api/runs", params={"status": "running,waiting", "page_size": 500,
-                                                             "page": page})
+            response = self.call(
+                "GET", "/api/runs", params={"status": "running,waiting", "page_size": 500, "page": page}
+            )
             if response is None or response.status_code != 200:
                 return None
             listing = response.json()
@@ -229,8 +230,10 @@ class Soak:
         while len(phase.ended) < len(runs):
             if time.monotonic() > deadline:
                 left = sorted(set(phase.run_ids) - set(phase.ended))
-                raise RuntimeError(f"{phase.name}: {len(left)} runs did not end within {timeout:g} s: "
-                                   f"{[(k, phase.run_ids[k]) for k in left[:10]]}")
+                raise RuntimeError(
+                    f"{phase.name}: {len(left)} runs did not end within {timeout:g} s: "
+                    f"{[(k, phase.run_ids[k]) for k in left[:10]]}"
+                )
             live = self.live_runs()
             if live is None:
                 continue
@@ -248,8 +251,9 @@ class Soak:
                     body = answer_for(workflows[key], key, gate, run)
                     if body is None:
                         continue
-                    at = due.setdefault(f"{run_id}/{gate['id']}", time.monotonic()
-                                        + self.rng.uniform(0, self.answer_within))
+                    at = due.setdefault(
+                        f"{run_id}/{gate['id']}", time.monotonic() + self.rng.uniform(0, self.answer_within)
+                    )
                     if time.monotonic() < at:
                         continue
                     sent = self.call("POST", f"/api/runs/{run_id}/gates/{gate['id']}/events", json=body)
@@ -289,8 +293,9 @@ class Chaos(threading.Thread):
                 held = self.database.held_by(victim.owner) if role == "worker" else []
                 fleet.kill(victim)
                 killed_at = time.monotonic()
-                replacement = (fleet.start_worker(victim.index) if role == "worker"
-                               else fleet.start_web(victim.index, victim.port))
+                replacement = (
+                    fleet.start_worker(victim.index) if role == "worker" else fleet.start_web(victim.index, victim.port)
+                )
                 pool[pool.index(victim)] = replacement
             self.killed[role] += 1
             if held:
@@ -316,10 +321,12 @@ class Database:
 
     def __init__(self) -> None:
         from engine.models import Run
+
         self.Run = Run
 
     def held_by(self, owner: str) -> list[str]:
         from django.db import connection
+
         try:
             return list(self.Run.objects.filter(lease_owner=owner, status__in=LIVE).values_list("id", flat=True))
         finally:
@@ -327,6 +334,7 @@ class Database:
 
     def taken_over(self, run_id: str, owner: str) -> bool:
         from django.db import connection
+
         try:
             run = self.Run.objects.filter(id=run_id).values("lease_owner", "status").first()
         finally:
@@ -336,13 +344,14 @@ class Database:
 
 # -- checks ---------------------------------------------------------------------------------------------------
 
+
 def verify(calm: Phase, chaos: Phase, calm_ledger: Path, chaos_ledger: Path) -> dict[str, Any]:
     """Everything the soak promises, counted; `failures` lists what broke, by run."""
     from django.db.models import Count, Max, Min
 
+    from engine.core.journal.replay import replay
     from engine.models import EffectRecord, JournalEntry, Run, RunInput
     from engine.runtime.registry import workflows
-    from engine.core.journal.replay import replay
 
     machines = workflows().machines
     failures: list[str] = []
@@ -351,18 +360,26 @@ def verify(calm: Phase, chaos: Phase, calm_ledger: Path, chaos_ledger: Path) -> 
         twin = calm.ended[key]
         got = chaos.ended[key]
         if (got["status"], got.get("output")) != (twin["status"], twin.get("output")):
-            failures.append(f"{key} ({run_id}): ended {got['status']} {got.get('output')!r}, undisturbed "
-                            f"{twin['status']} {twin.get('output')!r}")
+            failures.append(
+                f"{key} ({run_id}): ended {got['status']} {got.get('output')!r}, undisturbed "
+                f"{twin['status']} {twin.get('output')!r}"
+            )
     for phase in (calm, chaos):
         ids = list(phase.run_ids.values())
-        rows = {r["run"]: r for r in JournalEntry.objects.filter(run_id__in=ids).values("run").annotate(
-            n=Count("id"), low=Min("seq"), high=Max("seq"))}
+        rows = {
+            r["run"]: r
+            for r in JournalEntry.objects.filter(run_id__in=ids)
+            .values("run")
+            .annotate(n=Count("id"), low=Min("seq"), high=Max("seq"))
+        }
         for run in Run.objects.filter(id__in=ids):
             row = rows.get(run.id, {"n": 0, "low": None, "high": None})
             counts["journal entries"] += row["n"]
             if not (row["n"] == run.seq and row["low"] == 1 and row["high"] == run.seq):
-                failures.append(f"{phase.name} run {run.id}: journal holds {row['n']} entries for seq {run.seq} "
-                                f"(from {row['low']} to {row['high']})")
+                failures.append(
+                    f"{phase.name} run {run.id}: journal holds {row['n']} entries for seq {run.seq} "
+                    f"(from {row['low']} to {row['high']})"
+                )
             journal = [e.entry for e in JournalEntry.objects.filter(run_id=run.id).order_by("seq")]
             report = replay(machines[run.workflow], journal)
             if not report.same:
@@ -408,8 +425,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--webs", type=int, default=2)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--lease", type=float, default=3.0, help="JR2_LEASE_SECONDS of the workers")
-    parser.add_argument("--answer-within", type=float, default=45.0,
-                        help="each Gate is answered after a random wait up to this many seconds")
+    parser.add_argument(
+        "--answer-within",
+        type=float,
+        default=45.0,
+        help="each Gate is answered after a random wait up to this many seconds",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--report", help="write the report as JSON here too")
@@ -417,10 +438,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not url.startswith(("postgres://", "postgresql://")) or not redis_url:
-        raise SystemExit("bench.soak needs DATABASE_URL (PostgreSQL) and REDIS_URL: run it as "
-                         "`scripts/services run python -m bench.soak` (or `make soak`)")
+        raise SystemExit(
+            "bench.soak needs DATABASE_URL (PostgreSQL) and REDIS_URL: run it as "
+            "`scripts/services run python -m bench.soak` (or `make soak`)"
+        )
     sys.path.insert(0, str(ROOT))
     from tests.databases import fresh_database_url
+
     database_url = fresh_database_url()
     assert database_url is not None
     folder = Path(tempfile.mkdtemp(prefix="jr2-soak-"))
@@ -429,21 +453,38 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     shutil.copy(ROOT / "bench" / "soak_workflows" / "ledger.py", workflows / "ledger.py")
     ledger_file = folder / "ledger.txt"
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "JR2_HOST_ID")}
-    env.update({"DATABASE_URL": database_url, "REDIS_URL": redis_url, "JR2_WORKFLOWS": str(workflows),
-                "JR2_SCRIPTED": "1", "JR2_LEASE_SECONDS": str(args.lease), "JR2_SCAN_SECONDS": "0.25",
-                "JR2_SOAK_LEDGER": str(ledger_file), "JR2_DRAIN_SECONDS": "5", "PYTHONUNBUFFERED": "1",
-                "JR2_RELAY_TIMEOUT": "60"})
-    os.environ.update({"DATABASE_URL": database_url, "JR2_WORKFLOWS": str(workflows),
-                       "JR2_SOAK_LEDGER": str(ledger_file), "DJANGO_SETTINGS_MODULE": "jr2.settings"})
+    env.update(
+        {
+            "DATABASE_URL": database_url,
+            "REDIS_URL": redis_url,
+            "JR2_WORKFLOWS": str(workflows),
+            "JR2_SCRIPTED": "1",
+            "JR2_LEASE_SECONDS": str(args.lease),
+            "JR2_SCAN_SECONDS": "0.25",
+            "JR2_SOAK_LEDGER": str(ledger_file),
+            "JR2_DRAIN_SECONDS": "5",
+            "PYTHONUNBUFFERED": "1",
+            "JR2_RELAY_TIMEOUT": "60",
+        }
+    )
+    os.environ.update(
+        {
+            "DATABASE_URL": database_url,
+            "JR2_WORKFLOWS": str(workflows),
+            "JR2_SOAK_LEDGER": str(ledger_file),
+            "DJANGO_SETTINGS_MODULE": "jr2.settings",
+        }
+    )
     fleet = Fleet(folder, env)
     fleet.jr2("check")
     subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], env=env, check=True)
     token = fleet.jr2("token", "create", "soak", "--create-user").strip()
     import django
+
     django.setup()
     rng = random.Random(args.seed)
     runs = plan(args.runs)
-    say = lambda line: print(line, flush=True)  # noqa: E731
+    say = lambda line: print(line, flush=True)
     report: dict[str, Any] = {"runs": args.runs, "webs": args.webs, "workers": args.workers, "lease": args.lease}
     try:
         fleet.start(args.webs, args.workers)
@@ -458,8 +499,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if ledger_file.exists():
             ledger_file.rename(calm_ledger)
         chaos = Phase("disturbed")
-        killer = Chaos(soak, args.worker_kills, args.web_kills, period=max(args.answer_within, 5)
-                       / max(1, args.worker_kills + args.web_kills) * 1.5, database=Database())
+        killer = Chaos(
+            soak,
+            args.worker_kills,
+            args.web_kills,
+            period=max(args.answer_within, 5) / max(1, args.worker_kills + args.web_kills) * 1.5,
+            database=Database(),
+        )
         say(f"soak: the same runs again, with {args.worker_kills} worker and {args.web_kills} web SIGKILLs")
         killer.start()
         soak.run_phase(chaos, runs, args.timeout)
@@ -467,14 +513,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         killer.done.set()
         say(f"soak: disturbed phase done in {chaos.seconds:.1f} s; killed {dict(killer.killed)}")
         checked = verify(calm, chaos, calm_ledger, ledger_file)
-        report.update({
-            "undisturbed_seconds": round(calm.seconds, 1), "disturbed_seconds": round(chaos.seconds, 1),
-            "killed": dict(killer.killed), "orphaned_runs": killer.orphans,
-            "takeover_p50": round(percentile(killer.takeovers, 50), 2),
-            "takeover_p95": round(percentile(killer.takeovers, 95), 2),
-            "takeover_max": round(max(killer.takeovers), 2) if killer.takeovers else None,
-            "answers_sent": chaos.answers_sent, "answer_errors": dict(chaos.answer_errors),
-            "statuses": dict(Counter(r["status"] for r in chaos.ended.values())), **checked})
+        report.update(
+            {
+                "undisturbed_seconds": round(calm.seconds, 1),
+                "disturbed_seconds": round(chaos.seconds, 1),
+                "killed": dict(killer.killed),
+                "orphaned_runs": killer.orphans,
+                "takeover_p50": round(percentile(killer.takeovers, 50), 2),
+                "takeover_p95": round(percentile(killer.takeovers, 95), 2),
+                "takeover_max": round(max(killer.takeovers), 2) if killer.takeovers else None,
+                "answers_sent": chaos.answers_sent,
+                "answer_errors": dict(chaos.answer_errors),
+                "statuses": dict(Counter(r["status"] for r in chaos.ended.values())),
+                **checked,
+            }
+        )
     finally:
         fleet.stop()
         if not args.keep:

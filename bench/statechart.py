@@ -130,8 +130,15 @@ class NodeRun:
         self.spec = json.dumps(
             {
                 "charts": [
-                    {"name": chart.name, "config": chart.config, "cycle": chart.cycle, "events": n, "reps": 1,
-                     "warmup": warmup, "clock": clock}
+                    {
+                        "name": chart.name,
+                        "config": chart.config,
+                        "cycle": chart.cycle,
+                        "events": n,
+                        "reps": 1,
+                        "warmup": warmup,
+                        "clock": clock,
+                    }
                 ]
             }
         )
@@ -157,8 +164,9 @@ class NodeRun:
         return res["rates"][0]
 
 
-def bench_chart(chart: Chart, libs: list[str], n: int, reps: int, py_warmup: int, node_warmup: int,
-                stat: str, clock: str) -> tuple[dict, list[str]]:
+def bench_chart(
+    chart: Chart, libs: list[str], n: int, reps: int, py_warmup: int, node_warmup: int, stat: str, clock: str
+) -> tuple[dict, list[str]]:
     """All libraries on one chart, their timed runs interleaved (run 1 of each, then run 2 of each, ...) so that
     a burst of load on the machine hits every library alike. Returns ({lib: result}, failures)."""
     runners: dict = {}
@@ -370,9 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     results: dict[str, dict] = {}
     for chart in selected:
-        results[chart.name], failed = bench_chart(
-            chart, libs, n, reps, py_warmup, node_warmup, args.stat, args.clock
-        )
+        results[chart.name], failed = bench_chart(chart, libs, n, reps, py_warmup, node_warmup, args.stat, args.clock)
         failures += failed
     load_after = os.getloadavg()
 

@@ -3,10 +3,12 @@
 Reading needs a logged-in user, or `JR2_CONSOLE_OPEN_READS`; acting needs the runtime's Django permissions, which the
 groups "gate-answerers" and "operators" carry (engine/migrations/0002_console_groups.py).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
-from typing import Any, Callable
+from typing import Any
 
 from asgiref.sync import iscoroutinefunction
 from django.conf import settings
@@ -36,12 +38,14 @@ def can(user: Any, action: str) -> bool:
 def readers_only(view: Callable[..., Any]) -> Callable[..., Any]:
     """A page anyone who may read sees; others are sent to the login page."""
     if iscoroutinefunction(view):
+
         @wraps(view)
         async def async_wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
             user = await request.auser()
             if not can_read(user):
                 return redirect_to_login(request.get_full_path())
             return await view(request, *args, **kwargs)
+
         return async_wrapper
 
     @wraps(view)
@@ -49,6 +53,7 @@ def readers_only(view: Callable[..., Any]) -> Callable[..., Any]:
         if not can_read(request.user):
             return redirect_to_login(request.get_full_path())
         return view(request, *args, **kwargs)
+
     return wrapper
 
 

@@ -1,4 +1,5 @@
 """What every Console page's header shows: the count of open Gates (kept live by /ws/gates/count/)."""
+
 from __future__ import annotations
 
 from typing import Any

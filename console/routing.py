@@ -1,4 +1,5 @@
 """The Console's websockets: one per open live page."""
+
 from django.urls import path
 
 from console.consumers.gates import GateCountConsumer, InboxConsumer

@@ -1,4 +1,5 @@
 """The Console's addresses: users bookmark and share them, so they are part of the product."""
+
 from django.urls import path
 
 from console.views import feeds, folds, forks, inbox, replay, runs, seats, workflows

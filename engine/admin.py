@@ -1,5 +1,6 @@
 """The admin: users and groups (Django's own), API tokens, and runs to look at (runs change only through the
 runtime, so they are read-only here)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """Configuration mistakes of the engine's settings, as Django system checks with stable ids."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,9 +23,13 @@ def workspace_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
             raise ValueError(f"JR2_WORKSPACE_LIMITS must be a dict; got {type(limits).__name__}")
         Limits.from_mapping(limits)
     except ValueError as err:
-        errors.append(Error(str(err), hint="Agents with a workspace fault their Turns until it is fixed.",
-                            id="engine.E001"))
+        errors.append(
+            Error(str(err), hint="Agents with a workspace fault their Turns until it is fixed.", id="engine.E001")
+        )
     if not getattr(settings, "JR2_WORKSPACE_ROOT", None):
-        errors.append(Error("JR2_WORKSPACE_ROOT is empty", hint="Name the folder that holds the runs' workspaces.",
-                            id="engine.E002"))
+        errors.append(
+            Error(
+                "JR2_WORKSPACE_ROOT is empty", hint="Name the folder that holds the runs' workspaces.", id="engine.E002"
+            )
+        )
     return errors

@@ -6,13 +6,15 @@ The project folder is where a project's workflows and data live: `JR2_HOME` (or 
 folder `jr2` runs in. Its `workflows/` are the Workflows, and `.jr2/` holds the SQLite database and the Agents'
 workspaces. Nothing is ever written inside the installed package.
 """
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 __all__ = ["Setting", "SETTINGS", "SETTING", "project_dir", "data_dir", "read", "GROUPS"]
 
@@ -43,7 +45,12 @@ def _json(text: str) -> Any:
 
 
 _READERS: dict[str, Callable[[str], Any]] = {
-    "text": str, "int": int, "float": float, "flag": _bool, "list": _list, "json": _json,
+    "text": str,
+    "int": int,
+    "float": float,
+    "flag": _bool,
+    "list": _list,
+    "json": _json,
     "path": lambda text: str(Path(text).expanduser().resolve()),
 }
 
@@ -106,88 +113,204 @@ def _workspaces(environ: Mapping[str, str]) -> str:
 
 GROUPS = ("The project", "Serving", "The database and the fleet", "Models", "Runs", "Security")
 
-_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
-        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("JR2_HOME", "path", lambda environ: str(project_dir(environ)),
-            "The project folder (`jr2 --project DIR` sets it). Its `workflows/` are the Workflows; its `.jr2/` holds "
-            "the database and the workspaces.", "The project"),
-    Setting("JR2_WORKFLOWS", "path", _workflows,
-            "The folder of the Workflows: each module in it that defines `machine` is one, named after its file.",
-            "The project"),
-    Setting("JR2_SQLITE_PATH", "path", _sqlite,
-            "The SQLite database, when `DATABASE_URL` is not set.", "The project"),
-    Setting("JR2_WORKSPACE_ROOT", "path", _workspaces,
-            "Where Agents' workspaces are (`agent(..., workspace=\"run\" | \"shared\")`): one folder per run.",
-            "The project"),
-    Setting("JR2_WORKSPACE_LIMITS", "json", {},
-            "Caps on a workspace, as JSON: `file_bytes`, `read_bytes`, `total_bytes`, `files`.", "The project"),
-    Setting("JR2_DEBUG", "flag", False,
-            "`1` turns on Django's debug pages (`jr2 up --debug` too). Never on a server others can reach: a debug "
-            "page shows the settings.", "Serving"),
-    Setting("JR2_SECRET_KEY", "text", "jr2-dev-only-not-a-secret",
-            "Django's secret key. The default is for one machine only; production settings refuse it.", "Serving"),
-    Setting("JR2_ALLOWED_HOSTS", "list", ["localhost", "127.0.0.1"],
-            "The host names the Console and the API answer to, comma-separated.", "Serving"),
-    Setting("JR2_CONSOLE_OPEN_READS", "flag", False,
-            "`1` lets anyone read the Console without logging in; acting always needs a permission.", "Serving"),
+    Setting(
+        "JR2_HOME",
+        "path",
+        lambda environ: str(project_dir(environ)),
+        "The project folder (`jr2 --project DIR` sets it). Its `workflows/` are the Workflows; its `.jr2/` holds "
+        "the database and the workspaces.",
+        "The project",
+    ),
+    Setting(
+        "JR2_WORKFLOWS",
+        "path",
+        _workflows,
+        "The folder of the Workflows: each module in it that defines `machine` is one, named after its file.",
+        "The project",
+    ),
+    Setting("JR2_SQLITE_PATH", "path", _sqlite, "The SQLite database, when `DATABASE_URL` is not set.", "The project"),
+    Setting(
+        "JR2_WORKSPACE_ROOT",
+        "path",
+        _workspaces,
+        'Where Agents\' workspaces are (`agent(..., workspace="run" | "shared")`): one folder per run.',
+        "The project",
+    ),
+    Setting(
+        "JR2_WORKSPACE_LIMITS",
+        "json",
+        {},
+        "Caps on a workspace, as JSON: `file_bytes`, `read_bytes`, `total_bytes`, `files`.",
+        "The project",
+    ),
+    Setting(
+        "JR2_DEBUG",
+        "flag",
+        False,
+        "`1` turns on Django's debug pages (`jr2 up --debug` too). Never on a server others can reach: a debug "
+        "page shows the settings.",
+        "Serving",
+    ),
+    Setting(
+        "JR2_SECRET_KEY",
+        "text",
+        "jr2-dev-only-not-a-secret",
+        "Django's secret key. The default is for one machine only; production settings refuse it.",
+        "Serving",
+    ),
+    Setting(
+        "JR2_ALLOWED_HOSTS",
+        "list",
+        ["localhost", "127.0.0.1"],
+        "The host names the Console and the API answer to, comma-separated.",
+        "Serving",
+    ),
+    Setting(
+        "JR2_CONSOLE_OPEN_READS",
+        "flag",
+        False,
+        "`1` lets anyone read the Console without logging in; acting always needs a permission.",
+        "Serving",
+    ),
     Setting("JR2_OPEN_READS", "flag", False, "`1` lets the JSON API's reads go without a token.", "Serving"),
-    Setting("DATABASE_URL", "text", "",
-            "The database: `postgres://...` for the fleet, `sqlite:///path`; unset, the project's SQLite file.",
-            "The database and the fleet"),
-    Setting("REDIS_URL", "text", "",
-            "Redis, for the channel layer and the cache of a fleet of processes; unset, both are in memory.",
-            "The database and the fleet"),
-    Setting("JR2_SNAPSHOT_EVERY", "int", 50,
-            "How often a run's whole Session is snapshotted, in journal entries (a resume starts there).",
-            "The database and the fleet"),
-    Setting("JR2_LEASE_SECONDS", "float", 15.0,
-            "How long a host's lease on a run lasts: a dead worker's runs are taken over this long after its last "
-            "renewal.", "The database and the fleet"),
-    Setting("JR2_HOST_ID", "text", "",
-            "Who this host is in lease rows; unset, `<host name>:up`, or `<host name>:<role>:<pid>` for `jr2 worker` "
-            "and `jr2 web`.", "The database and the fleet"),
-    Setting("JR2_SCAN_SECONDS", "float", 1.0,
-            "How often a worker looks for runs to claim and for inputs relayed to it without being woken.",
-            "The database and the fleet"),
+    Setting(
+        "DATABASE_URL",
+        "text",
+        "",
+        "The database: `postgres://...` for the fleet, `sqlite:///path`; unset, the project's SQLite file.",
+        "The database and the fleet",
+    ),
+    Setting(
+        "REDIS_URL",
+        "text",
+        "",
+        "Redis, for the channel layer and the cache of a fleet of processes; unset, both are in memory.",
+        "The database and the fleet",
+    ),
+    Setting(
+        "JR2_SNAPSHOT_EVERY",
+        "int",
+        50,
+        "How often a run's whole Session is snapshotted, in journal entries (a resume starts there).",
+        "The database and the fleet",
+    ),
+    Setting(
+        "JR2_LEASE_SECONDS",
+        "float",
+        15.0,
+        "How long a host's lease on a run lasts: a dead worker's runs are taken over this long after its last renewal.",
+        "The database and the fleet",
+    ),
+    Setting(
+        "JR2_HOST_ID",
+        "text",
+        "",
+        "Who this host is in lease rows; unset, `<host name>:up`, or `<host name>:<role>:<pid>` for `jr2 worker` "
+        "and `jr2 web`.",
+        "The database and the fleet",
+    ),
+    Setting(
+        "JR2_SCAN_SECONDS",
+        "float",
+        1.0,
+        "How often a worker looks for runs to claim and for inputs relayed to it without being woken.",
+        "The database and the fleet",
+    ),
     Setting("JR2_CLAIM_BATCH", "int", 25, "How many runs a worker claims at a time.", "The database and the fleet"),
     Setting("JR2_MAX_RUNS", "int", 10000, "How many runs a worker drives at most.", "The database and the fleet"),
-    Setting("JR2_RELAY_TIMEOUT", "float", 30.0,
-            "How long a web process waits for a worker to take an input relayed to it (seconds).",
-            "The database and the fleet"),
-    Setting("JR2_DRAIN_SECONDS", "float", 10.0,
-            "How long a worker draining on SIGTERM lets running Effects finish (seconds).",
-            "The database and the fleet"),
-    Setting("JR2_PROVIDERS", "json", {
-        "anthropic": "engine.runtime.providers.anthropic.AnthropicProvider",
-        "local": "engine.runtime.providers.local.LocalProvider",
-        "script": "engine.runtime.providers.script.ScriptProvider",
-        "human": "engine.runtime.providers.human.HumanProvider",
-    }, "Which class answers each model prefix (`agent(model=\"<prefix>/<id>\")`), as JSON of dotted paths.",
-        "Models"),
-    Setting("JR2_ANTHROPIC_BASE_URL", "text", None,
-            "Another address for the Anthropic API (a proxy, or a local fake server in the tests).", "Models"),
-    Setting("JR2_LOCAL_BASE_URL", "text", "http://127.0.0.1:8080/v1",
-            "The OpenAI-compatible server of `local/...` models (vLLM, llama.cpp's server, Ollama).", "Models"),
+    Setting(
+        "JR2_RELAY_TIMEOUT",
+        "float",
+        30.0,
+        "How long a web process waits for a worker to take an input relayed to it (seconds).",
+        "The database and the fleet",
+    ),
+    Setting(
+        "JR2_DRAIN_SECONDS",
+        "float",
+        10.0,
+        "How long a worker draining on SIGTERM lets running Effects finish (seconds).",
+        "The database and the fleet",
+    ),
+    Setting(
+        "JR2_PROVIDERS",
+        "json",
+        {
+            "anthropic": "engine.runtime.providers.anthropic.AnthropicProvider",
+            "local": "engine.runtime.providers.local.LocalProvider",
+            "script": "engine.runtime.providers.script.ScriptProvider",
+            "human": "engine.runtime.providers.human.HumanProvider",
+        },
+        'Which class answers each model prefix (`agent(model="<prefix>/<id>")`), as JSON of dotted paths.',
+        "Models",
+    ),
+    Setting(
+        "JR2_ANTHROPIC_BASE_URL",
+        "text",
+        None,
+        "Another address for the Anthropic API (a proxy, or a local fake server in the tests).",
+        "Models",
+    ),
+    Setting(
+        "JR2_LOCAL_BASE_URL",
+        "text",
+        "http://127.0.0.1:8080/v1",
+        "The OpenAI-compatible server of `local/...` models (vLLM, llama.cpp's server, Ollama).",
+        "Models",
+    ),
     Setting("JR2_LOCAL_API_KEY", "text", "not-needed", "The API key the local server wants, if any.", "Models"),
     Setting("JR2_PROVIDER_MAX_RETRIES", "int", 3, "How many times a failed model request is retried.", "Models"),
     Setting("JR2_PROVIDER_TIMEOUT", "float", 600.0, "How long a model request may take (seconds).", "Models"),
-    Setting("JR2_MODEL_OVERRIDE", "text", "",
-            "Play Agents on another model than their workflow declares, as JSON: "
-            "`{\"<workflow>.<agent>\": \"<model>\"}`.", "Models"),
-    Setting("JR2_SCRIPTED", "flag", False,
-            "`1`: every Agent that has a scripted stand-in (`@scripted(\"<workflow>.<agent>\")`) uses it, key or "
-            "not. Without a key, the stand-in plays anyway, and the Console says so.", "Models"),
-    Setting("JR2_CSP", "text", _CSP,
-            "The Content-Security-Policy of every page: no inline script, no eval. Empty sends none.", "Security"),
-    Setting("JR2_RATE_LOGIN", "text", "10/300",
-            "Failed logins allowed per address and per username, as `<failures>/<seconds>`; then 429.", "Security"),
-    Setting("JR2_RATE_TOKEN", "text", "60/60",
-            "Wrong API tokens allowed per address, as `<failures>/<seconds>`; then 429.", "Security"),
-    Setting("JR2_BEHIND_PROXY", "flag", False,
-            "`1` behind a reverse proxy: the client's address is the last of X-Forwarded-For, and X-Forwarded-Proto "
-            "says whether the request came over HTTPS.", "Security"),
+    Setting(
+        "JR2_MODEL_OVERRIDE",
+        "text",
+        "",
+        'Play Agents on another model than their workflow declares, as JSON: `{"<workflow>.<agent>": "<model>"}`.',
+        "Models",
+    ),
+    Setting(
+        "JR2_SCRIPTED",
+        "flag",
+        False,
+        '`1`: every Agent that has a scripted stand-in (`@scripted("<workflow>.<agent>")`) uses it, key or '
+        "not. Without a key, the stand-in plays anyway, and the Console says so.",
+        "Models",
+    ),
+    Setting(
+        "JR2_CSP",
+        "text",
+        _CSP,
+        "The Content-Security-Policy of every page: no inline script, no eval. Empty sends none.",
+        "Security",
+    ),
+    Setting(
+        "JR2_RATE_LOGIN",
+        "text",
+        "10/300",
+        "Failed logins allowed per address and per username, as `<failures>/<seconds>`; then 429.",
+        "Security",
+    ),
+    Setting(
+        "JR2_RATE_TOKEN",
+        "text",
+        "60/60",
+        "Wrong API tokens allowed per address, as `<failures>/<seconds>`; then 429.",
+        "Security",
+    ),
+    Setting(
+        "JR2_BEHIND_PROXY",
+        "flag",
+        False,
+        "`1` behind a reverse proxy: the client's address is the last of X-Forwarded-For, and X-Forwarded-Proto "
+        "says whether the request came over HTTPS.",
+        "Security",
+    ),
 )
 
 #: The table by name.

@@ -4,6 +4,7 @@ The hook is Django's `post_delete` signal, so every way of deleting a run (the a
 management command) removes them; the folder is removed only once the deletion is committed, so a deletion that
 is rolled back keeps it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,4 +31,5 @@ def remove_workspaces(sender: Any, instance: Run, **kwargs: Any) -> None:
             remove_run_folder(run_id)
         except (OSError, WorkspaceError) as err:
             log.warning("run %s was deleted, but its workspaces could not be: %s", run_id, err)
+
     transaction.on_commit(remove, using=kwargs.get("using"))

@@ -1,11 +1,12 @@
 """Settings for every test: Agents' workspaces go to a temporary folder of the session, never beside the code
 (servers the e2e tests start keep theirs beside their own database, in their own temporary folder). And the
 browser the browser tests share, one per test module, and channel layers of its own for each test."""
+
 from __future__ import annotations
 
 import shutil
 import tempfile
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from channels.layers import channel_layers

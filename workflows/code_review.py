@@ -17,6 +17,7 @@ Shows the three places a pick's target can go ("The Menu", Keep the Turn or end 
   `"continue": True`, so each keeps its conversation; the answer of a pick that ended a Turn is kept as a notice and
   read by that Agent's next Turn.
 """
+
 import os
 import sys
 
@@ -26,12 +27,15 @@ from engine import agent, answer, assign, define_event, effect, fail, from_pick,
 
 #: The project each run starts from (copied into its workspace): CODE_REVIEW_REPO, else the small sample beside
 #: this file.
-REPO = os.environ.get("CODE_REVIEW_REPO") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                          "code_review_repo")
+REPO = os.environ.get("CODE_REVIEW_REPO") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "code_review_repo"
+)
 
 #: Copies the project named by its one argument into the working directory (the workspace), caches left out.
-COPY = ("import shutil, sys; shutil.copytree(sys.argv[1], '.', dirs_exist_ok=True, "
-        "ignore=shutil.ignore_patterns('__pycache__', '.pytest_cache', '.git'))")
+COPY = (
+    "import shutil, sys; shutil.copytree(sys.argv[1], '.', dirs_exist_ok=True, "
+    "ignore=shutil.ignore_patterns('__pycache__', '.pytest_cache', '.git'))"
+)
 
 
 class SubmitInput(BaseModel):
@@ -58,17 +62,29 @@ class Door(BaseModel):
     task: str = Field(description="The change to make, as a developer would write it in an issue.")
 
 
-submit = define_event(name="submit", input=SubmitInput,
-                      description="Hand your change to the reviewer. Call this when the work is done; then stop.")
-run_tests = define_event(name="run_tests", input=RunTestsInput,
-                         description="Run the project's tests on the change. Their output is the answer to this "
-                                     "call.")
-note = define_event(name="note", input=NoteInput,
-                    description="Write down one finding for the coder. It goes with `request_changes`.")
-request_changes = define_event(name="request_changes", input=RequestChangesInput,
-                               description="Send the change back to the coder with your notes. Then stop.")
-approve = define_event(name="approve", input=ApproveInput,
-                       description="Accept the change. Allowed once the tests have run on it. Then stop.")
+submit = define_event(
+    name="submit",
+    input=SubmitInput,
+    description="Hand your change to the reviewer. Call this when the work is done; then stop.",
+)
+run_tests = define_event(
+    name="run_tests",
+    input=RunTestsInput,
+    description="Run the project's tests on the change. Their output is the answer to this call.",
+)
+note = define_event(
+    name="note", input=NoteInput, description="Write down one finding for the coder. It goes with `request_changes`."
+)
+request_changes = define_event(
+    name="request_changes",
+    input=RequestChangesInput,
+    description="Send the change back to the coder with your notes. Then stop.",
+)
+approve = define_event(
+    name="approve",
+    input=ApproveInput,
+    description="Accept the change. Allowed once the tests have run on it. Then stop.",
+)
 
 
 def _test_args(params):
@@ -79,109 +95,175 @@ def _test_args(params):
 
 def _submit():
     """The route of `submit` (from `coding` and from `fixing`): the change goes to a new round of review."""
-    return {"target": "reviewing", "actions": [
-        assign(summary=lambda event: event.summary, findings=[], tested=False),
-        answer(lambda context: "Your change went to the reviewer (round " + str(context["rounds"] + 1) + ")."),
-    ]}
+    return {
+        "target": "reviewing",
+        "actions": [
+            assign(summary=lambda event: event.summary, findings=[], tested=False),
+            answer(lambda context: "Your change went to the reviewer (round " + str(context["rounds"] + 1) + ")."),
+        ],
+    }
 
 
 def _fixing_prompt(context):
     """The prompt of `fixing`: the reviewer's notes and findings, from the context."""
     findings = "".join("\n- " + finding for finding in context["findings"])
-    return ("The reviewer asked for changes:\n" + context["notes"]
-            + ("\nFindings:" + findings if findings else "") + "\nMake them, then submit again.")
+    return (
+        "The reviewer asked for changes:\n"
+        + context["notes"]
+        + ("\nFindings:" + findings if findings else "")
+        + "\nMake them, then submit again."
+    )
 
 
 machine = jr2_setup(
     events=[submit, run_tests, note, request_changes, approve],
     actors={
-        "coder": agent(model="anthropic/claude-haiku-5-5",
-                       instructions="You are a careful software engineer. The project is in your workspace: read "
-                                    "it, make the smallest change that does the task by writing its files, keep the "
-                                    "tests passing, and say plainly what you changed.",
-                       workspace="shared"),
-        "reviewer": agent(model="anthropic/claude-haiku-5-5",
-                          instructions="You review code changes. The coder's files are in your workspace. Run the "
-                                       "tests before you accept a change; ask for changes with concrete notes when "
-                                       "something is wrong.",
-                          workspace="shared"),
-        "checkout": effect.command([sys.executable, "-c", COPY, REPO], workspace="coder", timeout=120.0,
-                                   idempotent=True),
+        "coder": agent(
+            model="anthropic/claude-haiku-5-5",
+            instructions="You are a careful software engineer. The project is in your workspace: read "
+            "it, make the smallest change that does the task by writing its files, keep the "
+            "tests passing, and say plainly what you changed.",
+            workspace="shared",
+        ),
+        "reviewer": agent(
+            model="anthropic/claude-haiku-5-5",
+            instructions="You review code changes. The coder's files are in your workspace. Run the "
+            "tests before you accept a change; ask for changes with concrete notes when "
+            "something is wrong.",
+            workspace="shared",
+        ),
+        "checkout": effect.command(
+            [sys.executable, "-c", COPY, REPO], workspace="coder", timeout=120.0, idempotent=True
+        ),
         "tests": effect.command([sys.executable, "-m", "pytest", "-q"], workspace="coder", timeout=900.0),
         "fail": fail(),
     },
-).create_machine({
-    "id": "code_review",
-    "input": Door,
-    "context": lambda input: {"task": input.task, "summary": "", "notes": "", "findings": [], "rounds": 0,
-                              "tested": False, "verdict": ""},
-    "on": {"agent.fault": ".failed"},
-    "initial": "checkout",
-    "states": {
-        "checkout": {
-            "invoke": {"src": "checkout", "onDone": "coding", "onError": "no_project"},
+).create_machine(
+    {
+        "id": "code_review",
+        "input": Door,
+        "context": lambda input: {
+            "task": input.task,
+            "summary": "",
+            "notes": "",
+            "findings": [],
+            "rounds": 0,
+            "tested": False,
+            "verdict": "",
         },
-        "coding": {
-            "invoke": {"src": "coder",
-                       "input": lambda context: {"prompt": "Make this change:\n" + context["task"],
-                                                 "continue": True}},
-            "on": {"submit": _submit()},
-        },
-        "reviewing": {
-            "invoke": {"src": "reviewer",
-                       "input": lambda context: {"prompt": "Review this change.\nTask:\n" + context["task"]
-                                                           + "\nThe coder's summary:\n" + context["summary"],
-                                                 "continue": True}},
-            "on": {
-                "note": {"actions": [
-                    assign(findings=lambda context, event: [*context["findings"], event.finding]),
-                    answer(lambda context: "Noted. Findings so far: " + str(len(context["findings"])) + "."),
-                ]},
-                "approve": {"guard": lambda context: context["tested"], "target": "approved",
-                            "actions": assign(verdict=lambda event: event.comment)},
-                "request_changes": {"target": "fixing", "actions": [
-                    assign(notes=lambda event: event.notes, rounds=lambda context: context["rounds"] + 1),
-                    answer(lambda event: "The change went back to the coder with your notes:\n" + event.notes),
-                ]},
+        "on": {"agent.fault": ".failed"},
+        "initial": "checkout",
+        "states": {
+            "checkout": {
+                "invoke": {"src": "checkout", "onDone": "coding", "onError": "no_project"},
             },
-            "initial": "reading",
-            "states": {
-                "reading": {"on": {"run_tests": "testing"}},
-                "testing": {
-                    "invoke": {"src": "tests", "input": from_pick(fill=_test_args),
-                               "onDone": {"target": "reading", "actions": assign(tested=True)},
-                               "onError": {"target": "reading", "actions": answer(
-                                   lambda event: "The tests could not be run: " + str(event.error))}},
+            "coding": {
+                "invoke": {
+                    "src": "coder",
+                    "input": lambda context: {"prompt": "Make this change:\n" + context["task"], "continue": True},
+                },
+                "on": {"submit": _submit()},
+            },
+            "reviewing": {
+                "invoke": {
+                    "src": "reviewer",
+                    "input": lambda context: {
+                        "prompt": "Review this change.\nTask:\n"
+                        + context["task"]
+                        + "\nThe coder's summary:\n"
+                        + context["summary"],
+                        "continue": True,
+                    },
+                },
+                "on": {
+                    "note": {
+                        "actions": [
+                            assign(findings=lambda context, event: [*context["findings"], event.finding]),
+                            answer(lambda context: "Noted. Findings so far: " + str(len(context["findings"])) + "."),
+                        ]
+                    },
+                    "approve": {
+                        "guard": lambda context: context["tested"],
+                        "target": "approved",
+                        "actions": assign(verdict=lambda event: event.comment),
+                    },
+                    "request_changes": {
+                        "target": "fixing",
+                        "actions": [
+                            assign(notes=lambda event: event.notes, rounds=lambda context: context["rounds"] + 1),
+                            answer(lambda event: "The change went back to the coder with your notes:\n" + event.notes),
+                        ],
+                    },
+                },
+                "initial": "reading",
+                "states": {
+                    "reading": {"on": {"run_tests": "testing"}},
+                    "testing": {
+                        "invoke": {
+                            "src": "tests",
+                            "input": from_pick(fill=_test_args),
+                            "onDone": {"target": "reading", "actions": assign(tested=True)},
+                            "onError": {
+                                "target": "reading",
+                                "actions": answer(lambda event: "The tests could not be run: " + str(event.error)),
+                            },
+                        },
+                    },
                 },
             },
+            "fixing": {
+                "invoke": {
+                    "src": "coder",
+                    "input": lambda context: {"prompt": _fixing_prompt(context), "continue": True},
+                },
+                "on": {"submit": _submit()},
+            },
+            "approved": {"type": "final"},
+            "failed": {
+                "invoke": {
+                    "src": "fail",
+                    "input": lambda event: {
+                        "reason": "an Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))
+                    },
+                }
+            },
+            "no_project": {
+                "invoke": {
+                    "src": "fail",
+                    "input": lambda event: {
+                        "reason": "the project could not be copied into the workspace: " + str(event.get("error"))
+                    },
+                }
+            },
         },
-        "fixing": {
-            "invoke": {"src": "coder",
-                       "input": lambda context: {"prompt": _fixing_prompt(context), "continue": True}},
-            "on": {"submit": _submit()},
+        "output": lambda context: {
+            "summary": context["summary"],
+            "verdict": context["verdict"],
+            "rounds": context["rounds"],
         },
-        "approved": {"type": "final"},
-        "failed": {"invoke": {"src": "fail", "input": lambda event: {
-            "reason": "an Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
-        "no_project": {"invoke": {"src": "fail", "input": lambda event: {
-            "reason": "the project could not be copied into the workspace: " + str(event.get("error"))}}},
-    },
-    "output": lambda context: {"summary": context["summary"], "verdict": context["verdict"],
-                               "rounds": context["rounds"]},
-})
+    }
+)
 
 
 #: What the offline coder writes: the change, then the change after the review notes.
-CALC = ('"""The sample project of the code_review workflow: a calculator the coder changes."""\n\n\n'
-        "def sub(a: int, b: int) -> int:\n    return a - b\n\n\n"
-        "def add(a: int, b: int) -> int:\n{doc}    return a + b\n")
-TESTS = ("from calc import add, sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n\n\n"
-         "def {name}():\n    assert add(2, 3) == 5\n")
-FIRST_CHANGE = [("workspace_read", {"path": "calc.py"}),
-                ("workspace_write", {"path": "calc.py", "content": CALC.format(doc="")}),
-                ("workspace_write", {"path": "test_calc.py", "content": TESTS.format(name="test_add")})]
-FIXES = [("workspace_write", {"path": "calc.py", "content": CALC.format(doc='    """The sum of a and b."""\n')}),
-         ("workspace_write", {"path": "test_calc.py", "content": TESTS.format(name="test_add_sums_two_numbers")})]
+CALC = (
+    '"""The sample project of the code_review workflow: a calculator the coder changes."""\n\n\n'
+    "def sub(a: int, b: int) -> int:\n    return a - b\n\n\n"
+    "def add(a: int, b: int) -> int:\n{doc}    return a + b\n"
+)
+TESTS = (
+    "from calc import add, sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n\n\n"
+    "def {name}():\n    assert add(2, 3) == 5\n"
+)
+FIRST_CHANGE = [
+    ("workspace_read", {"path": "calc.py"}),
+    ("workspace_write", {"path": "calc.py", "content": CALC.format(doc="")}),
+    ("workspace_write", {"path": "test_calc.py", "content": TESTS.format(name="test_add")}),
+]
+FIXES = [
+    ("workspace_write", {"path": "calc.py", "content": CALC.format(doc='    """The sum of a and b."""\n')}),
+    ("workspace_write", {"path": "test_calc.py", "content": TESTS.format(name="test_add_sums_two_numbers")}),
+]
 
 
 @scripted("code_review.coder")
@@ -194,8 +276,14 @@ def offline_coder(turn):
     steps = FIXES if fixing else FIRST_CHANGE
     if turn.workspace and len(turn.answers) < len(steps):
         return steps[len(turn.answers)]
-    return ("submit", {"summary": "Addressed the review notes in calc.py." if fixing else
-                       "Added add() to calc.py with a test in test_calc.py."})
+    return (
+        "submit",
+        {
+            "summary": "Addressed the review notes in calc.py."
+            if fixing
+            else "Added add() to calc.py with a test in test_calc.py."
+        },
+    )
 
 
 @scripted("code_review.reviewer")

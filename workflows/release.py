@@ -18,6 +18,7 @@ The manager has a scripted stand-in, used when no API key is set. The child's Ag
 Agents, so a child Machine's Agents that must run with no key name a `script/` model. Put `anthropic/...` there to
 give them a real one.
 """
+
 from pydantic import BaseModel, Field
 
 from engine import agent, answer, assign, define_event, fail, jr2_setup, scripted
@@ -43,18 +44,21 @@ class ReviseInput(BaseModel):
     notes: str = Field(description="What the drafter must change, one point on each line.")
 
 
-submit = define_event(name="submit", input=SubmitInput,
-                      description="Hand the changelog entry to the checker. Then stop.")
-accept = define_event(name="accept", input=AcceptInput,
-                      description="Accept the entry as it is. Then stop.")
-revise = define_event(name="revise", input=ReviseInput,
-                      description="Send the entry back to the drafter with your notes. Then stop.")
+submit = define_event(
+    name="submit", input=SubmitInput, description="Hand the changelog entry to the checker. Then stop."
+)
+accept = define_event(name="accept", input=AcceptInput, description="Accept the entry as it is. Then stop.")
+revise = define_event(
+    name="revise", input=ReviseInput, description="Send the entry back to the drafter with your notes. Then stop."
+)
 
 
 def _drafting_prompt(context):
     """The drafter's prompt: the changes, and the checker's notes after a revision."""
-    prompt = (f"Write the changelog entry of version {context['version']} for {context['audience']}. "
-              f"The changes:\n{context['changes']}")
+    prompt = (
+        f"Write the changelog entry of version {context['version']} for {context['audience']}. "
+        f"The changes:\n{context['changes']}"
+    )
     if context["notes"]:
         prompt += "\nThe checker asked for changes:\n" + context["notes"]
     return prompt
@@ -63,44 +67,70 @@ def _drafting_prompt(context):
 changelog = jr2_setup(
     events=[submit, accept, revise],
     actors={
-        "drafter": agent(model="script/changelog.drafter",
-                         instructions="You write changelog entries: one line per change, plain words.",
-                         workspace="none"),
-        "checker": agent(model="script/changelog.checker",
-                         instructions="You check changelog entries against the changes. Accept a good entry; "
-                                      "send back one that misses a change or is hard to read.",
-                         workspace="none"),
+        "drafter": agent(
+            model="script/changelog.drafter",
+            instructions="You write changelog entries: one line per change, plain words.",
+            workspace="none",
+        ),
+        "checker": agent(
+            model="script/changelog.checker",
+            instructions="You check changelog entries against the changes. Accept a good entry; "
+            "send back one that misses a change or is hard to read.",
+            workspace="none",
+        ),
         "fail": fail(),
     },
-).create_machine({
-    "id": "changelog",
-    "input": ChangelogDoor,
-    "context": lambda input: {"version": input.version, "changes": input.changes, "audience": input.audience,
-                              "entry": "", "notes": "", "rounds": 0},
-    "on": {"agent.fault": ".stuck"},
-    "initial": "drafting",
-    "states": {
-        "drafting": {
-            "invoke": {"src": "drafter", "input": lambda context: {"prompt": _drafting_prompt(context)}},
-            "on": {"submit": {"target": "checking", "actions": assign(entry=lambda event: event.entry)}},
+).create_machine(
+    {
+        "id": "changelog",
+        "input": ChangelogDoor,
+        "context": lambda input: {
+            "version": input.version,
+            "changes": input.changes,
+            "audience": input.audience,
+            "entry": "",
+            "notes": "",
+            "rounds": 0,
         },
-        "checking": {
-            "invoke": {"src": "checker", "input": lambda context: {
-                "prompt": f"Check this entry (round {context['rounds'] + 1}).\nThe changes:\n{context['changes']}"
-                          f"\nThe entry:\n{context['entry']}"}},
-            "on": {
-                "accept": "written",
-                "revise": {"target": "drafting",
-                           "actions": assign(notes=lambda event: event.notes,
-                                             rounds=lambda context: context["rounds"] + 1)},
+        "on": {"agent.fault": ".stuck"},
+        "initial": "drafting",
+        "states": {
+            "drafting": {
+                "invoke": {"src": "drafter", "input": lambda context: {"prompt": _drafting_prompt(context)}},
+                "on": {"submit": {"target": "checking", "actions": assign(entry=lambda event: event.entry)}},
+            },
+            "checking": {
+                "invoke": {
+                    "src": "checker",
+                    "input": lambda context: {
+                        "prompt": f"Check this entry (round {context['rounds'] + 1}).\n"
+                        f"The changes:\n{context['changes']}\nThe entry:\n{context['entry']}"
+                    },
+                },
+                "on": {
+                    "accept": "written",
+                    "revise": {
+                        "target": "drafting",
+                        "actions": assign(
+                            notes=lambda event: event.notes, rounds=lambda context: context["rounds"] + 1
+                        ),
+                    },
+                },
+            },
+            "written": {"type": "final"},
+            "stuck": {
+                "invoke": {
+                    "src": "fail",
+                    "input": lambda event: {
+                        "reason": "a changelog Agent's Turn could not go on: "
+                        + str(event.get("reason", "no reason given"))
+                    },
+                }
             },
         },
-        "written": {"type": "final"},
-        "stuck": {"invoke": {"src": "fail", "input": lambda event: {
-            "reason": "a changelog Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
-    },
-    "output": lambda context: {"entry": context["entry"], "revisions": context["rounds"]},
-})
+        "output": lambda context: {"entry": context["entry"], "revisions": context["rounds"]},
+    }
+)
 
 # -- the parent Machine: the release ---------------------------------------------------------------------------
 
@@ -126,14 +156,20 @@ class RejectInput(BaseModel):
     reason: str = Field(description="What must change before the release can go out.")
 
 
-write_changelog = define_event(name="write_changelog", input=WriteChangelogInput,
-                               description="Have the changelog written for this release. The finished entry is "
-                                           "the answer to this call.")
-propose = define_event(name="propose", input=ProposeInput,
-                       description="Propose the release for approval, once the changelog is written. Then stop.")
+write_changelog = define_event(
+    name="write_changelog",
+    input=WriteChangelogInput,
+    description="Have the changelog written for this release. The finished entry is the answer to this call.",
+)
+propose = define_event(
+    name="propose",
+    input=ProposeInput,
+    description="Propose the release for approval, once the changelog is written. Then stop.",
+)
 approve = define_event(name="approve", input=ApproveInput, description="Release it.")
-reject = define_event(name="reject", input=RejectInput,
-                      description="Send the release back to the release manager with a reason.")
+reject = define_event(
+    name="reject", input=RejectInput, description="Send the release back to the release manager with a reason."
+)
 
 
 def _preparing_prompt(context):
@@ -147,61 +183,120 @@ def _preparing_prompt(context):
 machine = jr2_setup(
     events=[write_changelog, propose, approve, reject],
     actors={
-        "manager": agent(model="anthropic/claude-haiku-5-5",
-                         instructions="You prepare software releases. Have the changelog written, then propose "
-                                      "the release with a short summary.",
-                         workspace="none"),
+        "manager": agent(
+            model="anthropic/claude-haiku-5-5",
+            instructions="You prepare software releases. Have the changelog written, then propose "
+            "the release with a short summary.",
+            workspace="none",
+        ),
         "changelog": changelog,
         "fail": fail(),
     },
-).create_machine({
-    "id": "release",
-    "input": Door,
-    "context": lambda input: {"version": input.version, "changes": input.changes, "audience": "", "entry": None,
-                              "summary": "", "rejected": ""},
-    "on": {"agent.fault": ".failed"},
-    "initial": "preparing",
-    "states": {
-        "preparing": {
-            "invoke": {"src": "manager", "input": lambda context: {"prompt": _preparing_prompt(context)}},
-            "on": {"propose": {"guard": lambda context: context["entry"] is not None, "target": "approving",
-                               "actions": assign(summary=lambda event: event.summary)}},
-            "initial": "idle",
-            "states": {
-                "idle": {"on": {"write_changelog": {"target": "writing",
-                                                    "actions": assign(audience=lambda event: event.audience)}}},
-                "writing": {
-                    "invoke": {
-                        "id": "changelog", "src": "changelog",
-                        "input": lambda context: {"version": context["version"], "changes": context["changes"],
-                                                  "audience": context["audience"]},
-                        "onDone": {"target": "idle", "actions": [
-                            assign(entry=lambda event: event.output["entry"]),
-                            answer(lambda event: "The changelog entry (revised "
-                                   + str(event.output["revisions"]) + " time(s)):\n" + event.output["entry"]),
-                        ]},
-                        "onError": {"target": "idle", "actions": answer(
-                            lambda event: "The changelog could not be written: " + str(event.error["reason"]))},
+).create_machine(
+    {
+        "id": "release",
+        "input": Door,
+        "context": lambda input: {
+            "version": input.version,
+            "changes": input.changes,
+            "audience": "",
+            "entry": None,
+            "summary": "",
+            "rejected": "",
+        },
+        "on": {"agent.fault": ".failed"},
+        "initial": "preparing",
+        "states": {
+            "preparing": {
+                "invoke": {"src": "manager", "input": lambda context: {"prompt": _preparing_prompt(context)}},
+                "on": {
+                    "propose": {
+                        "guard": lambda context: context["entry"] is not None,
+                        "target": "approving",
+                        "actions": assign(summary=lambda event: event.summary),
+                    }
+                },
+                "initial": "idle",
+                "states": {
+                    "idle": {
+                        "on": {
+                            "write_changelog": {
+                                "target": "writing",
+                                "actions": assign(audience=lambda event: event.audience),
+                            }
+                        }
+                    },
+                    "writing": {
+                        "invoke": {
+                            "id": "changelog",
+                            "src": "changelog",
+                            "input": lambda context: {
+                                "version": context["version"],
+                                "changes": context["changes"],
+                                "audience": context["audience"],
+                            },
+                            "onDone": {
+                                "target": "idle",
+                                "actions": [
+                                    assign(entry=lambda event: event.output["entry"]),
+                                    answer(
+                                        lambda event: (
+                                            "The changelog entry (revised "
+                                            + str(event.output["revisions"])
+                                            + " time(s)):\n"
+                                            + event.output["entry"]
+                                        )
+                                    ),
+                                ],
+                            },
+                            "onError": {
+                                "target": "idle",
+                                "actions": answer(
+                                    lambda event: "The changelog could not be written: " + str(event.error["reason"])
+                                ),
+                            },
+                        },
                     },
                 },
             },
-        },
-        "approving": {
-            "invoke": {"src": "gate", "id": "approval", "input": lambda context: {"meta": {
-                "version": context["version"], "summary": context["summary"], "changelog": context["entry"]}}},
-            "on": {
-                "approve": "released",
-                "reject": {"target": "preparing",
-                           "actions": assign(rejected=lambda event: event.reason, entry=None)},
+            "approving": {
+                "invoke": {
+                    "src": "gate",
+                    "id": "approval",
+                    "input": lambda context: {
+                        "meta": {
+                            "version": context["version"],
+                            "summary": context["summary"],
+                            "changelog": context["entry"],
+                        }
+                    },
+                },
+                "on": {
+                    "approve": "released",
+                    "reject": {
+                        "target": "preparing",
+                        "actions": assign(rejected=lambda event: event.reason, entry=None),
+                    },
+                },
+            },
+            "released": {"type": "final"},
+            "failed": {
+                "invoke": {
+                    "src": "fail",
+                    "input": lambda event: {
+                        "reason": "the release manager's Turn could not go on: "
+                        + str(event.get("reason", "no reason given"))
+                    },
+                }
             },
         },
-        "released": {"type": "final"},
-        "failed": {"invoke": {"src": "fail", "input": lambda event: {
-            "reason": "the release manager's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
-    },
-    "output": lambda context: {"version": context["version"], "changelog": context["entry"],
-                               "summary": context["summary"]},
-})
+        "output": lambda context: {
+            "version": context["version"],
+            "changelog": context["entry"],
+            "summary": context["summary"],
+        },
+    }
+)
 
 # -- offline: the manager's stand-in and the child's scripted models -------------------------------------------
 

@@ -11,6 +11,7 @@ Shows `audience` and `sent_by`:
   its result is the answer. If the desk labels the issue first, `triaging` is left, the search stops and the Agent
   is told its pick did not finish.
 """
+
 import json
 import os
 from typing import Literal
@@ -44,15 +45,22 @@ class Door(BaseModel):
     body: str = Field(description="The issue's text, as the reporter wrote it.")
 
 
-label = define_event(name="label", input=LabelInput, audience="any",
-                     description="Label the issue. From the triage Agent this is a proposal the desk confirms; "
-                                 "from the desk it is final.")
-find_duplicates = define_event(name="find_duplicates", input=FindDuplicatesInput,
-                               description="Search the open issues for duplicates. The matches are the answer to "
-                                           "this call.")
+label = define_event(
+    name="label",
+    input=LabelInput,
+    audience="any",
+    description="Label the issue. From the triage Agent this is a proposal the desk confirms; "
+    "from the desk it is final.",
+)
+find_duplicates = define_event(
+    name="find_duplicates",
+    input=FindDuplicatesInput,
+    description="Search the open issues for duplicates. The matches are the answer to this call.",
+)
 confirm = define_event(name="confirm", input=ConfirmInput, description="Accept the triage Agent's proposed label.")
-withdraw = define_event(name="withdraw", input=WithdrawInput, audience="external",
-                        description="Close the issue without a label.")
+withdraw = define_event(
+    name="withdraw", input=WithdrawInput, audience="external", description="Close the issue without a label."
+)
 
 
 def search_issues(query: str) -> list[dict]:
@@ -70,65 +78,108 @@ def search_issues(query: str) -> list[dict]:
 machine = jr2_setup(
     events=[label, find_duplicates, confirm, withdraw],
     actors={
-        "triager": agent(model="anthropic/claude-haiku-5-5",
-                         instructions="You triage issue reports. Look for duplicates when the report may be a known "
-                                      "problem, then propose one label with a short reason.",
-                         workspace="none"),
+        "triager": agent(
+            model="anthropic/claude-haiku-5-5",
+            instructions="You triage issue reports. Look for duplicates when the report may be a known "
+            "problem, then propose one label with a short reason.",
+            workspace="none",
+        ),
         "duplicates": effect.call(search_issues, idempotent=True),
         "fail": fail(),
     },
-).create_machine({
-    "id": "triage",
-    "input": Door,
-    "context": lambda input: {"title": input.title, "body": input.body, "proposal": None, "label": None,
-                              "labelled_by": None, "withdrawn": None},
-    "on": {
-        "agent.fault": ".failed",
-        "withdraw": {"target": ".withdrawn", "actions": assign(withdrawn=lambda event: event.reason)},
-    },
-    "initial": "triaging",
-    "states": {
-        "triaging": {
-            "invoke": {"src": "gate", "id": "desk",
-                       "input": lambda context: {"meta": {"title": context["title"], "body": context["body"]}}},
-            "on": {"label": [
-                {"guard": sent_by("desk"), "target": "labelled",
-                 "actions": assign(label=lambda event: event.label, labelled_by="desk")},
-                {"target": ".proposed",
-                 "actions": assign(proposal=lambda event: {"label": event.label, "reason": event.reason})},
-            ]},
-            "initial": "sorting",
-            "states": {
-                "sorting": {
-                    "invoke": {"src": "triager",
-                               "input": lambda context: {"prompt": "Triage this issue.\nTitle: " + context["title"]
-                                                                   + "\n\n" + context["body"]}},
-                    "initial": "reading",
-                    "states": {
-                        "reading": {"on": {"find_duplicates": "searching"}},
-                        "searching": {
-                            "invoke": {"src": "duplicates",
-                                       "input": from_pick(fill=lambda params: {"query": params["query"]}),
-                                       "onDone": "reading",
-                                       "onError": {"target": "reading", "actions": answer(
-                                           lambda event: "The search failed: " + str(event.error))}},
+).create_machine(
+    {
+        "id": "triage",
+        "input": Door,
+        "context": lambda input: {
+            "title": input.title,
+            "body": input.body,
+            "proposal": None,
+            "label": None,
+            "labelled_by": None,
+            "withdrawn": None,
+        },
+        "on": {
+            "agent.fault": ".failed",
+            "withdraw": {"target": ".withdrawn", "actions": assign(withdrawn=lambda event: event.reason)},
+        },
+        "initial": "triaging",
+        "states": {
+            "triaging": {
+                "invoke": {
+                    "src": "gate",
+                    "id": "desk",
+                    "input": lambda context: {"meta": {"title": context["title"], "body": context["body"]}},
+                },
+                "on": {
+                    "label": [
+                        {
+                            "guard": sent_by("desk"),
+                            "target": "labelled",
+                            "actions": assign(label=lambda event: event.label, labelled_by="desk"),
+                        },
+                        {
+                            "target": ".proposed",
+                            "actions": assign(proposal=lambda event: {"label": event.label, "reason": event.reason}),
+                        },
+                    ]
+                },
+                "initial": "sorting",
+                "states": {
+                    "sorting": {
+                        "invoke": {
+                            "src": "triager",
+                            "input": lambda context: {
+                                "prompt": "Triage this issue.\nTitle: " + context["title"] + "\n\n" + context["body"]
+                            },
+                        },
+                        "initial": "reading",
+                        "states": {
+                            "reading": {"on": {"find_duplicates": "searching"}},
+                            "searching": {
+                                "invoke": {
+                                    "src": "duplicates",
+                                    "input": from_pick(fill=lambda params: {"query": params["query"]}),
+                                    "onDone": "reading",
+                                    "onError": {
+                                        "target": "reading",
+                                        "actions": answer(lambda event: "The search failed: " + str(event.error)),
+                                    },
+                                },
+                            },
                         },
                     },
+                    "proposed": {
+                        "on": {
+                            "confirm": {
+                                "target": "#triage.labelled",
+                                "actions": assign(
+                                    label=lambda context: context["proposal"]["label"], labelled_by="triager"
+                                ),
+                            }
+                        }
+                    },
                 },
-                "proposed": {"on": {"confirm": {
-                    "target": "#triage.labelled",
-                    "actions": assign(label=lambda context: context["proposal"]["label"], labelled_by="triager"),
-                }}},
+            },
+            "labelled": {"type": "final"},
+            "withdrawn": {"type": "final"},
+            "failed": {
+                "invoke": {
+                    "src": "fail",
+                    "input": lambda event: {
+                        "reason": "the triage Agent's Turn could not go on: "
+                        + str(event.get("reason", "no reason given"))
+                    },
+                }
             },
         },
-        "labelled": {"type": "final"},
-        "withdrawn": {"type": "final"},
-        "failed": {"invoke": {"src": "fail", "input": lambda event: {
-            "reason": "the triage Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))}}},
-    },
-    "output": lambda context: {"label": context["label"], "labelled_by": context["labelled_by"],
-                               "withdrawn": context["withdrawn"]},
-})
+        "output": lambda context: {
+            "label": context["label"],
+            "labelled_by": context["labelled_by"],
+            "withdrawn": context["withdrawn"],
+        },
+    }
+)
 
 
 @scripted("triage.triager")
@@ -140,7 +191,12 @@ def offline_triager(turn):
         return ("find_duplicates", {"query": title or "crash"})
     if "label" in turn.allowed_picks:
         text = turn.prompt.lower()
-        kind = "bug" if any(w in text for w in ("crash", "error", "fails", "broken")) else \
-            "question" if "?" in text else "feature"
+        kind = (
+            "bug"
+            if any(w in text for w in ("crash", "error", "fails", "broken"))
+            else "question"
+            if "?" in text
+            else "feature"
+        )
         return ("label", {"label": kind, "reason": f"the report reads like a {kind}"})
     return None

@@ -16,6 +16,7 @@ with 4404), and a fresh fragment on each notice.
         def hub_key(self) -> str: return workflow_group(self.workflow)
         async def whole(self) -> str | None: return await sync_to_async(workflow_stats)(self.workflow)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -101,7 +102,7 @@ class Hub:
             message = await layer.receive(self._channel)
             try:
                 await self.tell(message)
-            except Exception:  # noqa: BLE001 - one failed read must not stop the pages from living on
+            except Exception:
                 log.exception("telling the pages of %s failed", self.group)
 
     async def started(self) -> None:
@@ -110,7 +111,7 @@ class Hub:
     async def tell(self, message: Notice) -> None:
         listeners = list(self.listeners)
         told = await asyncio.gather(*(listener.notice(message) for listener in listeners), return_exceptions=True)
-        for listener, result in zip(listeners, told):
+        for result in told:
             if isinstance(result, Exception):
                 log.error("a page of %s could not be told", self.group, exc_info=result)
 

@@ -6,6 +6,7 @@ The runtime tells the group `gates` when a commit opened or closed a Gate (engin
 listening socket what is open now and what opened since. Notices carry no state and may be dropped: the database
 is what is shown, and a socket that connects is sent what differs from the page it came with.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,12 +15,11 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 from django.template.loader import render_to_string
 
-from engine.models import GateRecord, Run
-from engine.runtime.notify import GATES_GROUP
-
 from console.access import can
 from console.consumers.base import Hub, LiveConsumer, Notice
 from console.pages.gates import closed, inbox_query, item_for
+from engine.models import GateRecord, Run
+from engine.runtime.notify import GATES_GROUP
 
 __all__ = ["GatesHub", "GateCountConsumer", "InboxConsumer"]
 
@@ -29,7 +29,8 @@ Open = dict[int, tuple[str, str, str]]
 
 def read_open() -> Open:
     rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE).values_list(
-        "pk", "workflow", "gate", "run_id")
+        "pk", "workflow", "gate", "run_id"
+    )
     return {pk: (workflow, gate, run) for pk, workflow, gate, run in rows}
 
 
@@ -70,8 +71,14 @@ class GateCountConsumer(LiveConsumer):
 
     def _count(self, opened: list[int]) -> str:
         open_now = self.hub.open
-        return json.dumps({"open": len(open_now), "opened": [
-            {"workflow": open_now[pk][0], "gate": open_now[pk][1], "run": open_now[pk][2]} for pk in opened]})
+        return json.dumps(
+            {
+                "open": len(open_now),
+                "opened": [
+                    {"workflow": open_now[pk][0], "gate": open_now[pk][1], "run": open_now[pk][2]} for pk in opened
+                ],
+            }
+        )
 
 
 class InboxConsumer(LiveConsumer):
@@ -106,7 +113,13 @@ class InboxConsumer(LiveConsumer):
 
     def _render(self, added: list[int], gone: list[int], count: int) -> str:
         records = GateRecord.objects.in_bulk(added + gone)
-        return render_to_string("console/gates/_live.html", {
-            "count": count, "query": self.query, "where": "afterbegin" if self.order == "newest" else "beforeend",
-            "added": [item_for(records[pk], self.answering) for pk in added if pk in records],
-            "gone": [closed(records[pk]) for pk in gone if pk in records]})
+        return render_to_string(
+            "console/gates/_live.html",
+            {
+                "count": count,
+                "query": self.query,
+                "where": "afterbegin" if self.order == "newest" else "beforeend",
+                "added": [item_for(records[pk], self.answering) for pk in added if pk in records],
+                "gone": [closed(records[pk]) for pk in gone if pk in records],
+            },
+        )

@@ -9,6 +9,7 @@ once, renders the regions once per kind of viewer (what they may do, which seats
 and sends each open page of the run what changed for it. 500 open pages of a run cost one subscription, one read and
 a render or two a commit.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -16,11 +17,10 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from engine.models import Run
-from engine.runtime.notify import run_group
-
 from console.consumers.base import Hub, LiveConsumer, Notice
 from console.pages.regions import Regions, permission_flags, render_regions
+from engine.models import Run
+from engine.runtime.notify import run_group
 
 __all__ = ["RunConsumer", "RunHub"]
 
@@ -94,7 +94,8 @@ class RunConsumer(LiveConsumer):
         older commit than the page shows (a slow first read overtaken by a notice) is dropped."""
         if at < self.at:
             return ""
-        changed = [html for name, html in regions.items()
-                   if self.sent.get(name) is not html and self.sent.get(name) != html]
+        changed = [
+            html for name, html in regions.items() if self.sent.get(name) is not html and self.sent.get(name) != html
+        ]
         self.sent, self.at = dict(regions), at
         return "".join(changed)

@@ -1,17 +1,17 @@
 """The timeline page's live chart: `/ws/runs/<id>/timeline/` sends the chart on connect and again after each
 commit of the run (the runtime's `run.updated` to the group `run-<id>`), as one out-of-band swap. A notice about a
 commit the page already shows is dropped, so a burst of commits costs one render each at most."""
+
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
 from django.template.loader import render_to_string
 
-from engine.models import Run
-from engine.runtime.notify import run_group
-
 from console.consumers.base import LiveConsumer, Notice
 from console.pages.runview import machine_of
 from console.pages.timeline import timeline_of
+from engine.models import Run
+from engine.runtime.notify import run_group
 
 __all__ = ["TimelineConsumer", "chart"]
 

@@ -1,13 +1,13 @@
 """The workflow page's live counts: `/ws/workflows/<name>/` sends them on connect and after each commit of any of
 the workflow's runs (runs start and end while the page is open)."""
+
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
 
-from engine.runtime.notify import workflow_group
-
 from console.consumers.base import LiveConsumer
 from console.pages.regions import workflow_stats
+from engine.runtime.notify import workflow_group
 
 __all__ = ["WorkflowConsumer"]
 

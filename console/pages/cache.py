@@ -10,6 +10,7 @@ Pages are drawn from Django's sync threads (sync_to_async), so every step holds 
 outside it. `functools.lru_cache` does not fit these: their keys are not the call's arguments (a render is kept by
 commit time and viewer kind, a drawing by its DOT's hash) and some entries are taken out and put back.
 """
+
 from __future__ import annotations
 
 import threading

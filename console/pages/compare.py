@@ -5,23 +5,25 @@ after it, the answers it gave and its context, aligned by step, with the first d
     rows = align(history_a, history_b)     # pure: the aligned rows and the first difference
     comparison = compare_runs(run_a, run_b)   # reads the database
 
-A step is an input that can move a run: time that passed and fired nothing, and marks a host writes for itself,
-are left out, so two runs whose clocks ticked differently still line up. A fork's history is its parent's up to
-the step it was forked from (inherited rows, muted), whose state afterwards is the fork's own (an edited context
-differs right there), then its own steps; so a fork lines up with its parent and with its siblings. This is the
-re-run view's walk (engine/core/journal/replay.py's words, engine/core/journal/trace.py's walker) done for two recorded runs.
+A step is an input that can move a run: time that passed and fired nothing, and marks a host writes for itself, are
+left out, so two runs whose clocks ticked differently still line up. A fork's history is its parent's up to the step
+it was forked from (inherited rows, muted), whose state afterwards is the fork's own (an edited context differs right
+there), then its own steps; so a fork lines up with its parent and with its siblings. This is the re-run view's walk
+(engine/core/journal/replay.py's words, engine/core/journal/trace.py's walker) done for two recorded runs.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from engine.core.journal.entries import Advance, Entry
-from engine.core.outputs import NoticeKept, Output, PickAnswered, PickStopped, RunEnded
 from engine.core.journal.replay import describe, state_paths
-from engine.core.session import SessionError
 from engine.core.journal.trace import TraceStep, trace
+from engine.core.outputs import NoticeKept, Output, PickAnswered, PickStopped, RunEnded
+from engine.core.session import SessionError
 from engine.core.workflow import Machine
 
 __all__ = ["Step", "Row", "Comparison", "history_of", "forked_history", "align", "compare_runs"]
@@ -33,15 +35,15 @@ PARTS = ("input", "states", "answers", "context")
 class Step:
     """One step of a run as the compare view shows it."""
 
-    run: str                      # the run whose journal holds it (a parent's, for inherited steps)
+    run: str  # the run whose journal holds it (a parent's, for inherited steps)
     seq: int
     words: str
-    key: str                      # what came in, without times and host bookkeeping
+    key: str  # what came in, without times and host bookkeeping
     states: tuple[str, ...]
     answers: tuple[str, ...]
-    context: str                  # pretty JSON
+    context: str  # pretty JSON
     inherited: bool = False
-    forked: str = ""              # "forked here" words on the step a fork started after
+    forked: str = ""  # "forked here" words on the step a fork started after
 
 
 @dataclass(frozen=True)
@@ -49,14 +51,14 @@ class Row:
     step: int
     a: Step | None
     b: Step | None
-    differs: tuple[str, ...]      # the parts that differ (PARTS), or ("missing",)
+    differs: tuple[str, ...]  # the parts that differ (PARTS), or ("missing",)
     first: bool = False
 
 
 @dataclass(frozen=True)
 class Comparison:
     rows: tuple[Row, ...]
-    first: int | None             # the aligned step of the first difference
+    first: int | None  # the aligned step of the first difference
     verdict: str
     notes: tuple[str, ...] = ()
 
@@ -81,8 +83,9 @@ def _step(run_id: str, machine: Machine, found: TraceStep) -> Step:
     session, entry = found.session, found.entry
     context = json.dumps(session.context, indent=1, ensure_ascii=False, sort_keys=True, default=str)
     answers = tuple(text for text in (_answer(o) for o in found.outputs) if text)
-    return Step(run_id, found.seq, describe(entry), _key(entry), tuple(state_paths(machine.id, session.value)),
-                answers, context)
+    return Step(
+        run_id, found.seq, describe(entry), _key(entry), tuple(state_paths(machine.id, session.value)), answers, context
+    )
 
 
 def _key(entry: Entry) -> str:
@@ -109,8 +112,7 @@ def forked_history(parent: str, history: list[Step], step: int, own: list[Step])
         return kept
     start, rest = own[0], own[1:]
     if kept:
-        kept[-1] = replace(kept[-1], states=start.states, context=start.context, inherited=False,
-                           forked=start.words)
+        kept[-1] = replace(kept[-1], states=start.states, context=start.context, inherited=False, forked=start.words)
     else:
         kept = [start]
     return kept + rest
@@ -126,10 +128,16 @@ def align(a: list[Step], b: list[Step]) -> Comparison:
         if left is None or right is None:
             differs: tuple[str, ...] = ("missing",)
         else:
-            differs = tuple(part for part, same in (
-                ("input", left.key == right.key or bool(left.forked or right.forked)),
-                ("states", left.states == right.states), ("answers", left.answers == right.answers),
-                ("context", left.context == right.context)) if not same)
+            differs = tuple(
+                part
+                for part, same in (
+                    ("input", left.key == right.key or bool(left.forked or right.forked)),
+                    ("states", left.states == right.states),
+                    ("answers", left.answers == right.answers),
+                    ("context", left.context == right.context),
+                )
+                if not same
+            )
         mark = bool(differs) and first is None
         if mark:
             first = index + 1
@@ -146,12 +154,17 @@ def _difference_words(row: Row) -> str:
     if row.a is None or row.b is None:
         longer = "A" if row.b is None else "B"
         return f"only run {longer} goes on from here"
-    parts = {"input": "what came in", "states": "the states after it", "answers": "the answers",
-             "context": "the context after it"}
+    parts = {
+        "input": "what came in",
+        "states": "the states after it",
+        "answers": "the answers",
+        "context": "the context after it",
+    }
     return ", ".join(parts[p] for p in row.differs)
 
 
 # -- from the database --------------------------------------------------------------------------------------------
+
 
 def compare_runs(run_a: Any, run_b: Any) -> Comparison:
     """Both runs' histories (forks with their ancestors' steps) aligned; notes say what could not be walked."""
@@ -172,9 +185,8 @@ class _Unwalkable(Exception):
 
 
 def _full_history(run: Any, seen: set[str]) -> list[Step]:
-    from engine.models import JournalEntry
-
     from console.pages.runview import machine_of
+    from engine.models import JournalEntry
 
     machine = machine_of(run.workflow)
     if machine is None:
@@ -187,8 +199,13 @@ def _full_history(run: Any, seen: set[str]) -> list[Step]:
     except SessionError as err:
         raise _Unwalkable(f"its journal does not replay on the workflow: {err}") from err
     parent = run.parent
-    if parent is None or run.parent_step is None or parent.id in seen or not journal or \
-            journal[0]["entry"].get("kind") != "fork":
+    if (
+        parent is None
+        or run.parent_step is None
+        or parent.id in seen
+        or not journal
+        or journal[0]["entry"].get("kind") != "fork"
+    ):
         return own
     try:
         inherited = _full_history(parent, seen | {run.id})

@@ -1,13 +1,14 @@
 """A Turn's conversation as a person reads it: its messages and model calls as lines (prompts, replies, picks,
 their answers or refusals, workspace calls), for the run page, its feeds and the replay page."""
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
 
-from engine.models import ModelCall, TurnMessage, TurnRecord
 from engine.core.workspace import TOOL_NAMES
+from engine.models import ModelCall, TurnMessage, TurnRecord
 
 __all__ = ["Line", "TurnView", "conversation_lines"]
 
@@ -16,8 +17,8 @@ __all__ = ["Line", "TurnView", "conversation_lines"]
 class Line:
     """One line of a conversation, as a person reads it."""
 
-    kind: str                     # prompt, reply, pick, answer, refusal, note, workspace, workspace_answer,
-                                  # workspace_refused
+    kind: str  # prompt, reply, pick, answer, refusal, note, workspace, workspace_answer,
+    # workspace_refused
     text: str = ""
     name: str = ""
     input: str = ""
@@ -37,27 +38,46 @@ def conversation_lines(messages: list[TurnMessage], calls: list[ModelCall]) -> l
     yet and named like one) is a line of its own kind, never shown as a pick."""
     lines: list[Line] = []
     replies = iter(calls)
-    answered = {block.get("tool_use_id") for m in messages for block in m.content
-                if block.get("type") == "tool_result"}
-    in_workspace = {block.get("tool_use_id") for m in messages if m.kind == "workspace" for block in m.content
-                    if block.get("type") == "tool_result"}
+    answered = {block.get("tool_use_id") for m in messages for block in m.content if block.get("type") == "tool_result"}
+    in_workspace = {
+        block.get("tool_use_id")
+        for m in messages
+        if m.kind == "workspace"
+        for block in m.content
+        if block.get("type") == "tool_result"
+    }
     for message in messages:
         if message.kind == "reply":
             call = next(replies, None)
-            info = None if call is None else {
-                "model": call.model, "scripted": call.scripted, "latency_ms": call.latency_ms,
-                "input": call.input_tokens, "output": call.output_tokens, "cache_read": call.cache_read_tokens,
-                "stop": call.stop_reason}
+            info = (
+                None
+                if call is None
+                else {
+                    "model": call.model,
+                    "scripted": call.scripted,
+                    "latency_ms": call.latency_ms,
+                    "input": call.input_tokens,
+                    "output": call.output_tokens,
+                    "cache_read": call.cache_read_tokens,
+                    "stop": call.stop_reason,
+                }
+            )
             for block in message.content:
                 if block.get("type") == "text" and block.get("text"):
                     lines.append(Line("reply", text=block["text"], call=info))
                 elif block.get("type") == "tool_use":
                     name = str(block.get("name", ""))
-                    workspace = block.get("id") in in_workspace or (name in TOOL_NAMES
-                                                                    and block.get("id") not in answered)
-                    lines.append(Line("workspace" if workspace else "pick", name=name, call=info,
-                                      input=block.get("raw") or json.dumps(block.get("input"), indent=1,
-                                                                           ensure_ascii=False)))
+                    workspace = block.get("id") in in_workspace or (
+                        name in TOOL_NAMES and block.get("id") not in answered
+                    )
+                    lines.append(
+                        Line(
+                            "workspace" if workspace else "pick",
+                            name=name,
+                            call=info,
+                            input=block.get("raw") or json.dumps(block.get("input"), indent=1, ensure_ascii=False),
+                        )
+                    )
                 info = None
             continue
         for block in message.content:

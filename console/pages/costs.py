@@ -16,26 +16,38 @@ Counts and sums are made by the database (grouped by state and child prefix). Th
 the latency (or duration) values of each state, all of them read: fine for the Console's sizes (thousands of calls),
 not for millions (that would want the database's own percentile functions, which SQLite does not have).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from django.db.models import CharField, Count, QuerySet, Sum, Value
 from django.db.models.expressions import Case, When
 from django.db.models.functions import Left, StrIndex
 from django.http import QueryDict
 
-from engine.models import EffectRecord, ModelCall, Run, TurnRecord
-from engine.core.workflow import Machine
-from engine.core.words import duration_text as fmt_ms
-
 from console.pages.graph import heat_level, overlay_svg
 from console.pages.links import query_with
+from engine.core.words import duration_text as fmt_ms
+from engine.core.workflow import Machine
+from engine.models import EffectRecord, ModelCall, Run, TurnRecord
 
-__all__ = ["StateCost", "state_costs", "percentile", "heat_of", "titles_of", "cost_table", "CostTable", "MEASURES",
-           "measure_of", "fmt_ms", "cost_section"]
+__all__ = [
+    "StateCost",
+    "state_costs",
+    "percentile",
+    "heat_of",
+    "titles_of",
+    "cost_table",
+    "CostTable",
+    "MEASURES",
+    "measure_of",
+    "fmt_ms",
+    "cost_section",
+]
 
 #: What the heat can be computed from: tokens (in + out) or time (model latency plus Effect durations, summed).
 MEASURES = ("tokens", "time")
@@ -97,8 +109,11 @@ def percentile(values: Iterable[float], q: float) -> float | None:
 
 def _child_prefix(field: str) -> Case:
     """The invoke id a child Machine's record starts with (`<invoke id>/...`), or "" for the Machine's own."""
-    return Case(When(**{f"{field}__contains": "/"}, then=Left(field, StrIndex(field, Value("/")) - 1)),
-                default=Value(""), output_field=CharField())
+    return Case(
+        When(**{f"{field}__contains": "/"}, then=Left(field, StrIndex(field, Value("/")) - 1)),
+        default=Value(""),
+        output_field=CharField(),
+    )
 
 
 class _Paths:
@@ -129,7 +144,7 @@ class _Paths:
         if state == root:
             return ""
         if state.startswith(root + "."):
-            return state[len(root) + 1:]
+            return state[len(root) + 1 :]
         return self.ids.get(state, state)
 
     def spends(self) -> list[str]:
@@ -165,16 +180,30 @@ def state_costs(runs: QuerySet[Run] | Run, machine: Machine | None = None, measu
     for path in paths.spends():
         cost(machine.id + ("." + path if path else ""), "")  # type: ignore[union-attr]
 
-    turns = (TurnRecord.objects.filter(**where).order_by().annotate(prefix=_child_prefix("agent"))
-             .values("state", "prefix").annotate(n=Count("id")))
+    turns = (
+        TurnRecord.objects.filter(**where)
+        .order_by()
+        .annotate(prefix=_child_prefix("agent"))
+        .values("state", "prefix")
+        .annotate(n=Count("id"))
+    )
     for row in turns:
         cost(row["state"], row["prefix"]).turns += row["n"]
 
-    calls = (ModelCall.objects.filter(**where).order_by().annotate(prefix=_child_prefix("turn__agent"))
-             .values("turn__state", "prefix")
-             .annotate(n=Count("id"), input=Sum("input_tokens"), output=Sum("output_tokens"),
-                       cache_read=Sum("cache_read_tokens"), cache_write=Sum("cache_write_tokens"),
-                       latency=Sum("latency_ms")))
+    calls = (
+        ModelCall.objects.filter(**where)
+        .order_by()
+        .annotate(prefix=_child_prefix("turn__agent"))
+        .values("turn__state", "prefix")
+        .annotate(
+            n=Count("id"),
+            input=Sum("input_tokens"),
+            output=Sum("output_tokens"),
+            cache_read=Sum("cache_read_tokens"),
+            cache_write=Sum("cache_write_tokens"),
+            latency=Sum("latency_ms"),
+        )
+    )
     for row in calls:
         c = cost(row["turn__state"], row["prefix"])
         c.calls += row["n"]
@@ -184,22 +213,33 @@ def state_costs(runs: QuerySet[Run] | Run, machine: Machine | None = None, measu
         c.cache_write_tokens += row["cache_write"] or 0
         c.latency_ms += row["latency"] or 0.0
 
-    effects = (EffectRecord.objects.filter(**where).order_by().annotate(prefix=_child_prefix("effect"))
-               .values("state", "prefix").annotate(n=Count("id"), duration=Sum("duration_ms")))
+    effects = (
+        EffectRecord.objects.filter(**where)
+        .order_by()
+        .annotate(prefix=_child_prefix("effect"))
+        .values("state", "prefix")
+        .annotate(n=Count("id"), duration=Sum("duration_ms"))
+    )
     for row in effects:
         c = cost(row["state"], row["prefix"], effect=True)
         c.effects += row["n"]
         c.effect_ms += row["duration"] or 0.0
 
     latencies: dict[str, list[float]] = {}
-    for state, prefix, value in (ModelCall.objects.filter(latency_ms__isnull=False, **where).order_by()
-                                 .annotate(prefix=_child_prefix("turn__agent"))
-                                 .values_list("turn__state", "prefix", "latency_ms")):
+    for state, prefix, value in (
+        ModelCall.objects.filter(latency_ms__isnull=False, **where)
+        .order_by()
+        .annotate(prefix=_child_prefix("turn__agent"))
+        .values_list("turn__state", "prefix", "latency_ms")
+    ):
         latencies.setdefault(cost(state, prefix).path, []).append(value)
     durations: dict[str, list[float]] = {}
-    for state, prefix, value in (EffectRecord.objects.filter(duration_ms__isnull=False, **where).order_by()
-                                 .annotate(prefix=_child_prefix("effect"))
-                                 .values_list("state", "prefix", "duration_ms")):
+    for state, prefix, value in (
+        EffectRecord.objects.filter(duration_ms__isnull=False, **where)
+        .order_by()
+        .annotate(prefix=_child_prefix("effect"))
+        .values_list("state", "prefix", "duration_ms")
+    ):
         durations.setdefault(cost(state, prefix, effect=True).path, []).append(value)
     for path, c in costs.items():
         c.latency_p50_ms, c.latency_p95_ms = (percentile(latencies.get(path, ()), q) for q in (50, 95))
@@ -215,6 +255,7 @@ def state_costs(runs: QuerySet[Run] | Run, machine: Machine | None = None, measu
 
 # -- on the graph ------------------------------------------------------------------------------------------------
 
+
 def heat_of(costs: Iterable[StateCost]) -> dict[str, float]:
     """The heat of every state that spent anything (a state nothing ran in is left undrawn, not drawn cold)."""
     return {c.path: c.heat for c in costs if c.spent and c.on_graph}
@@ -226,14 +267,18 @@ def titles_of(costs: Iterable[StateCost]) -> dict[str, str]:
 
 
 def title(c: StateCost) -> str:
-    lines = [f"{c.turns} Turn{'s' if c.turns != 1 else ''}, {c.calls} model call{'s' if c.calls != 1 else ''}",
-             f"tokens in {c.input_tokens:,}, out {c.output_tokens:,}; cache read {c.cache_read_tokens:,}, "
-             f"write {c.cache_write_tokens:,}"]
+    lines = [
+        f"{c.turns} Turn{'s' if c.turns != 1 else ''}, {c.calls} model call{'s' if c.calls != 1 else ''}",
+        f"tokens in {c.input_tokens:,}, out {c.output_tokens:,}; cache read {c.cache_read_tokens:,}, "
+        f"write {c.cache_write_tokens:,}",
+    ]
     if c.calls:
         lines.append(f"model latency p50 {fmt_ms(c.latency_p50_ms)}, p95 {fmt_ms(c.latency_p95_ms)}")
     if c.effects:
-        lines.append(f"{c.effects} Effect{'s' if c.effects != 1 else ''}, duration p50 {fmt_ms(c.effect_p50_ms)}, "
-                     f"p95 {fmt_ms(c.effect_p95_ms)}")
+        lines.append(
+            f"{c.effects} Effect{'s' if c.effects != 1 else ''}, duration p50 {fmt_ms(c.effect_p50_ms)}, "
+            f"p95 {fmt_ms(c.effect_p95_ms)}"
+        )
     lines.append(f"time {fmt_ms(c.time_ms)} (model latency + Effects), heat {round(c.heat * 100)}%")
     return "\n".join(lines)
 
@@ -265,15 +310,15 @@ _BY_KEY = {key: (header, value, show) for key, header, value, show in COLUMNS}
 class Column:
     key: str
     header: str
-    query: str        # the query string that sorts by this column (descending first; again: the other way)
-    sorted: str       # "asc", "desc" or ""
+    query: str  # the query string that sorts by this column (descending first; again: the other way)
+    sorted: str  # "asc", "desc" or ""
     numeric: bool
 
 
 @dataclass
 class Row:
     cost: StateCost
-    level: int        # the heat step 0..4, as on the graph
+    level: int  # the heat step 0..4, as on the graph
     cells: list[str]  # after the state's own cell
 
 
@@ -320,8 +365,9 @@ def cost_table(costs: Iterable[StateCost], sort: str, query: Callable[[str], str
     return CostTable(columns, out, sort)
 
 
-def cost_section(params: QueryDict | None, runs: QuerySet[Run] | Run, machine: Machine | None, svg: str,
-                 base: str) -> dict[str, Any]:
+def cost_section(
+    params: QueryDict | None, runs: QuerySet[Run] | Run, machine: Machine | None, svg: str, base: str
+) -> dict[str, Any]:
     """The section "Cost and time per state": the table sorted by `?sort=`, the heat by `?overlay=tokens|time` (by
     tokens when off), and the graph with the overlay when `?overlay=` names a measure. Its links go to `base` (the
     page's own address: a form's failed POST renders this page at another one) and keep the page's other
@@ -338,9 +384,12 @@ def cost_section(params: QueryDict | None, runs: QuerySet[Run] | Run, machine: M
 
     out: dict[str, Any] = {
         "costs": cost_table(found, params.get("sort", ""), lambda sort: link(sort=sort) + "#costs"),
-        "cost_runs": count, "cost_measure": overlay or "tokens", "cost_overlay": overlay,
+        "cost_runs": count,
+        "cost_measure": overlay or "tokens",
+        "cost_overlay": overlay,
         "cost_links": [(m, link(overlay=m)) for m in MEASURES] + [("off", link(overlay=None))],
-        "cost_spent": any(c.spent for c in found), "cost_of_run": isinstance(runs, Run),
+        "cost_spent": any(c.spent for c in found),
+        "cost_of_run": isinstance(runs, Run),
         "cost_measured": any(c.heat > 0 for c in found),
         "cost_root": machine.id if machine is not None else "",
     }

@@ -10,6 +10,7 @@ Cursors: a step is its journal `seq` (1, 2, ... with no holes); a Turn is its re
 made as Turns start, so keys grow with time); a line is its message's key (a Turn's messages in the order they
 were written).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,19 +19,44 @@ from typing import Any
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from engine.models import EffectRecord, JournalEntry, ModelCall, TurnMessage, TurnRecord
-from engine.core.journal.replay import describe
-
 from console.pages.conversation import Line, TurnView, conversation_lines
+from engine.core.journal.replay import describe
+from engine.models import EffectRecord, JournalEntry, ModelCall, TurnMessage, TurnRecord
 
-__all__ = ["STEP_PAGE", "STEP_HEAD", "TURN_PAGE", "StepView", "StepPage", "TurnItem", "TurnPage", "Summary",
-           "Feeds", "step_page", "steps_around", "turn_page", "turn_lines", "summary", "head", "cursor"]
+__all__ = [
+    "STEP_PAGE",
+    "STEP_HEAD",
+    "TURN_PAGE",
+    "StepView",
+    "StepPage",
+    "TurnItem",
+    "TurnPage",
+    "Summary",
+    "Feeds",
+    "step_page",
+    "steps_around",
+    "turn_page",
+    "turn_lines",
+    "summary",
+    "head",
+    "cursor",
+]
 
-STEP_PAGE = 50     # steps per page
-STEP_HEAD = 10     # steps a live update carries (a page that missed more gets a loader for the gap)
-CALL_FIELDS = ("turn_id", "seq", "status", "model", "scripted", "latency_ms", "input_tokens", "output_tokens",
-               "cache_read_tokens", "stop_reason")  # what a line shows of a model call (not its request/response)
-TURN_PAGE = 100    # messages per page of Turns (whole Turns while they fit; at least one Turn, cut if longer)
+STEP_PAGE = 50  # steps per page
+STEP_HEAD = 10  # steps a live update carries (a page that missed more gets a loader for the gap)
+CALL_FIELDS = (
+    "turn_id",
+    "seq",
+    "status",
+    "model",
+    "scripted",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "stop_reason",
+)  # what a line shows of a model call (not its request/response)
+TURN_PAGE = 100  # messages per page of Turns (whole Turns while they fit; at least one Turn, cut if longer)
 
 
 @dataclass(frozen=True)
@@ -114,24 +140,31 @@ def cursor(raw: str | None, name: str) -> int | None:
 def summary(run_id: str, last_seq: int) -> Summary:
     """How big the run is: its steps (the last journal seq), Turns, messages and model calls (three counts on
     indexed columns)."""
-    return Summary(steps=last_seq, turns=TurnRecord.objects.filter(run_id=run_id).count(),
-                   messages=TurnMessage.objects.filter(run_id=run_id).count(),
-                   model_calls=ModelCall.objects.filter(run_id=run_id).count())
+    return Summary(
+        steps=last_seq,
+        turns=TurnRecord.objects.filter(run_id=run_id).count(),
+        messages=TurnMessage.objects.filter(run_id=run_id).count(),
+        model_calls=ModelCall.objects.filter(run_id=run_id).count(),
+    )
 
 
 # -- steps ---------------------------------------------------------------------------------------------------------
+
 
 def step_page(run_id: str, before: int | None = None, after: int = 0, limit: int = STEP_PAGE) -> StepPage:
     """The newest `limit` steps below `before` (all when None) and above `after`, said in words."""
     rows = JournalEntry.objects.filter(run_id=run_id, seq__gt=after)
     if before is not None:
         rows = rows.filter(seq__lt=before)
-    found = list(rows.order_by("-seq").values_list("seq", "kind", "entry", "at")[:limit + 1])
+    found = list(rows.order_by("-seq").values_list("seq", "kind", "entry", "at")[: limit + 1])
     more = len(found) > limit
     found = found[:limit]
     effects = {str(entry.get("effect")) for _, kind, entry, _ in found if kind.startswith("effect_")}
-    slots = dict(EffectRecord.objects.filter(run_id=run_id, effect__in=effects).values_list("effect", "slot")) \
-        if effects else {}
+    slots = (
+        dict(EffectRecord.objects.filter(run_id=run_id, effect__in=effects).values_list("effect", "slot"))
+        if effects
+        else {}
+    )
     steps = [StepView(seq, kind, describe(entry, slots), at) for seq, kind, entry, at in found]
     return StepPage(steps, steps[-1].seq if more and steps else None, after)
 
@@ -147,14 +180,16 @@ def steps_around(run_id: str, step: int, head: StepPage) -> StepPage | None:
 
 # -- Turns ---------------------------------------------------------------------------------------------------------
 
+
 def turn_page(run_id: str, before: int | None = None, after: int = 0, budget: int = TURN_PAGE) -> TurnPage:
     """The newest Turns below `before` and above `after` while their messages fit in `budget` (at least one Turn;
     a longer one shows its last `budget` messages and says how many came before)."""
     rows = TurnRecord.objects.filter(run_id=run_id, pk__gt=after)
     if before is not None:
         rows = rows.filter(pk__lt=before)
-    candidates = list(rows.order_by("-pk").defer("system", "prompt", "dials")
-                      .annotate(n=Count("messages"))[:budget + 1])
+    candidates = list(
+        rows.order_by("-pk").defer("system", "prompt", "dials").annotate(n=Count("messages"))[: budget + 1]
+    )
     chosen: list[tuple[TurnRecord, int]] = []
     used = 0
     for record in candidates:
@@ -165,15 +200,20 @@ def turn_page(run_id: str, before: int | None = None, after: int = 0, budget: in
         used += size
     more = len(chosen) < len(candidates)
     ids = [record.pk for record, _ in chosen]
-    totals = {row["turn_id"]: row for row in ModelCall.objects.filter(turn_id__in=ids).values("turn_id").annotate(
-        calls=Count("id"), ms=Sum("latency_ms"))}
+    totals = {
+        row["turn_id"]: row
+        for row in ModelCall.objects.filter(turn_id__in=ids)
+        .values("turn_id")
+        .annotate(calls=Count("id"), ms=Sum("latency_ms"))
+    }
     short = [record.pk for record, size in chosen if size <= budget]
     messages: dict[int, list[TurnMessage]] = {}
     for message in TurnMessage.objects.filter(turn_id__in=short).order_by("turn_id", "pk"):
         messages.setdefault(message.turn_id, []).append(message)
     calls: dict[int, list[ModelCall]] = {}
-    for call in (ModelCall.objects.filter(turn_id__in=short, status=ModelCall.Status.DONE)
-                 .only(*CALL_FIELDS).order_by("seq")):
+    for call in (
+        ModelCall.objects.filter(turn_id__in=short, status=ModelCall.Status.DONE).only(*CALL_FIELDS).order_by("seq")
+    ):
         calls.setdefault(call.turn_id, []).append(call)
     items = []
     for record, size in chosen:
@@ -203,8 +243,11 @@ def _window(turn_pk: int, before: int | None, limit: int) -> tuple[list[Line], i
     left = TurnMessage.objects.filter(turn_id=turn_pk, pk__lt=start).count()
     replies_before = TurnMessage.objects.filter(turn_id=turn_pk, pk__lt=start, kind="reply").count()
     replies = sum(1 for m in found if m.kind == "reply")
-    own = list(ModelCall.objects.filter(turn_id=turn_pk, status=ModelCall.Status.DONE).only(*CALL_FIELDS)
-               .order_by("seq")[replies_before:replies_before + replies])
+    own = list(
+        ModelCall.objects.filter(turn_id=turn_pk, status=ModelCall.Status.DONE)
+        .only(*CALL_FIELDS)
+        .order_by("seq")[replies_before : replies_before + replies]
+    )
     return conversation_lines(found, own), (start if left else None), left
 
 

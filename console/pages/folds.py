@@ -6,6 +6,7 @@ page to page and run to run of that workflow, and needs no table): `{"<workflow>
 Paths the Machine no longer has are dropped when read; a path that is not a collapsible state is refused when
 written, and nothing is saved.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,10 +14,9 @@ from typing import Any
 from django.http import Http404, HttpRequest
 from django.urls import reverse
 
-from engine.models import Run
-from engine.core.workflow import Machine
-
 from console.pages import graph
+from engine.core.workflow import Machine
+from engine.models import Run
 
 __all__ = ["SESSION_KEY", "folds_key", "folds_for", "child_machine", "graph_context"]
 
@@ -52,8 +52,9 @@ def folds_for(request: HttpRequest | None, name: str, machine: Machine, invokes:
     return [path for path in kept if path in allowed]
 
 
-def graph_context(request: HttpRequest | None, name: str, machine: Machine, invokes: str = "",
-                  run: Run | None = None) -> dict[str, Any]:
+def graph_context(
+    request: HttpRequest | None, name: str, machine: Machine, invokes: str = "", run: Run | None = None
+) -> dict[str, Any]:
     """What the graph panel (templates/console/graph/_panel.html) needs: the drawing with this user's folds, lit for
     `run` when given, and the addresses its controls use."""
     folds = folds_for(request, name, machine, invokes)
@@ -62,7 +63,12 @@ def graph_context(request: HttpRequest | None, name: str, machine: Machine, invo
         view = run.view or {}
         svg = graph.lit_svg(svg, view.get("active", []), view.get("visited", []))
     here = f"{invokes.strip('/')}/" if invokes.strip("/") else ""
-    return {"svg": svg, "folds": folds, "collapsible": graph.collapsible(machine), "graph_machine": invokes,
-            "folds_url": reverse("console:graph-folds", args=[name]),
-            "machine_base": reverse("console:workflow", args=[name]) + "machines/" + here,
-            "graph_run": run.id if run is not None else ""}
+    return {
+        "svg": svg,
+        "folds": folds,
+        "collapsible": graph.collapsible(machine),
+        "graph_machine": invokes,
+        "folds_url": reverse("console:graph-folds", args=[name]),
+        "machine_base": reverse("console:workflow", args=[name]) + "machines/" + here,
+        "graph_run": run.id if run is not None else "",
+    }

@@ -1,16 +1,16 @@
 """Forking a run from a step: the Session as it was after the step, rebuilt from the journal (console/pages/
 replaying.py), and the fork form's inputs read back. The host makes the fork (`Host.fork_run`)."""
+
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from engine.models import JournalEntry, Run
-from engine.core.journal.replay import describe
-from engine.core.session import SessionError
-
 from console.pages.replaying import session_at
 from console.pages.runview import machine_of
+from engine.core.journal.replay import describe
+from engine.core.session import SessionError
+from engine.models import JournalEntry, Run
 
 __all__ = ["fork_page", "fork_inputs"]
 
@@ -24,12 +24,24 @@ def fork_page(run: Run, step_text: str) -> dict[str, Any]:
     except ValueError:
         step = last
     entry = JournalEntry.objects.filter(run=run, seq=step).values_list("entry", flat=True).first() or {}
-    page: dict[str, Any] = {"run": run, "step": step, "last": last, "words": describe(entry), "errors": [],
-                            "gates": [], "context_text": "", "answer": "", "answer_input": "{}"}
+    page: dict[str, Any] = {
+        "run": run,
+        "step": step,
+        "last": last,
+        "words": describe(entry),
+        "errors": [],
+        "gates": [],
+        "context_text": "",
+        "answer": "",
+        "answer_input": "{}",
+    }
     machine = machine_of(run.workflow)
     if machine is None or machine.digest != run.digest:
-        page["errors"].append(f'the workflow "{run.workflow}" ' + ("does not load here" if machine is None else
-                              "changed shape since this run was written") + ", so the run cannot be forked")
+        page["errors"].append(
+            f'the workflow "{run.workflow}" '
+            + ("does not load here" if machine is None else "changed shape since this run was written")
+            + ", so the run cannot be forked"
+        )
         return page
     try:
         session = session_at(run, machine, step)
@@ -37,15 +49,30 @@ def fork_page(run: Run, step_text: str) -> dict[str, Any]:
         page["errors"].append(f"this step cannot be rebuilt on the workflow: {err}")
         return page
     page.update(
-        status=session.status, active=session.active_paths, original_context=session.context,
+        status=session.status,
+        active=session.active_paths,
+        original_context=session.context,
         context_text=json.dumps(session.context, indent=2, ensure_ascii=False, sort_keys=True, default=str),
-        gates=[{"id": gate.id, "path": gate.path, "events": [
-            {"value": f"{gate.id}|{event}", "event": event,
-             "fields": ", ".join(machine.events[event].input.model_fields) if event in machine.events else ""}
-            for event in gate.accepts]} for gate in session.gates])
+        gates=[
+            {
+                "id": gate.id,
+                "path": gate.path,
+                "events": [
+                    {
+                        "value": f"{gate.id}|{event}",
+                        "event": event,
+                        "fields": ", ".join(machine.events[event].input.model_fields)
+                        if event in machine.events
+                        else "",
+                    }
+                    for event in gate.accepts
+                ],
+            }
+            for gate in session.gates
+        ],
+    )
     if session.status != "active":
-        page["errors"].append(f"after step {step} the run had already ended ({session.status}); pick an earlier "
-                              "step")
+        page["errors"].append(f"after step {step} the run had already ended ({session.status}); pick an earlier step")
     return page
 
 

@@ -4,10 +4,12 @@ its description, marked required, with its default.
 The form only shapes what the browser sends. Validation is the engine's: `check(model, data)` runs the pydantic model
 itself and puts each error at its field, and the engine validates again when the input is delivered.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from django import forms
 from pydantic import BaseModel, ValidationError
@@ -53,8 +55,11 @@ class SchemaForm(forms.Form):
 
     def cleaned_input(self) -> dict[str, Any]:
         """The submitted values, leaving out optional fields left empty (so the model's defaults apply)."""
-        return {name: value for name, value in self.cleaned_data.items()
-                if not (value in ("", None) and not self.fields[name].required)}
+        return {
+            name: value
+            for name, value in self.cleaned_data.items()
+            if not (value in ("", None) and not self.fields[name].required)
+        }
 
 
 def _resolve(prop: Mapping[str, Any], definitions: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,8 +80,9 @@ def _field(prop: Mapping[str, Any], required: bool) -> forms.Field:
     label = prop.get("description") or prop.get("title") or ""
     common: dict[str, Any] = {"required": required, "label": label}
     if "default" in prop and prop["default"] is not None:
-        common["initial"] = prop["default"] if not isinstance(prop["default"], (list, dict)) else \
-            json.dumps(prop["default"])
+        common["initial"] = (
+            prop["default"] if not isinstance(prop["default"], (list, dict)) else json.dumps(prop["default"])
+        )
     kind = prop.get("type")
     if "enum" in prop or "const" in prop:
         values = prop.get("enum") or [prop.get("const")]
@@ -93,8 +99,9 @@ def _field(prop: Mapping[str, Any], required: bool) -> forms.Field:
     return TextField(widget=forms.Textarea(attrs={"rows": 2}), strip=False, **common)
 
 
-def schema_form(model: type[BaseModel] | None, data: Any = None, prefix: str | None = None,
-                auto_id: str = "id_%s") -> SchemaForm:
+def schema_form(
+    model: type[BaseModel] | None, data: Any = None, prefix: str | None = None, auto_id: str = "id_%s"
+) -> SchemaForm:
     """`auto_id` keeps element ids apart when a page holds several forms; the inputs stay named after the fields."""
     return SchemaForm(model.model_json_schema() if model is not None else {}, data, prefix=prefix, auto_id=auto_id)
 

@@ -8,28 +8,45 @@ A rejecting event (its name starts with reject, deny, decline, refuse or withdra
 own input: a `reason` field of the event's model, put first on its form (the `r` key goes there). An event named so
 without a `reason` field is marked on its form, so the workflow's author can add one.
 """
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from console.pages.forms import SchemaForm, check, schema_form
+from console.pages.links import query_with
+from console.pages.runview import machine_of
 from engine.models import GateRecord, Run
 from engine.runtime.errors import NoHost
 from engine.web.hosting import ready_host
 
-from console.pages.forms import SchemaForm, check, schema_form
-from console.pages.links import query_with
-from console.pages.runview import machine_of
-
-__all__ = ["InboxItem", "EventForm", "open_gates", "open_count", "inbox_items", "item_for", "rejecting",
-           "inbox_query", "Result", "Outcome", "Batch", "check_batch", "answer_many", "closed", "ORDERS", "MAX_BATCH",
-           "SHOWN"]
+__all__ = [
+    "InboxItem",
+    "EventForm",
+    "open_gates",
+    "open_count",
+    "inbox_items",
+    "item_for",
+    "rejecting",
+    "inbox_query",
+    "Result",
+    "Outcome",
+    "Batch",
+    "check_batch",
+    "answer_many",
+    "closed",
+    "ORDERS",
+    "MAX_BATCH",
+    "SHOWN",
+]
 
 ORDERS = ("oldest", "newest")
 REJECTING = ("reject", "deny", "decline", "refuse", "withdraw")
@@ -77,8 +94,11 @@ def open_count() -> int:
 def inbox_query(filters: Mapping[str, str]) -> str:
     """The inbox's filters as its query string (the default order left out), for the links and forms on it."""
     order = filters.get("order", "")
-    return query_with(workflow=filters.get("workflow") or None, gate=filters.get("gate") or None,
-                      order=None if order in ("", "oldest") else order)
+    return query_with(
+        workflow=filters.get("workflow") or None,
+        gate=filters.get("gate") or None,
+        order=None if order in ("", "oldest") else order,
+    )
 
 
 def event_forms(record: GateRecord, data: Any = None, only: str = "") -> list[EventForm]:
@@ -90,8 +110,9 @@ def event_forms(record: GateRecord, data: Any = None, only: str = "") -> list[Ev
         if only and name != only:
             continue
         event = machine.gate_event(record.gate, name) if machine is not None else None
-        form = schema_form(event.input if event else None, data if name == only else None,
-                           auto_id=f"id_inbox_{record.pk}_{name}_%s")
+        form = schema_form(
+            event.input if event else None, data if name == only else None, auto_id=f"id_inbox_{record.pk}_{name}_%s"
+        )
         has_reason = "reason" in form.fields
         if has_reason and rejecting(name):
             form.fields = {"reason": form.fields.pop("reason"), **form.fields}
@@ -111,8 +132,8 @@ class Result(StrEnum):
     """What became of one Gate of a batch."""
 
     DELIVERED = "delivered"
-    CLOSED = "closed"       # answered elsewhere, or the run moved on
-    REFUSED = "refused"     # in the engine's words
+    CLOSED = "closed"  # answered elsewhere, or the run moved on
+    REFUSED = "refused"  # in the engine's words
 
 
 @dataclass
@@ -150,14 +171,26 @@ def check_batch(ids: list[str], event: str, data: Any) -> Batch:
     records = [found[i] for i in dict.fromkeys(ids)]
     kinds = sorted({f"{r.workflow} {r.gate}" for r in records})
     if len(kinds) > 1:
-        return Batch(records, event, None, None, "select Gates of one kind (one workflow, one Gate) to answer "
-                                                 f"them together; these are {len(kinds)}: {'; '.join(kinds)}")
+        return Batch(
+            records,
+            event,
+            None,
+            None,
+            "select Gates of one kind (one workflow, one Gate) to answer "
+            f"them together; these are {len(kinds)}: {'; '.join(kinds)}",
+        )
     first = records[0]
     machine = machine_of(first.workflow)
     definition = machine.gate_event(first.gate, event) if machine is not None else None
     if definition is None:
-        return Batch(records, event, None, None, f'Gate "{first.gate}" of workflow "{first.workflow}" does not take '
-                                                 f'"{event}" (it takes: {", ".join(first.accepts) or "nothing"})')
+        return Batch(
+            records,
+            event,
+            None,
+            None,
+            f'Gate "{first.gate}" of workflow "{first.workflow}" does not take '
+            f'"{event}" (it takes: {", ".join(first.accepts) or "nothing"})',
+        )
     form = next(f.form for f in event_forms(first, data, only=event))
     return Batch(records, event, form, check(form, definition.input))
 
@@ -176,9 +209,10 @@ async def _deliver(host: Any, record: GateRecord, batch: Batch, username: str) -
     if fresh is None or fresh.closed_at is not None:
         return await sync_to_async(closed)(fresh or record)
     try:
-        delivery = await host.deliver(record.run_id, "gate", gate=record.gate, event=batch.event,
-                                      params=dict(batch.values or {}), by=username)
-    except Exception as err:  # noqa: BLE001 - the run ended or is not driven here: closed for this answer
+        delivery = await host.deliver(
+            record.run_id, "gate", gate=record.gate, event=batch.event, params=dict(batch.values or {}), by=username
+        )
+    except Exception as err:
         return Outcome(record, Result.CLOSED, f"the run is no longer live here: {err}")
     if delivery.outcome == "delivered":
         return Outcome(record, Result.DELIVERED)

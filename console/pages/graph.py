@@ -34,6 +34,7 @@ Edges to and from compound states end at the cluster's border (`compound=true`, 
 invisible anchor node in each cluster). Everything that comes from a workflow (keys, event and guard names, slot
 names, ids) is escaped; the SVG never carries markup or a `javascript:` URL from a name.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,21 +43,31 @@ import re
 import threading
 import urllib.parse
 import weakref
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import graphviz
 from graphviz.quoting import quote
 
+from console.pages.cache import LRU
 from engine.core.routes import SeatGuard, SentBy
 from engine.core.slots import AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.statechart.nodes import InvokeDef, StateNode, Transition
 from engine.core.statechart.selection import history_default_targets
 from engine.core.workflow import Machine
 
-from console.pages.cache import LRU
-
-__all__ = ["machine_svg", "lit_svg", "guard_text", "overlay_svg", "heat_level", "state_paths", "state_dom_id",
-           "GraphError", "collapsible", "clear_cache"]
+__all__ = [
+    "machine_svg",
+    "lit_svg",
+    "guard_text",
+    "overlay_svg",
+    "heat_level",
+    "state_paths",
+    "state_dom_id",
+    "GraphError",
+    "collapsible",
+    "clear_cache",
+]
 
 CACHE_SIZE = 128  # drawings kept (one per Machine shape and label set; a Console has a handful of Workflows)
 LIT_CACHE_SIZE = 32  # SVGs whose state groups are indexed for `lit_svg`
@@ -226,10 +237,10 @@ _FINAL = _attrs(shape="doublecircle", margin="0.02")
 _REGION_NODE = _attrs(style="rounded,filled,dashed")
 _EDGE_KIND = {kind: "" if kind == "event" else " " + _attrs(**style) for kind, style in EDGE_STYLES.items()}
 _CLUSTER = {"compound": "", "parallel": " " + _attrs(penwidth="2"), "region": " " + _attrs(style="rounded,dashed")}
-_PARALLEL_ROW = ('<tr><td align="left" cellpadding="0"><font point-size="8" color="#6b7280">parallel</font>'
-                 '</td></tr>')
-_FOLDED_ROW = ('<tr><td align="left" cellpadding="1"><font point-size="8" color="#4b5563">⊞ {n} state{s} inside'
-               '</font></td></tr>')
+_PARALLEL_ROW = '<tr><td align="left" cellpadding="0"><font point-size="8" color="#6b7280">parallel</font></td></tr>'
+_FOLDED_ROW = (
+    '<tr><td align="left" cellpadding="1"><font point-size="8" color="#4b5563">⊞ {n} state{s} inside</font></td></tr>'
+)
 _COLLAPSED = _attrs(style="rounded,filled,bold", fillcolor="#f9fafb", peripheries="2")
 
 
@@ -242,12 +253,33 @@ class _Drawing:
         self.collapsed = collapsed
         self.inside: dict[StateNode, StateNode] = {}  # a state inside a collapsed one -> the collapsed one drawn
         self.graph = graphviz.Digraph("jr2graph")
-        self.graph.attr(compound="true", rankdir="TB", fontname=FONT, fontsize="11", nodesep="0.3",
-                        ranksep="0.4", bgcolor="transparent", newrank="true",
-                        # inherited by every cluster
-                        color="#6b7280", penwidth="1.2", labeljust="l", style="rounded")
-        self.graph.attr("node", fontname=FONT, fontsize="11", shape="box", style="rounded,filled",
-                        fillcolor="white", color="#4b5563", penwidth="1.2", margin="0.08,0.04", height="0.3")
+        self.graph.attr(
+            compound="true",
+            rankdir="TB",
+            fontname=FONT,
+            fontsize="11",
+            nodesep="0.3",
+            ranksep="0.4",
+            bgcolor="transparent",
+            newrank="true",
+            # inherited by every cluster
+            color="#6b7280",
+            penwidth="1.2",
+            labeljust="l",
+            style="rounded",
+        )
+        self.graph.attr(
+            "node",
+            fontname=FONT,
+            fontsize="11",
+            shape="box",
+            style="rounded,filled",
+            fillcolor="white",
+            color="#4b5563",
+            penwidth="1.2",
+            margin="0.08,0.04",
+            height="0.3",
+        )
         self.graph.attr("edge", fontname=FONT, fontsize="9", arrowsize="0.7", **EDGE_STYLES["event"])
         self.groups: dict[str, tuple[str, str, str, str]] = {}  # token -> (DOM id, classes, title, data-machines)
         self.name: dict[StateNode, str] = {}  # the DOT node an edge to or from the state uses
@@ -279,8 +311,9 @@ class _Drawing:
         folded = bool(node.states) and node.parent is not None and path in self.collapsed
         if folded:
             classes.append("state-collapsed")
-        machines = " ".join(urllib.parse.quote(invoke_id, safe="")
-                            for invoke_id, _ in self.machine.child_machines(node))
+        machines = " ".join(
+            urllib.parse.quote(invoke_id, safe="") for invoke_id, _ in self.machine.child_machines(node)
+        )
         ident = self.token(state_dom_id(path), " ".join(classes), self.title(node), machines)
         if node.states and not folded:
             self.cluster(parent, node, ident, region)
@@ -351,12 +384,16 @@ class _Drawing:
             slot = self.machine.slots.get(inv.src) if isinstance(inv.src, str) else None
             if isinstance(slot, EffectSlot):
                 text += f" ({slot.effect})"
-            rows.append(f'<tr><td align="left" bgcolor="{background}" cellpadding="2"><font color="{colour}" '
-                        f'point-size="9">{_html(text)}</font></td></tr>')
+            rows.append(
+                f'<tr><td align="left" bgcolor="{background}" cellpadding="2"><font color="{colour}" '
+                f'point-size="9">{_html(text)}</font></td></tr>'
+            )
         for t in _own_transitions(node):
             if t.target is None:
-                rows.append('<tr><td align="left" cellpadding="0"><font point-size="8" color="#4b5563">'
-                            f'↺ {_html(self.edge_text(t)[1])}</font></td></tr>')
+                rows.append(
+                    '<tr><td align="left" cellpadding="0"><font point-size="8" color="#4b5563">'
+                    f"↺ {_html(self.edge_text(t)[1])}</font></td></tr>"
+                )
         return '<<table border="0" cellborder="0" cellspacing="0">' + "".join(rows) + "</table>>"
 
     # -- transitions ----------------------------------------------------------------------------------------
@@ -405,8 +442,7 @@ class _Drawing:
         if target in self.clustered and target is not source and target not in source.ancestor_set:
             attrs += f" lhead=cluster_s{target.order}"
         self.edge_count += 1
-        ident = self.token(f"edge-{self.edge_count}", f"edge-{kind}",
-                           f"{self.title(source)} → {self.title(target)}")
+        ident = self.token(f"edge-{self.edge_count}", f"edge-{kind}", f"{self.title(source)} → {self.title(target)}")
         label = f" label={quote(_plain(text))}" if text else ""
         self.graph.body.append(f"\t{self.name[source]} -> {self.name[target]} [id={ident}{label}{attrs}]\n")
 
@@ -544,7 +580,7 @@ def _lit_template(svg: str, remember: bool = True) -> tuple[list[str], list[str]
         return found
     pieces, paths, last = [], [], 0
     for match in _STATE_GROUP.finditer(svg):
-        pieces.append(svg[last:match.end()])
+        pieces.append(svg[last : match.end()])
         paths.append(html.unescape(match.group(1)))
         last = match.end()
     pieces.append(svg[last:])

@@ -1,5 +1,6 @@
 """Links that keep a page's other parameters: every view of a page (its sort, its overlay, its filters, its page
 number) is a URL that can be bookmarked and shared."""
+
 from __future__ import annotations
 
 from django.http import QueryDict

@@ -5,20 +5,19 @@ each commit (console/consumers/), so a page and its live fragments always agree.
 A run's regions are rendered once per commit and kind of viewer (what they may do, which seats they hold) and
 kept a while: 500 open pages of a run cost a render or two a commit.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 from django.template.loader import render_to_string
 
-from engine.models import Run
-
 from console.access import can
 from console.pages.cache import LRU
 from console.pages.runview import run_page
+from engine.models import Run
 
-__all__ = ["REGIONS", "Regions", "permission_flags", "render_regions", "run_regions", "live_counts",
-           "workflow_stats"]
+__all__ = ["REGIONS", "Regions", "permission_flags", "render_regions", "run_regions", "live_counts", "workflow_stats"]
 
 REGIONS: tuple[str, ...] = ("_status", "_lit", "_context", "_gates", "_seats", "_now", "_output", "_turns")
 REGIONS += ("_summary", "_steps")  # the history's size and newest steps (console/pages/feeds.py)
@@ -43,8 +42,10 @@ def render_regions(run_id: str, user: Any) -> tuple[Regions | None, str, tuple[s
     found = _cache.get(key)
     if found is not None:
         return found, key[1], page.held
-    regions = {name: render_to_string(f"console/run/{name}.html", {"page": page, "run": page.run, "oob": True})
-               for name in REGIONS}
+    regions = {
+        name: render_to_string(f"console/run/{name}.html", {"page": page, "run": page.run, "oob": True})
+        for name in REGIONS
+    }
     return _cache.put(key, regions), key[1], page.held
 
 

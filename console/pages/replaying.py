@@ -1,21 +1,21 @@
 """A run as it was after a step of its journal: the Session restored from the nearest snapshot at or before the
 step, then the journal entries up to it applied again (no model, no Effect: their answers are in the journal).
 The replay page steps through them, and replays the whole run against the current Machine on request."""
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
 
-from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage
-from engine.core.journal.replay import describe, replay
-from engine.core.session import HOST_KINDS, Session, SessionError
-from engine.core.journal.trace import start_session
-from engine.core.workflow import Machine
-
 from console.pages import graph
 from console.pages.conversation import conversation_lines
 from console.pages.runview import machine_of
+from engine.core.journal.replay import describe, replay
+from engine.core.journal.trace import start_session
+from engine.core.session import HOST_KINDS, Session, SessionError
+from engine.core.workflow import Machine
+from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage
 
 __all__ = ["Step", "steps_of", "session_at", "replay_page"]
 
@@ -71,8 +71,14 @@ def replay_page(run: Run, step_text: str | None, rerun: bool) -> dict[str, Any] 
         step = min(max(int(step_text if step_text is not None else len(steps)), 1), len(steps))
     except ValueError:
         step = len(steps)
-    page: dict[str, Any] = {"run": run, "steps": steps, "step": step, "current": steps[step - 1],
-                            "machine": machine, "speeds": SPEEDS}
+    page: dict[str, Any] = {
+        "run": run,
+        "steps": steps,
+        "step": step,
+        "current": steps[step - 1],
+        "machine": machine,
+        "speeds": SPEEDS,
+    }
     if machine is None:
         page["error"] = f'workflow "{run.workflow}" does not load now, so its states cannot be shown'
     else:
@@ -91,12 +97,18 @@ def replay_page(run: Run, step_text: str | None, rerun: bool) -> dict[str, Any] 
 def _session_then(machine: Machine, session: Session) -> dict[str, Any]:
     active = session.active_paths
     seat_paths = {f"{machine.id}.{p}" for p in active}
-    return {"svg": graph.lit_svg(graph.machine_svg(machine), active, ()), "active": active,
-            "context_json": json.dumps(session.context, indent=2, ensure_ascii=False, sort_keys=True, default=str),
-            "seats": [seat.line() for seat in machine.seats() if seat.path in seat_paths],
-            "turns": [{"agent": t.agent, "path": t.path, "outstanding": t.outstanding,
-                       "allowed": session.allowed_picks(t.agent)} for t in session.turns],
-            "gates": session.gates, "status": session.status}
+    return {
+        "svg": graph.lit_svg(graph.machine_svg(machine), active, ()),
+        "active": active,
+        "context_json": json.dumps(session.context, indent=2, ensure_ascii=False, sort_keys=True, default=str),
+        "seats": [seat.line() for seat in machine.seats() if seat.path in seat_paths],
+        "turns": [
+            {"agent": t.agent, "path": t.path, "outstanding": t.outstanding, "allowed": session.allowed_picks(t.agent)}
+            for t in session.turns
+        ],
+        "gates": session.gates,
+        "status": session.status,
+    }
 
 
 def _conversation_until(run: Run, until: Any) -> list[tuple[str, Any]]:
@@ -114,7 +126,9 @@ def _rerun(run: Run, machine: Machine | None) -> dict[str, Any]:
     """The whole journal replayed against the current Machine: "same", or the first step where it diverges."""
     if machine is None:
         return {"rerun": "the workflow does not load now"}
-    journal = [{"seq": e.seq, "kind": e.kind, "entry": e.entry, "out": e.out}
-               for e in JournalEntry.objects.filter(run=run).order_by("seq")]
+    journal = [
+        {"seq": e.seq, "kind": e.kind, "entry": e.entry, "out": e.out}
+        for e in JournalEntry.objects.filter(run=run).order_by("seq")
+    ]
     report = replay(machine, journal)
     return {"rerun": report.message, "rerun_same": report.same, "rerun_step": getattr(report, "step", None)}

@@ -4,26 +4,35 @@ messages, its model calls. Nothing here decides anything; the engine and the run
 `run_page(run_id, user)` is used by the page view and by the live consumer, so a page and its live fragments always
 agree.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.models import ModelCall, Run, TurnMessage, TurnRecord
-from engine.runtime.registry import workflows
-from engine.runtime.players import player_for
-from engine.runtime.workspace.tools import workspace_for
-from engine.core.workflow import Machine
-from engine.runtime.workspace.sandbox import WorkspaceError
-
 from console.access import can
 from console.pages.conversation import TurnView, conversation_lines
 from console.pages.feeds import Feeds, head
 from console.pages.forms import SchemaForm, schema_form
+from engine.core.workflow import Machine
+from engine.models import ModelCall, Run, TurnMessage, TurnRecord
+from engine.runtime.players import player_for
+from engine.runtime.registry import workflows
+from engine.runtime.workspace.sandbox import WorkspaceError
+from engine.runtime.workspace.tools import workspace_for
 
-__all__ = ["RunPage", "GateView", "AgentTurns", "SeatView", "run_page", "machine_of", "agent_turns", "gate_key",
-           "seat_key"]
+__all__ = [
+    "RunPage",
+    "GateView",
+    "AgentTurns",
+    "SeatView",
+    "run_page",
+    "machine_of",
+    "agent_turns",
+    "gate_key",
+    "seat_key",
+]
 
 
 @dataclass
@@ -99,21 +108,41 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
         for name in gate.get("accepts", []):
             event = machine.gate_event(gate["id"], name) if machine is not None else None
             key = gate_key(gate["id"], name)
-            form = (bound or {}).get(key) or schema_form(event.input if event else None,
-                                                         auto_id=f"id_gate_{gate['id']}_{name}_%s")
+            form = (bound or {}).get(key) or schema_form(
+                event.input if event else None, auto_id=f"id_gate_{gate['id']}_{name}_%s"
+            )
             forms.append((name, (event.description or "") if event else "", form))
         shown, note = _gate_files(run, machine, gate["id"])
-        gates.append(GateView(gate["id"], gate.get("path") or gate.get("state", ""), gate.get("meta") or {},
-                              forms if answering else [], shown, note))
+        gates.append(
+            GateView(
+                gate["id"],
+                gate.get("path") or gate.get("state", ""),
+                gate.get("meta") or {},
+                forms if answering else [],
+                shown,
+                note,
+            )
+        )
     active = list(view.get("active", []))
     seat_paths = {f"{machine.id}.{p}" for p in active} if machine is not None else set()
     seats = [seat.line() for seat in machine.seats() if seat.path in seat_paths] if machine is not None else []
     seat_views = _seats(run, machine, user, view, bound or {})
-    return RunPage(run=run, machine=machine, active=active, visited=list(view.get("visited", [])),
-                   gates=gates, feeds=head(run.id, run.seq), seats=seats, turns_now=list(view.get("turns", [])),
-                   can_answer=answering, can_cancel=can(user, "cancel") and run.live,
-                   context_json=_pretty(view.get("context")), output_json=_pretty(run.output),
-                   seat_views=seat_views, held=tuple(s.agent for s in seat_views if s.mine))
+    return RunPage(
+        run=run,
+        machine=machine,
+        active=active,
+        visited=list(view.get("visited", [])),
+        gates=gates,
+        feeds=head(run.id, run.seq),
+        seats=seats,
+        turns_now=list(view.get("turns", [])),
+        can_answer=answering,
+        can_cancel=can(user, "cancel") and run.live,
+        context_json=_pretty(view.get("context")),
+        output_json=_pretty(run.output),
+        seat_views=seat_views,
+        held=tuple(s.agent for s in seat_views if s.mine),
+    )
 
 
 def _gate_files(run: Run, machine: Machine | None, gate: str) -> tuple[list[tuple[str, str]], str]:
@@ -131,8 +160,9 @@ def _gate_files(run: Run, machine: Machine | None, gate: str) -> tuple[list[tupl
     return shown, "" if shown else f"No file of the workspace of {agent} matches {', '.join(slot.files)} yet."
 
 
-def _seats(run: Run, machine: Machine | None, user: Any, view: dict[str, Any],
-           bound: dict[str, SchemaForm]) -> list[SeatView]:
+def _seats(
+    run: Run, machine: Machine | None, user: Any, view: dict[str, Any], bound: dict[str, SchemaForm]
+) -> list[SeatView]:
     if machine is None or not run.live:
         return []
     holders = view.get("seats", {})
@@ -149,11 +179,18 @@ def _seats(run: Run, machine: Machine | None, user: Any, view: dict[str, Any],
             for tool in machine.menu(agent):
                 name = tool["name"]
                 event = machine.events[name]
-                why = "" if name in allowed else (
-                    f'waiting on the pick "{turn["outstanding"]["event"]}"' if turn.get("outstanding")
-                    else f"not allowed now in {turn.get('state', '')}")
-                form = bound.get(seat_key(agent, name)) or schema_form(event.input,
-                                                                       auto_id=f"id_seat_{agent}_{name}_%s")
+                why = (
+                    ""
+                    if name in allowed
+                    else (
+                        f'waiting on the pick "{turn["outstanding"]["event"]}"'
+                        if turn.get("outstanding")
+                        else f"not allowed now in {turn.get('state', '')}"
+                    )
+                )
+                form = bound.get(seat_key(agent, name)) or schema_form(
+                    event.input, auto_id=f"id_seat_{agent}_{name}_%s"
+                )
                 picks.append((name, tool.get("description", ""), form, name in allowed, why))
         played_by = player_for(run.workflow, agent, slot.model).label
         out.append(SeatView(agent, played_by, holder, mine, playing and holder is None, turn, picks))
@@ -175,7 +212,8 @@ def agent_turns(run: Run) -> list[AgentTurns]:
         lines = conversation_lines(messages.get(record.pk, []), own_calls)
         latency = sum(c.latency_ms or 0 for c in calls.get(record.pk, []))
         by_agent.setdefault(record.agent, AgentTurns(record.agent, [])).turns.append(
-            TurnView(record, lines, len(calls.get(record.pk, [])), round(latency, 1)))
+            TurnView(record, lines, len(calls.get(record.pk, [])), round(latency, 1))
+        )
     return list(by_agent.values())
 
 

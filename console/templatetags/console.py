@@ -1,4 +1,5 @@
 """Small template filters of the Console."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -12,7 +13,7 @@ register = template.Library()
 
 @register.filter
 def ago(moment: dt.datetime | None) -> str:
-    """"just now" for the last minute, else Django's "3 minutes ago"."""
+    """ "just now" for the last minute, else Django's "3 minutes ago"."""
     if moment is None:
         return ""
     if timezone.now() - moment < dt.timedelta(minutes=1):

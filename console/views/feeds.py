@@ -8,17 +8,18 @@
 The fragments end with a loader for the next older page (htmx loads it when it scrolls into view), so the browser
 holds only what the user scrolled through.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.template.loader import render_to_string
 
-from engine.models import Run, TurnRecord
-
 from console.access import readers_only
 from console.pages.feeds import cursor, step_page, steps_around, turn_lines, turn_page
+from engine.models import Run, TurnRecord
 
 __all__ = ["run_steps", "run_turns", "turn_lines_view", "deep_link"]
 
@@ -38,16 +39,20 @@ def _run_exists(run_id: str) -> None:
         raise Http404(f"no run {run_id}")
 
 
-def _run_feed(request: HttpRequest, run_id: str, page: Callable[[str, int | None, int], Any],
-              template: str) -> HttpResponse:
+def _run_feed(
+    request: HttpRequest, run_id: str, page: Callable[[str, int | None, int], Any], template: str
+) -> HttpResponse:
     """One page of a run's feed (`page(run, before, after)`) drawn with its loader, or a 400 naming the bad cursor."""
     _run_exists(run_id)
     try:
         before, after = _range(request)
     except ValueError as err:
         return HttpResponseBadRequest(str(err))
-    return HttpResponse(render_to_string(template, {"feed": page(run_id, before, after), "run": {"id": run_id},
-                                                    "loader": True}, request))
+    return HttpResponse(
+        render_to_string(
+            template, {"feed": page(run_id, before, after), "run": {"id": run_id}, "loader": True}, request
+        )
+    )
 
 
 @readers_only

@@ -6,6 +6,7 @@
 
 A folds request from htmx or a script gets the graph drawn anew (lit for `run`); a form post goes back to `next`.
 """
+
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -14,13 +15,12 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from engine.models import Run
-from engine.runtime.registry import workflows
-
 from console.access import readers_only
 from console.pages import graph
 from console.pages.folds import SESSION_KEY, child_machine, folds_for, folds_key, graph_context
 from console.pages.states import state_details
+from engine.models import Run
+from engine.runtime.registry import workflows
 
 __all__ = ["graph_folds", "child_machine_page"]
 
@@ -38,8 +38,10 @@ def graph_folds(request: HttpRequest, name: str) -> HttpResponse:
     toggle, chosen = request.POST.get("toggle"), request.POST.get("set")
     if toggle is not None:
         if toggle not in allowed:
-            return HttpResponseBadRequest(f'"{toggle[:200]}" is not a state with states inside in '
-                                          f'Machine "{machine.id}", so it cannot be collapsed')
+            return HttpResponseBadRequest(
+                f'"{toggle[:200]}" is not a state with states inside in '
+                f'Machine "{machine.id}", so it cannot be collapsed'
+            )
         current ^= {toggle}
     elif chosen in ("all", "none"):
         current = set(allowed) if chosen == "all" else set()
@@ -47,12 +49,16 @@ def graph_folds(request: HttpRequest, name: str) -> HttpResponse:
         asked = request.POST.getlist("collapsed")
         wrong = [path for path in asked if path not in allowed]
         if wrong:
-            return HttpResponseBadRequest(f'not states with states inside in Machine "{machine.id}", so they cannot '
-                                          f'be collapsed: {", ".join(p[:200] for p in wrong)}')
+            return HttpResponseBadRequest(
+                f'not states with states inside in Machine "{machine.id}", so they cannot '
+                f"be collapsed: {', '.join(p[:200] for p in wrong)}"
+            )
         current = set(asked)
     else:
-        return HttpResponseBadRequest("say what to collapse: toggle=<state path>, or set=1 with collapsed=<state "
-                                      "path> for each, or set=all, or set=none")
+        return HttpResponseBadRequest(
+            "say what to collapse: toggle=<state path>, or set=1 with collapsed=<state "
+            "path> for each, or set=all, or set=none"
+        )
     run = None
     if request.POST.get("run"):
         run = Run.objects.filter(id=request.POST["run"], workflow=name).first()
@@ -78,8 +84,16 @@ def child_machine_page(request: HttpRequest, name: str, invokes: str) -> HttpRes
         raise Http404(f'no workflow "{name}"')
     machine = child_machine(loaded.machine, invokes)
     parts = [part for part in invokes.split("/") if part]
-    trail = [(part, reverse("console:workflow", args=[name]) + "machines/" + "/".join(parts[:i + 1]) + "/")
-             for i, part in enumerate(parts)]
-    context = {"name": name, "machine": machine, "trail": trail, "states": state_details(machine),
-               "seats_text": machine.seats_text(machine.id), **graph_context(request, name, machine, invokes)}
+    trail = [
+        (part, reverse("console:workflow", args=[name]) + "machines/" + "/".join(parts[: i + 1]) + "/")
+        for i, part in enumerate(parts)
+    ]
+    context = {
+        "name": name,
+        "machine": machine,
+        "trail": trail,
+        "states": state_details(machine),
+        "seats_text": machine.seats_text(machine.id),
+        **graph_context(request, name, machine, invokes),
+    }
     return render(request, "console/machine.html", context)

@@ -2,6 +2,7 @@
 exporting and importing runs. Thin views: the timeline, the fork form and the comparison are computed in
 console/pages/ (timeline.py, forking.py, compare.py), a fork is made by the host (`Host.fork_run`), a file is read by
 engine/web/exchange.py."""
+
 from __future__ import annotations
 
 import json
@@ -12,17 +13,16 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from engine.web.exchange import ExchangeError, export_run, import_run
-from engine.web.hosting import ready_host
-from engine.models import Run
-from engine.runtime.errors import NO_HOST, HostError
-from engine.runtime.host import current_host
-
 from console.access import can, needs, readers_only
 from console.pages.compare import compare_runs
 from console.pages.forking import fork_inputs, fork_page
 from console.pages.runview import machine_of
 from console.pages.timeline import timeline_of
+from engine.models import Run
+from engine.runtime.errors import NO_HOST, HostError
+from engine.runtime.host import current_host
+from engine.web.exchange import ExchangeError, export_run, import_run
+from engine.web.hosting import ready_host
 
 __all__ = ["timeline", "fork", "compare", "export", "import_runs", "MAX_IMPORT_BYTES"]
 
@@ -39,14 +39,17 @@ def _run_or_404(run_id: str) -> Run:
 
 # -- the timeline ---------------------------------------------------------------------------------------------
 
+
 @readers_only
 def timeline(request: HttpRequest, run_id: str) -> HttpResponse:
     run = _run_or_404(run_id)
-    return render(request, "console/timeline.html", {"run": run,
-                                                     "timeline": timeline_of(run, machine_of(run.workflow))})
+    return render(
+        request, "console/timeline.html", {"run": run, "timeline": timeline_of(run, machine_of(run.workflow))}
+    )
 
 
 # -- forking ------------------------------------------------------------------------------------------------------
+
 
 @require_http_methods(["GET", "POST"])
 @readers_only
@@ -83,6 +86,7 @@ async def fork(request: HttpRequest, run_id: str) -> HttpResponse:
 
 # -- comparing ----------------------------------------------------------------------------------------------------
 
+
 @readers_only
 def compare(request: HttpRequest) -> HttpResponse:
     a, b = request.GET.get("a", "").strip(), request.GET.get("b", "").strip()
@@ -100,6 +104,7 @@ def compare(request: HttpRequest) -> HttpResponse:
 
 
 # -- export and import --------------------------------------------------------------------------------------------
+
 
 @readers_only
 def export(request: HttpRequest, run_id: str) -> HttpResponse:
@@ -135,4 +140,3 @@ def import_runs(request: HttpRequest) -> HttpResponse:
             else:
                 return redirect("console:run", run_id=run.id)
     return render(request, "console/import.html", page, status=400)
-

@@ -1,5 +1,6 @@
 """The Gate inbox: `/gates/` lists every open Gate across all runs with its form inline; `/gates/answer/` answers
 one Gate or several of one kind at once, each delivered on its own."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,21 +11,34 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
-from engine.models import GateRecord, Run
-from engine.runtime.registry import workflows
-
 from console.access import can, needs, readers_only
 from console.pages.forms import EVENT_FIELD
-from console.pages.gates import (ORDERS, SHOWN, Batch, Outcome, Result, answer_many, check_batch, inbox_items,
-                                 inbox_query, item_for, open_gates)
+from console.pages.gates import (
+    ORDERS,
+    SHOWN,
+    Batch,
+    Outcome,
+    Result,
+    answer_many,
+    check_batch,
+    inbox_items,
+    inbox_query,
+    item_for,
+    open_gates,
+)
+from engine.models import GateRecord, Run
+from engine.runtime.registry import workflows
 
 __all__ = ["inbox", "answer"]
 
 
 def _filters(params: QueryDict) -> tuple[dict[str, str], list[str]]:
     """The inbox's filters from its URL (workflow, gate, order), each checked; errors name the parameter."""
-    found = {"workflow": params.get("workflow", "").strip(), "gate": params.get("gate", "").strip(),
-             "order": params.get("order", "").strip() or "oldest"}
+    found = {
+        "workflow": params.get("workflow", "").strip(),
+        "gate": params.get("gate", "").strip(),
+        "order": params.get("order", "").strip() or "oldest",
+    }
     errors = []
     if found["order"] not in ORDERS:
         errors.append(f'order: "{found["order"][:40]}" is not one of {", ".join(ORDERS)}')
@@ -41,12 +55,22 @@ def _context(request: HttpRequest, filters: dict[str, str], errors: list[str]) -
     rows = open_gates(**filters) if not errors else GateRecord.objects.none()
     count = rows.count()
     items = inbox_items(rows.select_related("run")[:SHOWN], answering)
-    kinds = sorted(set(GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE)
-                       .values_list("workflow", "gate")))
-    return {"items": items, "count": count, "shown": len(items), "filters": filters, "errors": errors,
-            "answering": answering, "orders": ORDERS, "workflows": workflows().names(),
-            "gates": sorted({gate for _, gate in kinds}), "query": inbox_query(filters),
-            "shown_ids": ",".join(str(item.record.pk) for item in items)}
+    kinds = sorted(
+        set(GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE).values_list("workflow", "gate"))
+    )
+    return {
+        "items": items,
+        "count": count,
+        "shown": len(items),
+        "filters": filters,
+        "errors": errors,
+        "answering": answering,
+        "orders": ORDERS,
+        "workflows": workflows().names(),
+        "gates": sorted({gate for _, gate in kinds}),
+        "query": inbox_query(filters),
+        "shown_ids": ",".join(str(item.record.pk) for item in items),
+    }
 
 
 @readers_only
@@ -83,12 +107,22 @@ def _answered(request: HttpRequest, batch: Batch, outcomes: list[Outcome]) -> st
     items = []
     if batch.form is not None and batch.values is None and batch.records:
         item = item_for(batch.records[0], True)
-        item.forms = [f if f.event != batch.event else type(f)(f.event, f.description, batch.form, f.rejecting,
-                                                                 f.has_reason) for f in item.forms]
+        item.forms = [
+            f if f.event != batch.event else type(f)(f.event, f.description, batch.form, f.rejecting, f.has_reason)
+            for f in item.forms
+        ]
         items.append(item)
-    return render_to_string("console/gates/_result.html", {
-        "batch": batch, "outcomes": outcomes, "items": items, "oob": True,
-        "answered": f"answered by {request.user.get_username()} with {batch.event}",
-        "delivered": [o for o in outcomes if o.result == Result.DELIVERED],
-        "closed": [o for o in outcomes if o.result == Result.CLOSED],
-        "refused": [o for o in outcomes if o.result == Result.REFUSED]}, request)
+    return render_to_string(
+        "console/gates/_result.html",
+        {
+            "batch": batch,
+            "outcomes": outcomes,
+            "items": items,
+            "oob": True,
+            "answered": f"answered by {request.user.get_username()} with {batch.event}",
+            "delivered": [o for o in outcomes if o.result == Result.DELIVERED],
+            "closed": [o for o in outcomes if o.result == Result.CLOSED],
+            "refused": [o for o in outcomes if o.result == Result.REFUSED],
+        },
+        request,
+    )

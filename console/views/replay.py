@@ -1,13 +1,13 @@
 """The replay page: step through a run's journal (console/pages/replaying.py rebuilds each step)."""
+
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from engine.models import Run
-
 from console.access import readers_only
 from console.pages.replaying import replay_page
+from engine.models import Run
 
 __all__ = ["replay"]
 

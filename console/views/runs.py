@@ -3,6 +3,7 @@
 Inputs go to the host that drives the run; the engine decides, and a refusal comes back to the form in the
 engine's words (as the form's region for htmx, else as the whole page with status 400).
 """
+
 from __future__ import annotations
 
 import math
@@ -16,12 +17,6 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from engine.models import Run
-from engine.runtime.errors import NoHost
-from engine.runtime.registry import workflows
-from engine.web import search as run_search
-from engine.web.hosting import ready_host
-
 from console.access import needs, readers_only
 from console.pages.costs import cost_section
 from console.pages.folds import graph_context
@@ -31,6 +26,11 @@ from console.pages.regions import run_regions
 from console.pages.runview import RunPage, gate_key, machine_of, run_page
 from console.pages.search_form import search_context
 from console.views.feeds import deep_link
+from engine.models import Run
+from engine.runtime.errors import NoHost
+from engine.runtime.registry import workflows
+from engine.web import search as run_search
+from engine.web.hosting import ready_host
 
 __all__ = ["runs", "run", "answer_gate", "cancel_run", "form_refused", "PAGE_SIZE"]
 
@@ -48,14 +48,26 @@ def runs(request: HttpRequest) -> HttpResponse:
         page = min(max(int(request.GET.get("page", "1")), 1), pages)
     except ValueError:
         page = 1
-    shown = rows.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+    shown = rows.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
     statuses = dict(Run.objects.values_list("status").annotate(n=Count("id")))
-    return render(request, "console/runs.html", {
-        "runs": shown, "count": count, "page": page, "pages": pages, "search": search,
-        "workflow": request.GET.get("workflow", ""), "status": request.GET.get("status", ""),
-        "workflows": workflows().names(), "statuses": [(s, statuses.get(s, 0)) for s in Run.Status.values],
-        "query": query_with(request.GET, page=None), **search_context(request.GET, search),
-    }, status=400 if search.errors else 200)
+    return render(
+        request,
+        "console/runs.html",
+        {
+            "runs": shown,
+            "count": count,
+            "page": page,
+            "pages": pages,
+            "search": search,
+            "workflow": request.GET.get("workflow", ""),
+            "status": request.GET.get("status", ""),
+            "workflows": workflows().names(),
+            "statuses": [(s, statuses.get(s, 0)) for s in Run.Status.values],
+            "query": query_with(request.GET, page=None),
+            **search_context(request.GET, search),
+        },
+        status=400 if search.errors else 200,
+    )
 
 
 @readers_only
@@ -70,11 +82,19 @@ def _run_page_context(request: HttpRequest | None, page: RunPage) -> dict[str, A
     """The run page's context: the graph lit for the run, and the section "Cost and time per state" (rendered
     once with the page: the live regions do not carry it)."""
     machine = page.machine
-    context: dict[str, Any] = {"svg": ""} if machine is None else graph_context(request, page.run.workflow, machine,
-                                                                                run=page.run)
+    context: dict[str, Any] = (
+        {"svg": ""} if machine is None else graph_context(request, page.run.workflow, machine, run=page.run)
+    )
     context.update(page=page, run=page.run)
-    context.update(cost_section(request.GET if request is not None and request.method == "GET" else None,
-                                page.run, machine, context["svg"], reverse("console:run", args=[page.run.id])))
+    context.update(
+        cost_section(
+            request.GET if request is not None and request.method == "GET" else None,
+            page.run,
+            machine,
+            context["svg"],
+            reverse("console:run", args=[page.run.id]),
+        )
+    )
     return context
 
 
@@ -97,9 +117,8 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
     elif values is not None:
         try:
             host = await ready_host()
-            delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=values,
-                                          by=user.get_username())
-        except Exception as err:  # noqa: BLE001 - no host here, or the run ended or moved to another host: say so
+            delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=values, by=user.get_username())
+        except Exception as err:
             form.add_error(None, str(err))
         else:
             if delivery.outcome == "delivered":
@@ -111,8 +130,9 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
     return await form_refused(request, run_id, user, gate_key(gate, event), form, "_gates")
 
 
-async def form_refused(request: HttpRequest, run_id: str, user: Any, key: str, form: SchemaForm,
-                       region: str) -> HttpResponse:
+async def form_refused(
+    request: HttpRequest, run_id: str, user: Any, key: str, form: SchemaForm, region: str
+) -> HttpResponse:
     """A form the engine or the event's model refused, shown again with its errors: as its region for htmx, else
     as the whole run page (400)."""
     page = await sync_to_async(run_page)(run_id, user, {key: form})
@@ -120,7 +140,8 @@ async def form_refused(request: HttpRequest, run_id: str, user: Any, key: str, f
         raise Http404(f"no run {run_id}")
     if request.htmx:
         html = await sync_to_async(render_to_string)(
-            f"console/run/{region}.html", {"page": page, "run": page.run, "oob": True}, request)
+            f"console/run/{region}.html", {"page": page, "run": page.run, "oob": True}, request
+        )
         return HttpResponse(html)
     context = await sync_to_async(_run_page_context)(None, page)
     return await sync_to_async(render)(request, "console/run.html", context, status=400)
@@ -136,6 +157,6 @@ async def cancel_run(request: HttpRequest, run_id: str) -> HttpResponse:
         return HttpResponseBadRequest(str(err))
     try:
         await host.cancel(run_id)
-    except Exception as err:  # noqa: BLE001 - the run ended meanwhile: the page shows how it ended
+    except Exception as err:
         return HttpResponseBadRequest(f"run {run_id} could not be cancelled: {err}")
     return redirect("console:run", run_id=run_id)

@@ -3,6 +3,7 @@
 A pick is checked by the event's model, then handed to the Turn loop, which treats it as a model's tool call; the
 engine decides what it does (refused, answered, outstanding or ending the Turn).
 """
+
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
@@ -11,15 +12,14 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from engine.models import Run
-from engine.runtime.errors import HostError, NoHost
-from engine.web.hosting import ready_host
-
 from console.access import needs
 from console.pages.forms import EVENT_FIELD, check, schema_form
 from console.pages.regions import run_regions
 from console.pages.runview import machine_of, seat_key
 from console.views.runs import form_refused
+from engine.models import Run
+from engine.runtime.errors import HostError, NoHost
+from engine.web.hosting import ready_host
 
 __all__ = ["take_seat", "give_seat", "seat_pick"]
 
@@ -39,7 +39,7 @@ async def _seat_change(request: HttpRequest, run_id: str, agent: str, take: bool
         return HttpResponseBadRequest(str(err))
     try:
         await host.take_seat(run_id, agent, (user.pk, user.get_username()) if take else None)
-    except Exception as err:  # noqa: BLE001 - someone else holds it, or the run ended: say so
+    except Exception as err:
         return HttpResponseBadRequest(f"the seat of {agent} could not change hands: {err}")
     if request.htmx:
         return HttpResponse(await sync_to_async(run_regions)(run_id, user) or "")

@@ -3,6 +3,7 @@
 Starting a run needs the runtime's permission (console/access.py); the door input is validated by the workflow's
 own model, with each error at its field, and the host starts the run.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,13 +15,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 import engine
-from engine.models import Run
-from engine.runtime.errors import NO_HOST
-from engine.runtime.host import current_host
-from engine.runtime.loader import Loaded
-from engine.runtime.registry import workflows
-from engine.web.hosting import ready_host
-
 from console.access import can, needs, readers_only
 from console.pages import graph
 from console.pages.costs import cost_section
@@ -28,6 +22,12 @@ from console.pages.folds import graph_context
 from console.pages.forms import SchemaForm, check, schema_form
 from console.pages.regions import live_counts
 from console.pages.states import state_details
+from engine.models import Run
+from engine.runtime.errors import NO_HOST
+from engine.runtime.host import current_host
+from engine.runtime.loader import Loaded
+from engine.runtime.registry import workflows
+from engine.web.hosting import ready_host
 
 __all__ = ["home", "workflow", "workflow_graph", "start_run"]
 
@@ -44,14 +44,26 @@ def home(request: HttpRequest) -> HttpResponse:
     rows = []
     for loaded in found.workflows:
         machine = loaded.machine
-        rows.append({"name": loaded.name, "file": loaded.file, "loaded": machine is not None,
-                     "error": loaded.error, "where": loaded.where, "status": loaded.status,
-                     "machine": machine, "warnings": machine.warnings() if machine else [],
-                     "live": live.get(loaded.name, {}).get("runs", 0),
-                     "gates": live.get(loaded.name, {}).get("gates", 0)})
+        rows.append(
+            {
+                "name": loaded.name,
+                "file": loaded.file,
+                "loaded": machine is not None,
+                "error": loaded.error,
+                "where": loaded.where,
+                "status": loaded.status,
+                "machine": machine,
+                "warnings": machine.warnings() if machine else [],
+                "live": live.get(loaded.name, {}).get("runs", 0),
+                "gates": live.get(loaded.name, {}).get("gates", 0),
+            }
+        )
     helpers = [f for f in found.files if f.helper and f.failed]
-    return render(request, "console/home.html", {"engine_version": engine.__version__, "folder": found.folder,
-                                                 "workflows": rows, "broken_helpers": helpers})
+    return render(
+        request,
+        "console/home.html",
+        {"engine_version": engine.__version__, "folder": found.folder, "workflows": rows, "broken_helpers": helpers},
+    )
 
 
 def _workflow(name: str) -> Loaded:
@@ -67,8 +79,9 @@ def workflow(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "console/workflow.html", _workflow_context(request, loaded))
 
 
-def _workflow_context(request: HttpRequest, loaded: Loaded, form: SchemaForm | None = None,
-                      error: str = "") -> dict[str, Any]:
+def _workflow_context(
+    request: HttpRequest, loaded: Loaded, form: SchemaForm | None = None, error: str = ""
+) -> dict[str, Any]:
     machine = loaded.machine
     context: dict[str, Any] = {"loaded": loaded, "name": loaded.name, "machine": machine, "error": error}
     if machine is None:
@@ -78,8 +91,10 @@ def _workflow_context(request: HttpRequest, loaded: Loaded, form: SchemaForm | N
         **graph_context(request, loaded.name, machine),
         seats_text=machine.seats_text(loaded.name),
         states=state_details(machine),
-        menus=[(agent, machine.agents[agent].model if agent in machine.agents else "", machine.menu(agent))
-               for agent in machine.menus()],
+        menus=[
+            (agent, machine.agents[agent].model if agent in machine.agents else "", machine.menu(agent))
+            for agent in machine.menus()
+        ],
         warnings=machine.warnings(),
         form=form if form is not None else schema_form(machine.door),
         can_start=can(request.user, "start"),
@@ -87,9 +102,15 @@ def _workflow_context(request: HttpRequest, loaded: Loaded, form: SchemaForm | N
         agents=sorted(machine.agents),
         runs=Run.objects.filter(workflow=loaded.name).order_by("-created_at")[:10],
     )
-    context.update(cost_section(request.GET if request.method == "GET" else None,
-                                Run.objects.filter(workflow=loaded.name), machine, context["svg"],
-                                reverse("console:workflow", args=[loaded.name])))
+    context.update(
+        cost_section(
+            request.GET if request.method == "GET" else None,
+            Run.objects.filter(workflow=loaded.name),
+            machine,
+            context["svg"],
+            reverse("console:workflow", args=[loaded.name]),
+        )
+    )
     return context
 
 

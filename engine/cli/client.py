@@ -7,6 +7,7 @@ Every failure becomes a `CliError` whose message is one line, ready for stderr, 
 `jr2 <command>: <HTTP status>: <the API's detail>` for an API error, or that the server is not reachable at <url>
 and how to start it.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,6 +49,7 @@ def parse_json(command: str, option: str, text: str | None, default: Any = None)
     try:
         if text == "-":
             import sys
+
             source = sys.stdin.read()
         elif text.startswith("@"):
             with open(text[1:], encoding="utf-8") as f:
@@ -63,8 +65,15 @@ def parse_json(command: str, option: str, text: str | None, default: Any = None)
 class Client:
     """One command's connection to the API. `command` names the command in every error line."""
 
-    def __init__(self, command: str, url: str, token: str | None, *, timeout: float = TIMEOUT,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        command: str,
+        url: str,
+        token: str | None,
+        *,
+        timeout: float = TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.command = command
         self.url = url.rstrip("/")
         self.token = token or None
@@ -99,18 +108,23 @@ class Client:
         try:
             response = self.http.request(method, path, **kwargs)
         except httpx.TimeoutException as err:
-            raise CliError(f"jr2 {self.command}: the server at {self.url} did not answer in time "
-                           f"({type(err).__name__})") from err
+            raise CliError(
+                f"jr2 {self.command}: the server at {self.url} did not answer in time ({type(err).__name__})"
+            ) from err
         except httpx.TransportError as err:
-            raise CliError(f"jr2 {self.command}: the server is not reachable at {self.url} ({one_line(str(err))}); "
-                           "start it with `jr2 up`, or point --url / JR2_URL at it") from err
+            raise CliError(
+                f"jr2 {self.command}: the server is not reachable at {self.url} ({one_line(str(err))}); "
+                "start it with `jr2 up`, or point --url / JR2_URL at it"
+            ) from err
         if response.status_code >= 400:
             raise CliError(f"jr2 {self.command}: {response.status_code}: {self._detail(response)}")
         try:
             return response.json()
         except ValueError as err:
-            raise CliError(f"jr2 {self.command}: {response.status_code}: the server at {self.url} did not answer "
-                           f"JSON (is it a jr2 server?): {one_line(response.text)[:120]!r}") from err
+            raise CliError(
+                f"jr2 {self.command}: {response.status_code}: the server at {self.url} did not answer "
+                f"JSON (is it a jr2 server?): {one_line(response.text)[:120]!r}"
+            ) from err
 
     def _detail(self, response: httpx.Response) -> str:
         try:
@@ -133,8 +147,9 @@ class Client:
         """The run id that `prefix` (4 or more of its first characters) names: none or several is a CliError
         (several are listed)."""
         if len(prefix) < 4:
-            raise CliError(f"jr2 {self.command}: a run id or a prefix of at least 4 characters is needed; got "
-                           f"{prefix!r}")
+            raise CliError(
+                f"jr2 {self.command}: a run id or a prefix of at least 4 characters is needed; got {prefix!r}"
+            )
         page = self.get("/api/runs", prefix=prefix, page_size=20)
         rows = page.get("results", [])
         exact = [row for row in rows if row.get("id") == prefix]
@@ -145,6 +160,8 @@ class Client:
         if len(rows) > 1:
             listed = ", ".join(f"{r['id']} ({r.get('workflow')}, {r.get('status')})" for r in rows)
             more = f" and {page['count'] - len(rows)} more" if page.get("count", 0) > len(rows) else ""
-            raise CliError(f"jr2 {self.command}: {page.get('count', len(rows))} runs start with {prefix!r}: "
-                           f"{listed}{more}; give more characters")
+            raise CliError(
+                f"jr2 {self.command}: {page.get('count', len(rows))} runs start with {prefix!r}: "
+                f"{listed}{more}; give more characters"
+            )
         return str(rows[0]["id"])

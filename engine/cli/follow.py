@@ -3,18 +3,19 @@ and says one line per change: each journal entry a person cares about (picks wit
 Effects starting and finishing, faults, a cancel; time passing is left out), the state value when it changes, Turns
 starting and ending, each Gate that opens with the `jr2 send` command that answers it, Gates closing, and the
 status when it changes. It stops when the run has ended and every entry up to its last step was said."""
+
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, Callable, Iterator
-
-from engine.core.journal.replay import describe
+from typing import Any
 
 from engine.cli.client import Client
 from engine.cli.text import LIVE, gate_lines, state_line
+from engine.core.journal.replay import describe
 
 __all__ = ["Follower", "INTERVAL"]
 
@@ -25,8 +26,9 @@ _UNSEEN = object()
 class Follower:
     """Follows one run; `say` gets each line."""
 
-    def __init__(self, api: Client, run_id: str, root: str, say: Callable[[str], None],
-                 interval: float = INTERVAL) -> None:
+    def __init__(
+        self, api: Client, run_id: str, root: str, say: Callable[[str], None], interval: float = INTERVAL
+    ) -> None:
         self.api = api
         self.run_id = run_id
         self.root = root
@@ -126,8 +128,7 @@ def _ctrl_c_between_polls() -> Iterator[threading.Event]:
     An event nothing sets off the main thread (where signals cannot be caught) and in a process that ignores
     SIGINT (started with nohup, or as a background job), which goes on ignoring it."""
     asked = threading.Event()
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         yield asked
         return
 

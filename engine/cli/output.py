@@ -5,6 +5,7 @@ which add the line endings) and its styles (colours on a terminal, none with --n
     out.json(run)                                 # stdout, indented, then flushed (a follower may be reading)
     out.progress("jr2 run: started run ...")      # stderr, unstyled, flushed: progress, never the answer
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ __all__ = ["Output"]
 class Output:
     stdout: Any  # django.core.management.base.OutputWrapper
     stderr: Any
-    style: Any   # django.core.management.color.Style
+    style: Any  # django.core.management.color.Style
 
     def line(self, text: str = "") -> None:
         self.stdout.write(text)

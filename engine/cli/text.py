@@ -1,16 +1,29 @@
 """What the command line prints about runs, from the API's JSON: status exit codes, state paths, the command that
 answers a Gate, `jr2 status`'s view and `jr2 runs`' table. Pure functions, no I/O."""
+
 from __future__ import annotations
 
 import datetime as dt
 import json
 import shlex
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from engine.core.journal.replay import brief, state_paths
 
-__all__ = ["EXIT_CODES", "LIVE", "exit_code", "final", "state_line", "example_input", "send_command", "gate_lines",
-           "status_lines", "runs_table", "age"]
+__all__ = [
+    "EXIT_CODES",
+    "LIVE",
+    "exit_code",
+    "final",
+    "state_line",
+    "example_input",
+    "send_command",
+    "gate_lines",
+    "status_lines",
+    "runs_table",
+    "age",
+]
 
 #: `jr2 run` and `jr2 status` exit with the run's status: done 0, failed 1, cancelled 3, drifted 4; a live run
 #: (running, waiting) 0. Usage and API errors exit 2.
@@ -24,8 +37,13 @@ def exit_code(status: str) -> int:
 
 def final(run: Mapping[str, Any]) -> dict[str, Any]:
     """The run's status JSON that `jr2 run` prints at the end."""
-    return {"id": run.get("id"), "workflow": run.get("workflow"), "status": run.get("status"),
-            "output": run.get("output"), "reason": run.get("reason") or ""}
+    return {
+        "id": run.get("id"),
+        "workflow": run.get("workflow"),
+        "status": run.get("status"),
+        "output": run.get("output"),
+        "reason": run.get("reason") or "",
+    }
 
 
 def state_line(root: str, value: Any) -> str:
@@ -53,7 +71,8 @@ def _placeholder(prop: Mapping[str, Any]) -> Any:
         kinds = [p.get("type") for p in prop["anyOf"] if isinstance(p, Mapping) and p.get("type") != "null"]
         kind = kinds[0] if kinds else None
     return {"string": "...", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(
-        str(kind), "...")
+        str(kind), "..."
+    )
 
 
 def send_command(run_id: str, gate: str, event: str, schema: Mapping[str, Any] | None) -> str:
@@ -84,9 +103,11 @@ def status_lines(run: Mapping[str, Any], root: str) -> list[str]:
     running Effects, and its output or reason."""
     run_id = str(run.get("id"))
     scripted = " (scripted Agents)" if run.get("scripted") else ""
-    lines = [f"run {run_id}: workflow {run.get('workflow')}, {run.get('status')}{scripted}",
-             f"  started {run.get('created_at')}, last step {run.get('seq')} at {run.get('updated_at')}",
-             f"state: {state_line(root, run.get('value'))}"]
+    lines = [
+        f"run {run_id}: workflow {run.get('workflow')}, {run.get('status')}{scripted}",
+        f"  started {run.get('created_at')}, last step {run.get('seq')} at {run.get('updated_at')}",
+        f"state: {state_line(root, run.get('value'))}",
+    ]
     for gate in run.get("gates") or []:
         lines.extend(gate_lines(run_id, gate, opened=True))
     for turn in run.get("turns") or []:
@@ -100,7 +121,7 @@ def status_lines(run: Mapping[str, Any], root: str) -> list[str]:
     for effect in run.get("effects") or []:
         lines.append(f"Effect {effect.get('id')}: {effect.get('slot')} ({effect.get('kind')}) running")
     if run.get("next_due") is not None and run.get("status") in LIVE:
-        due = dt.datetime.fromtimestamp(float(run["next_due"]) / 1000, tz=dt.timezone.utc)
+        due = dt.datetime.fromtimestamp(float(run["next_due"]) / 1000, tz=dt.UTC)
         lines.append(f"next timer due at {due.isoformat(timespec='seconds')}")
     if run.get("output") is not None:
         lines.append("output: " + json.dumps(run["output"], ensure_ascii=False))
@@ -114,15 +135,22 @@ def runs_table(page: Mapping[str, Any], now: dt.datetime | None = None) -> list[
     rows = page.get("results") or []
     if not rows:
         return ["no runs" + (" on this page" if page.get("count") else "")]
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     table = [("ID", "WORKFLOW", "STATUS", "GATES", "AGE")]
-    table += [(str(r.get("id")), str(r.get("workflow")), str(r.get("status")), str(r.get("open_gates", 0)),
-               age(str(r.get("created_at")), now)) for r in rows]
+    table += [
+        (
+            str(r.get("id")),
+            str(r.get("workflow")),
+            str(r.get("status")),
+            str(r.get("open_gates", 0)),
+            age(str(r.get("created_at")), now),
+        )
+        for r in rows
+    ]
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table]
     if page.get("pages", 1) > 1:
-        lines.append(f"page {page.get('page')} of {page.get('pages')} ({page.get('count')} runs); --page N for "
-                     "another")
+        lines.append(f"page {page.get('page')} of {page.get('pages')} ({page.get('count')} runs); --page N for another")
     return lines
 
 
@@ -133,7 +161,7 @@ def age(created_at: str, now: dt.datetime) -> str:
     except ValueError:
         return "?"
     if then.tzinfo is None:
-        then = then.replace(tzinfo=dt.timezone.utc)
+        then = then.replace(tzinfo=dt.UTC)
     seconds = max(0, int((now - then).total_seconds()))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:

@@ -1,4 +1,5 @@
 """`define_event`: one workflow event, which an Agent may pick or a Gate's caller may send."""
+
 from __future__ import annotations
 
 import re
@@ -37,8 +38,14 @@ class EventDef:
         return {"name": self.name, "description": self.description or "", "input_schema": self.json_schema()}
 
 
-def define_event(name: str, input: type[BaseModel], description: str | None = None, semantics: str = "ack",
-                 audience: Audience | None = None, **retired: Any) -> EventDef:
+def define_event(
+    name: str,
+    input: type[BaseModel],
+    description: str | None = None,
+    semantics: str = "ack",
+    audience: Audience | None = None,
+    **retired: Any,
+) -> EventDef:
     """Define one workflow event. Refuses a bad name, a `sender` field, a non-model input and `output`."""
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise EventDefError(
@@ -54,12 +61,13 @@ def define_event(name: str, input: type[BaseModel], description: str | None = No
         raise EventDefError(f'define_event: "{name}" got unknown arguments {sorted(retired)}')
     if not (isinstance(input, type) and issubclass(input, BaseModel)):
         raise EventDefError(
-            f'define_event: "{name}" needs a pydantic model class as its input (class X(BaseModel): ...); '
-            f"got {input!r}"
+            f'define_event: "{name}" needs a pydantic model class as its input (class X(BaseModel): ...); got {input!r}'
         )
     for reserved, why in RESERVED_FIELDS.items():
-        if any(field_name == reserved or reserved in (field.alias, field.validation_alias, field.serialization_alias)
-               for field_name, field in input.model_fields.items()):
+        if any(
+            field_name == reserved or reserved in (field.alias, field.validation_alias, field.serialization_alias)
+            for field_name, field in input.model_fields.items()
+        ):
             raise EventDefError(
                 f'define_event: "{name}" declares `{reserved}` in its input — {why}; name the payload field '
                 "something else"

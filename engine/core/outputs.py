@@ -1,15 +1,29 @@
 """What a Session asks of its host and tells the world, as data (`session.drain()`)."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from engine.core.words import brief
 from engine.core.prompts import allowed_line, answer_message, ended_message
+from engine.core.words import brief
 
 __all__ = [
-    "Output", "TurnStarted", "TurnEnded", "PickAnswered", "PickStopped", "NoticeKept", "GateOpened", "GateClosed",
-    "EffectRequested", "EffectCancelled", "RunEnded", "PickResult", "Delivery", "AllowedChanged",
+    "Output",
+    "TurnStarted",
+    "TurnEnded",
+    "PickAnswered",
+    "PickStopped",
+    "NoticeKept",
+    "GateOpened",
+    "GateClosed",
+    "EffectRequested",
+    "EffectCancelled",
+    "RunEnded",
+    "PickResult",
+    "Delivery",
+    "AllowedChanged",
 ]
 
 
@@ -162,8 +176,11 @@ class RunEnded(Output):
     def words(self) -> str:
         if self.status == "failed":
             return f"the run fails: {self.reason}"
-        return f"the run ends {self.status}" + (f" with {brief(self.output)}" if self.output is not None else "") + (
-            f": {self.reason}" if self.reason else "")
+        return (
+            f"the run ends {self.status}"
+            + (f" with {brief(self.output)}" if self.output is not None else "")
+            + (f": {self.reason}" if self.reason else "")
+        )
 
 
 @dataclass(frozen=True)

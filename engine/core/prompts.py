@@ -6,13 +6,24 @@
 
 The host sends these; the Session decides when (TurnStarted, PickAnswered, AllowedChanged, Reprompted).
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["BRIEFING", "WORKSPACE_BRIEFING", "system_prompt", "user_message", "allowed_line", "answer_message", "ended_message",
-           "reprompt_message", "allowed_changed_message"]
+__all__ = [
+    "BRIEFING",
+    "WORKSPACE_BRIEFING",
+    "system_prompt",
+    "user_message",
+    "allowed_line",
+    "answer_message",
+    "ended_message",
+    "reprompt_message",
+    "allowed_changed_message",
+]
 
 BRIEFING = (
     "You act only by calling tools. Each tool is an event of the workflow that runs you; a call is a pick, and the "

@@ -1,7 +1,9 @@
 """What a route may say beyond xstate: `answer(fn)` (what the Agent reads back) and the guard `sent_by(id)`."""
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine.core.statechart.guards import BuiltinGuard, evaluate_guard
 

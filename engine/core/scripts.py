@@ -10,9 +10,11 @@ A script is used by `agent(model="script/<name>")`, and also, when its name is `
 offline stand-in for that Agent when its real provider has no API key. Register scripts in any module of the
 workflows folder; modules whose names start with `_` are imported for such registrations but are not workflows.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["Script", "scripted", "script_named", "scripts"]
 
@@ -31,6 +33,7 @@ def scripted(name: str) -> Callable[[Script], Script]:
             raise TypeError(f"@scripted({name!r}) decorates a function of the Turn; got {fn!r}")
         _SCRIPTS[name] = fn
         return fn
+
     return register
 
 

@@ -4,17 +4,18 @@ One rule covers everything (SPEC.md 4): the parties are Agents and Gates; the ow
 the party invoked by the nearest state at or above X that invokes a party, or every party when there is none;
 `audience` only gives an event to the other kind of party too, or keeps an unowned event from one kind.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from engine.core.errors import MachineError
 
 if TYPE_CHECKING:
-    from engine.core.statechart.nodes import InvokeDef, StateNode
-
     from engine.core.events import EventDef
+    from engine.core.statechart.nodes import InvokeDef, StateNode
 
 __all__ = ["Party", "Seat", "OnKey", "party_of", "on_keys", "derive_seats", "is_engine_event", "state_path"]
 
@@ -59,8 +60,14 @@ class Seat:
         return f"{self.path} {self.party.label}: [{', '.join(self.events)}]"
 
     def to_json(self) -> dict[str, Any]:
-        return {"state": self.state, "path": self.path, "party": self.party.kind, "id": self.party.id,
-                "label": self.party.label, "events": list(self.events)}
+        return {
+            "state": self.state,
+            "path": self.path,
+            "party": self.party.kind,
+            "id": self.party.id,
+            "label": self.party.label,
+            "events": list(self.events),
+        }
 
 
 def is_engine_event(name: str) -> bool:
@@ -87,7 +94,9 @@ def party_of(node: StateNode, slots: Mapping[str, Any], machine_id: str) -> Part
         raise MachineError(
             f'machine "{machine_id}": state "{state_path(machine_id, node)}" invokes two parties '
             f"({', '.join(i.src for i, _ in found)}); a state may invoke one Agent or one Gate",
-            machine_id, state_path(machine_id, node))
+            machine_id,
+            state_path(machine_id, node),
+        )
     inv, slot = found[0]
     if slot.kind == "agent":
         return Party("agent", inv.src, node.id)
@@ -103,7 +112,7 @@ def on_keys(nodes: list[StateNode], parties: Mapping[StateNode, Party | None]) -
             if parties.get(candidate) is not None:
                 owner = parties[candidate]
                 break
-        for descriptor in (node.config.get("on") or {}):
+        for descriptor in node.config.get("on") or {}:
             if not is_engine_event(descriptor):
                 keys.append(OnKey(node, descriptor, owner))
     return keys
@@ -113,12 +122,18 @@ def _admits(audience: str | None, kind: str) -> bool:
     return audience == "any" or audience == AUDIENCE_OF_KIND[kind]
 
 
-def derive_seats(machine_id: str, nodes: list[StateNode], parties: Mapping[StateNode, Party | None],
-                 keys: list[OnKey], events: Mapping[str, EventDef],
-                 senders: dict[tuple[StateNode, str], set[tuple[str, str]]] | None = None) -> list[Seat]:
+def derive_seats(
+    machine_id: str,
+    nodes: list[StateNode],
+    parties: Mapping[StateNode, Party | None],
+    keys: list[OnKey],
+    events: Mapping[str, EventDef],
+    senders: dict[tuple[StateNode, str], set[tuple[str, str]]] | None = None,
+) -> list[Seat]:
     """The seats, in document order: for each state invoking a party, the events that party may send there.
 
     `senders`, when given, is filled with who may send through each `on` key: (state, event) -> {(kind, id)}."""
+
     def give(key: OnKey, party: Party, names: set[str]) -> None:
         names.add(key.event)
         if senders is not None:

@@ -3,16 +3,30 @@
 Slots are declarations. The Session never runs them: it asks its host (Turns for Agents, EffectRequested for
 Effects) and takes the answers back as inputs.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
-from engine.core.statechart.errors import ConfigError
 from engine.core.statechart.callables import call_with
+from engine.core.statechart.errors import ConfigError
 
-__all__ = ["AgentSlot", "GateSlot", "EffectSlot", "FailSlot", "agent", "fail", "effect", "from_pick", "FromPick",
-           "gate", "GATE", "WORKSPACES"]
+__all__ = [
+    "AgentSlot",
+    "GateSlot",
+    "EffectSlot",
+    "FailSlot",
+    "agent",
+    "fail",
+    "effect",
+    "from_pick",
+    "FromPick",
+    "gate",
+    "GATE",
+    "WORKSPACES",
+]
 
 PROVIDERS = ("anthropic", "local", "script")
 #: `agent(..., workspace=...)`: no folder, a folder of its own per run, or the run's folder shared by its Agents.
@@ -67,18 +81,26 @@ class EffectSlot:
 GATE = GateSlot()
 
 
-def agent(model: str, instructions: str, workspace: str = "none", dials: Mapping[str, Any] | None = None,
-          description: str | None = None) -> AgentSlot:
+def agent(
+    model: str,
+    instructions: str,
+    workspace: str = "none",
+    dials: Mapping[str, Any] | None = None,
+    description: str | None = None,
+) -> AgentSlot:
     if not isinstance(model, str) or "/" not in model or model.split("/", 1)[0] not in PROVIDERS:
         raise ConfigError(f"agent model {model!r} must be '<provider>/<model id>' with provider one of {PROVIDERS}")
     if not isinstance(instructions, str) or not instructions.strip():
         raise ConfigError("an agent needs non-empty instructions")
     if workspace not in WORKSPACES:
-        raise ConfigError(f"agent workspace {workspace!r} must be one of {', '.join(map(repr, WORKSPACES))}: "
-                          '"none" (only the Menu), "run" (a folder of its own per run) or "shared" (one folder per '
-                          "run, shared by the run's Agents that ask for it)")
-    return AgentSlot(model=model, instructions=instructions, workspace=workspace, dials=dict(dials or {}),
-                     description=description)
+        raise ConfigError(
+            f"agent workspace {workspace!r} must be one of {', '.join(map(repr, WORKSPACES))}: "
+            '"none" (only the Menu), "run" (a folder of its own per run) or "shared" (one folder per '
+            "run, shared by the run's Agents that ask for it)"
+        )
+    return AgentSlot(
+        model=model, instructions=instructions, workspace=workspace, dials=dict(dials or {}), description=description
+    )
 
 
 def fail() -> FailSlot:
@@ -110,13 +132,22 @@ class _Effects:
     """`effect.command(...)`, `effect.http(...)`, `effect.call(fn)`."""
 
     @staticmethod
-    def command(argv: Sequence[str] | str, cwd: str | None = None, timeout: float = 600.0,
-                env: Mapping[str, str] | None = None, idempotent: bool = False,
-                workspace: str | None = None) -> EffectSlot:
+    def command(
+        argv: Sequence[str] | str,
+        cwd: str | None = None,
+        timeout: float = 600.0,
+        env: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+        workspace: str | None = None,
+    ) -> EffectSlot:
         """`workspace="<agent>"` runs the command in that Agent's workspace folder of the run (its own or the shared
         one), so it works on what the Agent wrote; `cwd` is then a folder inside it."""
-        spec: dict[str, Any] = {"argv": argv if isinstance(argv, str) else list(argv), "cwd": cwd,
-                                "timeout": timeout, "env": dict(env or {})}
+        spec: dict[str, Any] = {
+            "argv": argv if isinstance(argv, str) else list(argv),
+            "cwd": cwd,
+            "timeout": timeout,
+            "env": dict(env or {}),
+        }
         if workspace is not None:
             if not isinstance(workspace, str) or not workspace:
                 raise ConfigError(f"effect.command(workspace=...) names an Agent with a workspace; got {workspace!r}")
@@ -126,10 +157,18 @@ class _Effects:
         return EffectSlot("command", spec, idempotent)
 
     @staticmethod
-    def http(url: str, method: str = "POST", headers: Mapping[str, str] | None = None, timeout: float = 60.0,
-             idempotent: bool = False) -> EffectSlot:
-        return EffectSlot("http", {"url": url, "method": method.upper(), "headers": dict(headers or {}),
-                                   "timeout": timeout}, idempotent)
+    def http(
+        url: str,
+        method: str = "POST",
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        idempotent: bool = False,
+    ) -> EffectSlot:
+        return EffectSlot(
+            "http",
+            {"url": url, "method": method.upper(), "headers": dict(headers or {}), "timeout": timeout},
+            idempotent,
+        )
 
     @staticmethod
     def call(fn: Callable[..., Any], idempotent: bool = False) -> EffectSlot:
@@ -156,8 +195,10 @@ class FromPick:
         params = {k: v for k, v in dict(event).items() if k not in ("type", "sender")}
         if callable(self.fill):
             return call_with(self.fill, params=params, context=context, event=event)
-        return {key: (call_with(v, params=params, context=context, event=event) if callable(v) else params.get(v, v))
-                for key, v in self.fill.items()}
+        return {
+            key: (call_with(v, params=params, context=context, event=event) if callable(v) else params.get(v, v))
+            for key, v in self.fill.items()
+        }
 
 
 def from_pick(fill: Callable[..., Any] | Mapping[str, Any]) -> FromPick:

@@ -8,6 +8,7 @@ the same on both, and nothing from outside can make a commit fail on one of them
 - text the runtime takes from the world (a model's reply, an Effect's result) has it replaced by U+FFFD, the
   replacement character, as undecodable bytes are (`without_nul`).
 """
+
 from __future__ import annotations
 
 from typing import Any

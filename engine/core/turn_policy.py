@@ -9,11 +9,13 @@
 This is conversation bookkeeping, so it lives beside the Session, not in it: a refused pick still changes nothing
 in the run. It is pure: the host feeds it what the model did and follows its verdicts.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from engine.core.outputs import PickResult
 from engine.core.prompts import reprompt_message
@@ -57,10 +59,12 @@ class TurnWatch:
         """The model's reply ended without a pick while the Turn's state still waits."""
         self.reprompts += 1
         if self.reprompts <= self.policy.max_reprompts:
-            return Verdict("reprompt", f"re-prompt {self.reprompts} of {self.policy.max_reprompts}",
-                           reprompt_message(allowed))
-        return Verdict("fault", f"the Agent ended its reply without a pick {self.reprompts} times while its "
-                                "state waited")
+            return Verdict(
+                "reprompt", f"re-prompt {self.reprompts} of {self.policy.max_reprompts}", reprompt_message(allowed)
+            )
+        return Verdict(
+            "fault", f"the Agent ended its reply without a pick {self.reprompts} times while its state waited"
+        )
 
     def call(self, event: str, params: Any) -> Verdict | None:
         """A tool call, before it goes to the Session: None to send it, or a reroll/fault verdict (then do not)."""

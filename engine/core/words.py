@@ -3,10 +3,12 @@
 Each of these was written several times with small differences (a duration cut over to seconds at 1 s in one
 place and at 10 s in another); one function each keeps every page, command and replay saying the same thing.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -32,7 +34,7 @@ def duration_text(ms: float | None) -> str:
 def validation_lines(err: ValidationError, whole: str = "(input)") -> list[str]:
     """Each problem of a pydantic error, naming its field: `text: Input should be a valid string`; `whole` names
     the value itself when a problem is not about one field."""
-    return [f'{".".join(str(p) for p in e["loc"]) or whole}: {e["msg"]}' for e in err.errors()]
+    return [f"{'.'.join(str(p) for p in e['loc']) or whole}: {e['msg']}" for e in err.errors()]
 
 
 def validation_text(err: ValidationError, whole: str = "(input)") -> str:
@@ -67,7 +69,7 @@ def brief(value: Any, width: int = 40, total: int = 160) -> str:
         text = _short(value, width)
     if len(text) <= total:
         return text
-    return text[:total - 2] + "…}" if text.startswith("{") else text[:total - 1] + "…"
+    return text[: total - 2] + "…}" if text.startswith("{") else text[: total - 1] + "…"
 
 
 def _short(value: Any, width: int = 40) -> str:

@@ -1,26 +1,27 @@
 """`jr2_setup(...).create_machine(config)`: a statechart plus everything derived from it once — Menus, seats,
 Gate accepts, warnings, the shape digest — and every refusal of SPEC.md 4."""
+
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
+from engine.core.errors import MachineError
+from engine.core.events import EventDef
+from engine.core.refusals import MachineWarning, refuse, warnings_for
+from engine.core.routes import Answer, SeatGuard
+from engine.core.seats import OnKey, Party, Seat, derive_seats, on_keys, party_of, state_path
+from engine.core.slots import GATE, AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.statechart import create_machine as create_statechart
 from engine.core.statechart.errors import ConfigError, StatechartError
 from engine.core.statechart.logic import ActorLogic
 from engine.core.statechart.machine import StateMachine
 from engine.core.statechart.nodes import StateNode
-
-from engine.core.refusals import MachineWarning, refuse, warnings_for
-from engine.core.errors import MachineError
-from engine.core.events import EventDef
-from engine.core.seats import OnKey, Party, Seat, derive_seats, on_keys, party_of, state_path
-from engine.core.routes import Answer, SeatGuard
-from engine.core.slots import GATE, AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.text import NUL_REFUSED, nul_at
 from engine.core.workspace import TOOL_NAMES as WORKSPACE_TOOLS
 
@@ -45,9 +46,14 @@ class SlotLogic(ActorLogic):
 class Setup:
     """The events and actor slots a Machine is built with (`gate` is always there)."""
 
-    def __init__(self, events: Iterable[EventDef], actors: Mapping[str, Any] | None = None,
-                 guards: Mapping[str, Any] | None = None, actions: Mapping[str, Any] | None = None,
-                 delays: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        events: Iterable[EventDef],
+        actors: Mapping[str, Any] | None = None,
+        guards: Mapping[str, Any] | None = None,
+        actions: Mapping[str, Any] | None = None,
+        delays: Mapping[str, Any] | None = None,
+    ) -> None:
         self.events: dict[str, EventDef] = {}
         for event in events:
             if not isinstance(event, EventDef):
@@ -64,9 +70,14 @@ class Setup:
         return Machine(self, dict(config))
 
 
-def jr2_setup(events: Iterable[EventDef], actors: Mapping[str, Any] | None = None,
-              guards: Mapping[str, Any] | None = None, actions: Mapping[str, Any] | None = None,
-              delays: Mapping[str, Any] | None = None, types: Any = None) -> Setup:
+def jr2_setup(
+    events: Iterable[EventDef],
+    actors: Mapping[str, Any] | None = None,
+    guards: Mapping[str, Any] | None = None,
+    actions: Mapping[str, Any] | None = None,
+    delays: Mapping[str, Any] | None = None,
+    types: Any = None,
+) -> Setup:
     return Setup(events, actors=actors, guards=guards, actions=actions, delays=delays)
 
 
@@ -89,8 +100,9 @@ class Machine:
                 actors[name] = slot
         config = _default_invoke_ids(config, self.slots)
         try:
-            self.statechart: StateMachine = create_statechart(config, guards=setup.guards, actions=setup.actions,
-                                                           actors=actors, delays=setup.delays)
+            self.statechart: StateMachine = create_statechart(
+                config, guards=setup.guards, actions=setup.actions, actors=actors, delays=setup.delays
+            )
         except StatechartError as err:
             raise MachineError(f'machine "{config.get("id") or "(machine)"}": {err}') from err
         self.id = self.statechart.id
@@ -107,8 +119,10 @@ class Machine:
         for seat in self._seats:
             if seat.party.kind == "agent":
                 self._menus[seat.party.id] = tuple(sorted({*self._menus.get(seat.party.id, ()), *seat.events}))
-        self._tools = {slot: json.dumps([self.events[e].tool() for e in names], sort_keys=True)
-                       for slot, names in self._menus.items()}
+        self._tools = {
+            slot: json.dumps([self.events[e].tool() for e in names], sort_keys=True)
+            for slot, names in self._menus.items()
+        }
         self._check_workspaces()
         self.digest = _digest(self.nodes)
         self._takers: dict[str, frozenset[StateNode]] = {}
@@ -128,9 +142,12 @@ class Machine:
         for node in self.nodes:
             for action in (*node.entry, *node.exit):
                 if isinstance(action, Answer):
-                    raise MachineError(f'machine "{self.id}": state "{state_path(self.id, node)}" has `answer` in '
-                                       "entry/exit; it belongs on a transition (the route of a reply)",
-                                       self.id, state_path(self.id, node))
+                    raise MachineError(
+                        f'machine "{self.id}": state "{state_path(self.id, node)}" has `answer` in '
+                        "entry/exit; it belongs on a transition (the route of a reply)",
+                        self.id,
+                        state_path(self.id, node),
+                    )
             for t in node.all_transitions():
                 if not any(isinstance(a, Answer) for a in t.actions):
                     continue
@@ -139,7 +156,10 @@ class Machine:
                     raise MachineError(
                         f'machine "{self.id}": the `answer` on event "{t.event_type}" in state '
                         f'"{state_path(self.id, node)}" has no Agent at or above that state to answer',
-                        self.id, state_path(self.id, node), t.event_type)
+                        self.id,
+                        state_path(self.id, node),
+                        t.event_type,
+                    )
                 t.actions = tuple(a.bound(agent.id) if isinstance(a, Answer) else a for a in t.actions)
 
     def _guard_seats(self, senders: Mapping[tuple[StateNode, str], set[tuple[str, str]]]) -> None:
@@ -159,9 +179,12 @@ class Machine:
             if isinstance(slot, AgentSlot) and slot.workspace != "none":
                 taken = sorted(set(self._menus.get(name, ())) & set(WORKSPACE_TOOLS))
                 if taken:
-                    raise MachineError(f'machine "{self.id}": the Agent "{name}" has a workspace, whose tools are '
-                                       f'named {", ".join(WORKSPACE_TOOLS)}; rename its event(s) '
-                                       f'{", ".join(taken)}', self.id)
+                    raise MachineError(
+                        f'machine "{self.id}": the Agent "{name}" has a workspace, whose tools are '
+                        f"named {', '.join(WORKSPACE_TOOLS)}; rename its event(s) "
+                        f"{', '.join(taken)}",
+                        self.id,
+                    )
             if isinstance(slot, EffectSlot) and "workspace" in slot.spec:
                 self._workspace_agent(slot.spec["workspace"], f'the Effect "{name}"')
             if isinstance(slot, GateSlot) and slot.workspace is not None:
@@ -171,11 +194,17 @@ class Machine:
         slot = self.slots.get(agent)
         if not isinstance(slot, AgentSlot):
             agents = ", ".join(sorted(self.agents)) or "none"
-            raise MachineError(f'machine "{self.id}": {user} uses the workspace of "{agent}", which is not an Agent '
-                               f"of this Machine (Agents: {agents})", self.id)
+            raise MachineError(
+                f'machine "{self.id}": {user} uses the workspace of "{agent}", which is not an Agent '
+                f"of this Machine (Agents: {agents})",
+                self.id,
+            )
         if slot.workspace == "none":
-            raise MachineError(f'machine "{self.id}": {user} uses the workspace of the Agent "{agent}", which has '
-                               'none; give it agent(..., workspace="run") or workspace="shared"', self.id)
+            raise MachineError(
+                f'machine "{self.id}": {user} uses the workspace of the Agent "{agent}", which has '
+                'none; give it agent(..., workspace="run") or workspace="shared"',
+                self.id,
+            )
 
     def agent_above(self, node: StateNode) -> Party | None:
         for candidate in (node, *node.ancestors):
@@ -206,8 +235,10 @@ class Machine:
                 for invoke_id, child in self.child_machines(node):
                     below = child.seat_lines(indent + 1)
                     if below:
-                        lines.append(f'{pad}{state_path(self.id, node)} child Machine "{child.id}" (invoke '
-                                     f'{invoke_id}; its parties are named {invoke_id}/<name>):')
+                        lines.append(
+                            f'{pad}{state_path(self.id, node)} child Machine "{child.id}" (invoke '
+                            f"{invoke_id}; its parties are named {invoke_id}/<name>):"
+                        )
                         lines.extend(below)
         return lines
 
@@ -225,8 +256,15 @@ class Machine:
         out: list[dict[str, Any]] = [seat.to_json() for seat in self._seats]
         for node in self.nodes:
             for invoke_id, child in self.child_machines(node):
-                out.append({"state": node.id, "path": state_path(self.id, node), "invoke": invoke_id,
-                            "machine": child.id, "seats": child.seats_json()})
+                out.append(
+                    {
+                        "state": node.id,
+                        "path": state_path(self.id, node),
+                        "invoke": invoke_id,
+                        "machine": child.id,
+                        "seats": child.seats_json(),
+                    }
+                )
         return out
 
     def seat_of(self, state_id: str) -> Seat | None:
@@ -298,16 +336,19 @@ class Machine:
             found = data
             for key in nul:
                 found = found[key]
-            raise ValidationError.from_exception_data(self.door.__name__, [
-                {"type": PydanticCustomError("nul_character", NUL_REFUSED), "loc": nul, "input": found}])
+            raise ValidationError.from_exception_data(
+                self.door.__name__,
+                [{"type": PydanticCustomError("nul_character", NUL_REFUSED), "loc": nul, "input": found}],
+            )
         return self.door.model_validate(data if data is not None else {})
 
     def __repr__(self) -> str:
         return f"Machine({self.id!r})"
 
 
-def _default_invoke_ids(config: Mapping[str, Any], slots: Mapping[str, Any],
-                        path: tuple[str, ...] = ()) -> dict[str, Any]:
+def _default_invoke_ids(
+    config: Mapping[str, Any], slots: Mapping[str, Any], path: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The config with an `id` on each Gate and child-Machine invoke that has none: its state's dotted path below
     the root (`writing.asking`), since these ids appear in URLs and commands. Only the dicts on the way are
     copied; the author's config is left as it was."""
@@ -326,8 +367,10 @@ def _default_invoke_ids(config: Mapping[str, Any], slots: Mapping[str, Any],
         out["invoke"] = named if isinstance(invoke, list) else named[0]
     states = config.get("states")
     if isinstance(states, Mapping):
-        out["states"] = {key: _default_invoke_ids(state, slots, (*path, key)) if isinstance(state, Mapping) else state
-                         for key, state in states.items()}
+        out["states"] = {
+            key: _default_invoke_ids(state, slots, (*path, key)) if isinstance(state, Mapping) else state
+            for key, state in states.items()
+        }
     return out
 
 
@@ -335,12 +378,17 @@ def _digest(nodes: list[StateNode]) -> str:
     """A digest of the Machine's shape: states, transitions and invokes (not guards, prompts or descriptions)."""
     shape = []
     for node in nodes:
-        shape.append({
-            "id": node.id, "type": node.type, "history": node.history,
-            "initial": node.initial.target[0].id if node.initial and node.initial.target else None,
-            "transitions": [[t.event_type, None if t.target is None else [x.id for x in t.target], t.reenter]
-                            for t in node.all_transitions()],
-            "invoke": [[i.id, i.src if isinstance(i.src, str) else "(inline)"] for i in node.invoke],
-        })
+        shape.append(
+            {
+                "id": node.id,
+                "type": node.type,
+                "history": node.history,
+                "initial": node.initial.target[0].id if node.initial and node.initial.target else None,
+                "transitions": [
+                    [t.event_type, None if t.target is None else [x.id for x in t.target], t.reenter]
+                    for t in node.all_transitions()
+                ],
+                "invoke": [[i.id, i.src if isinstance(i.src, str) else "(inline)"] for i in node.invoke],
+            }
+        )
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
-

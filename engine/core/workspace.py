@@ -1,5 +1,6 @@
 """The names an Agent's workspace adds beside its Menu. Pure: the folder and its sandbox are the runtime's
 (engine/runtime/workspace/); the Machine needs only the names, so that no event of a Menu can take one."""
+
 from __future__ import annotations
 
 __all__ = ["TOOL_NAMES"]

@@ -4,14 +4,21 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('engine', '0001_initial'),
+        ("engine", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='run',
-            options={'ordering': ['-created_at'], 'permissions': [('start_run', 'Can start runs'), ('answer_gate', 'Can answer Gates'), ('cancel_run', 'Can cancel runs'), ('play_seat', "Can play an Agent's seat in a run")]},
+            name="run",
+            options={
+                "ordering": ["-created_at"],
+                "permissions": [
+                    ("start_run", "Can start runs"),
+                    ("answer_gate", "Can answer Gates"),
+                    ("cancel_run", "Can cancel runs"),
+                    ("play_seat", "Can play an Agent's seat in a run"),
+                ],
+            },
         ),
     ]

@@ -1,5 +1,6 @@
 """The two groups the Console's permissions are handed out through: "gate-answerers" answer Gates; "operators" also
 start and cancel runs and play Agents' seats."""
+
 from typing import Any
 
 from django.db import migrations

@@ -6,26 +6,39 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('engine', '0003_console_groups'),
+        ("engine", "0003_console_groups"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Seat',
+            name="Seat",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agent', models.CharField(max_length=120)),
-                ('taken_at', models.DateTimeField(auto_now_add=True)),
-                ('given_back_at', models.DateTimeField(blank=True, null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='seats', to='engine.run')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='seats', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("agent", models.CharField(max_length=120)),
+                ("taken_at", models.DateTimeField(auto_now_add=True)),
+                ("given_back_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="seats", to="engine.run"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="seats", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'taken_at'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('given_back_at', None)), fields=('run', 'agent'), name='one_holder_per_seat')],
+                "ordering": ["run", "taken_at"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("given_back_at", None)), fields=("run", "agent"), name="one_holder_per_seat"
+                    )
+                ],
             },
         ),
     ]

@@ -5,28 +5,46 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('engine', '0004_seats'),
+        ("engine", "0004_seats"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RunInput',
+            name="RunInput",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(max_length=16)),
-                ('args', models.JSONField(default=dict)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('answered', 'answered'), ('withdrawn', 'withdrawn (its sender stopped waiting before any worker took it)')], default='pending', max_length=16)),
-                ('outcome', models.JSONField(blank=True, help_text='what the run answered, as the sender reads it', null=True)),
-                ('answered_by', models.CharField(blank=True, help_text='the host that delivered it', max_length=100)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('answered_at', models.DateTimeField(blank=True, null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='inputs', to='engine.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("kind", models.CharField(max_length=16)),
+                ("args", models.JSONField(default=dict)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("answered", "answered"),
+                            ("withdrawn", "withdrawn (its sender stopped waiting before any worker took it)"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "outcome",
+                    models.JSONField(blank=True, help_text="what the run answered, as the sender reads it", null=True),
+                ),
+                ("answered_by", models.CharField(blank=True, help_text="the host that delivered it", max_length=100)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("answered_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="inputs", to="engine.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'id'],
-                'indexes': [models.Index(fields=['status', 'run'], name='run_input_pending')],
+                "ordering": ["run", "id"],
+                "indexes": [models.Index(fields=["status", "run"], name="run_input_pending")],
             },
         ),
     ]

@@ -5,25 +5,38 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('engine', '0005_run_inputs'),
+        ("engine", "0005_run_inputs"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='imported_from',
-            field=models.CharField(blank=True, default='', help_text="the run's id where it was exported from: an imported run is read-only, never hosted, resumed, answered or cancelled", max_length=16),
+            model_name="run",
+            name="imported_from",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="the run's id where it was exported from: an imported run is read-only, never hosted, resumed, answered or cancelled",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='parent',
-            field=models.ForeignKey(blank=True, help_text='the run this one was forked from', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='forks', to='engine.run'),
+            model_name="run",
+            name="parent",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="the run this one was forked from",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="forks",
+                to="engine.run",
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='parent_step',
-            field=models.PositiveIntegerField(blank=True, help_text="the parent's journal entry the fork started from", null=True),
+            model_name="run",
+            name="parent_step",
+            field=models.PositiveIntegerField(
+                blank=True, help_text="the parent's journal entry the fork started from", null=True
+            ),
         ),
     ]

@@ -19,67 +19,119 @@ def backfill(apps, schema_editor):
         view = run.view or {}
         RunText.objects.create(run_id=run.id, input=words(run.input), output=words(run.output))
         marks = {("in", name) for name in view.get("active", ())} | {("passed", n) for n in view.get("visited", ())}
-        for entry in JournalEntry.objects.filter(run_id=run.id, kind__in=("gate", "pick")).values_list("entry",
-                                                                                                        flat=True):
+        for entry in JournalEntry.objects.filter(run_id=run.id, kind__in=("gate", "pick")).values_list(
+            "entry", flat=True
+        ):
             if entry.get("kind") == "gate" or entry.get("outcome") in TAKEN_PICKS:
                 marks.add(("event", str(entry.get("event"))))
         marks |= {("agent", a) for a in TurnRecord.objects.filter(run_id=run.id).values_list("agent", flat=True)}
         RunMark.objects.bulk_create([RunMark(run_id=run.id, kind=k, name=n) for k, n in marks], ignore_conflicts=True)
         if run.status in ("running", "waiting"):
             GateRecord.objects.bulk_create(
-                GateRecord(run_id=run.id, workflow=run.workflow, gate=g["id"],
-                           state=g.get("path") or g.get("state", ""), accepts=list(g.get("accepts", ())),
-                           meta=g.get("meta") or {}, opened_at=run.updated_at)
-                for g in view.get("gates", ()))
+                GateRecord(
+                    run_id=run.id,
+                    workflow=run.workflow,
+                    gate=g["id"],
+                    state=g.get("path") or g.get("state", ""),
+                    accepts=list(g.get("accepts", ())),
+                    meta=g.get("meta") or {},
+                    opened_at=run.updated_at,
+                )
+                for g in view.get("gates", ())
+            )
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('engine', '0006_run_lineage'),
+        ("engine", "0006_run_lineage"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RunText',
+            name="RunText",
             fields=[
-                ('run', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='text', serialize=False, to='engine.run')),
-                ('input', models.TextField(blank=True, default='')),
-                ('output', models.TextField(blank=True, default='')),
+                (
+                    "run",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="text",
+                        serialize=False,
+                        to="engine.run",
+                    ),
+                ),
+                ("input", models.TextField(blank=True, default="")),
+                ("output", models.TextField(blank=True, default="")),
             ],
         ),
         migrations.CreateModel(
-            name='GateRecord',
+            name="GateRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('workflow', models.CharField(help_text="the run's workflow, so the inbox filters without a join", max_length=200)),
-                ('gate', models.CharField(help_text="the Gate's id, e.g. writing.asking", max_length=300)),
-                ('state', models.CharField(help_text='the state that invokes it', max_length=300)),
-                ('accepts', models.JSONField(blank=True, default=list)),
-                ('meta', models.JSONField(blank=True, default=dict)),
-                ('opened_at', models.DateTimeField()),
-                ('closed_at', models.DateTimeField(blank=True, null=True)),
-                ('event', models.CharField(blank=True, default='', help_text='the event that answered it', max_length=120)),
-                ('answered_by', models.CharField(blank=True, default='', help_text='who answered it (a username), empty when unknown or not answered', max_length=150)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='gate_records', to='engine.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "workflow",
+                    models.CharField(
+                        help_text="the run's workflow, so the inbox filters without a join", max_length=200
+                    ),
+                ),
+                ("gate", models.CharField(help_text="the Gate's id, e.g. writing.asking", max_length=300)),
+                ("state", models.CharField(help_text="the state that invokes it", max_length=300)),
+                ("accepts", models.JSONField(blank=True, default=list)),
+                ("meta", models.JSONField(blank=True, default=dict)),
+                ("opened_at", models.DateTimeField()),
+                ("closed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "event",
+                    models.CharField(blank=True, default="", help_text="the event that answered it", max_length=120),
+                ),
+                (
+                    "answered_by",
+                    models.CharField(
+                        blank=True,
+                        default="",
+                        help_text="who answered it (a username), empty when unknown or not answered",
+                        max_length=150,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="gate_records", to="engine.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['opened_at', 'id'],
-                'indexes': [models.Index(fields=['closed_at', 'workflow', 'gate'], name='gate_open_kind')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('closed_at', None)), fields=('run', 'gate'), name='one_open_gate_record')],
+                "ordering": ["opened_at", "id"],
+                "indexes": [models.Index(fields=["closed_at", "workflow", "gate"], name="gate_open_kind")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("closed_at", None)), fields=("run", "gate"), name="one_open_gate_record"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='RunMark',
+            name="RunMark",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('in', 'in'), ('passed', 'passed'), ('event', 'event'), ('agent', 'agent')], max_length=8)),
-                ('name', models.CharField(max_length=300)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='marks', to='engine.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("in", "in"), ("passed", "passed"), ("event", "event"), ("agent", "agent")],
+                        max_length=8,
+                    ),
+                ),
+                ("name", models.CharField(max_length=300)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="marks", to="engine.run"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['kind', 'name', 'run'], name='mark_lookup')],
-                'constraints': [models.UniqueConstraint(fields=('run', 'kind', 'name'), name='mark_unique')],
+                "indexes": [models.Index(fields=["kind", "name", "run"], name="mark_lookup")],
+                "constraints": [models.UniqueConstraint(fields=("run", "kind", "name"), name="mark_unique")],
             },
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop),

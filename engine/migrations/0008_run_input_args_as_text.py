@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('engine', '0007_inbox_search'),
+        ("engine", "0007_inbox_search"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='runinput',
-            name='args',
-            field=models.TextField(default='{}', help_text="the input's arguments as JSON text, exactly as sent (not jsonb, which cannot hold the NUL character: the run refuses such an input in words)"),
+            model_name="runinput",
+            name="args",
+            field=models.TextField(
+                default="{}",
+                help_text="the input's arguments as JSON text, exactly as sent (not jsonb, which cannot hold the NUL character: the run refuses such an input in words)",
+            ),
         ),
     ]

@@ -5,13 +5,13 @@ Turns that continue (`"continue": True`) share an Agent's conversation; a reroll
 owns the conversations of a run (a resume rebuilds them from their recorded messages); the Turn loop and the step
 plan (engine/runtime/plan.py) append to them, and every append returns the `store.Message` that records it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.text import without_nul
-
 from engine.runtime import store
 
 __all__ = ["Conversation"]
@@ -42,10 +42,17 @@ class Conversation:
         last_reply = max((i for i, m in enumerate(self.messages) if m["role"] == "assistant"), default=None)
         if last_reply is None:
             return []
-        answered = {block.get("tool_use_id") for m in self.messages[last_reply + 1:] for block in m["content"]
-                    if block.get("type") == "tool_result"}
-        return [block for block in self.messages[last_reply]["content"]
-                if block.get("type") == "tool_use" and block.get("id") not in answered]
+        answered = {
+            block.get("tool_use_id")
+            for m in self.messages[last_reply + 1 :]
+            for block in m["content"]
+            if block.get("type") == "tool_result"
+        }
+        return [
+            block
+            for block in self.messages[last_reply]["content"]
+            if block.get("type") == "tool_use" and block.get("id") not in answered
+        ]
 
     def waits_for_model(self) -> bool:
         """True when the last message is not the model's: the next step is to ask it."""

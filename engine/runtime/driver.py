@@ -10,14 +10,16 @@ What a step writes and what it does after its commit is worked out by engine/run
 see by engine/runtime/view.py; this module runs the step around them. The driver reaches its host only through
 `RunHost`, the few members of `Host` it uses, so it never imports the host.
 """
+
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from engine.core.journal.entries import GateAnswer
 from engine.core.outputs import EffectRequested, TurnStarted
@@ -25,15 +27,26 @@ from engine.core.session import PendingEffect, Session
 from engine.core.text import without_nul
 from engine.core.workflow import Machine
 from engine.models import EffectRecord
-
-from engine.runtime import faults
-from engine.runtime import relay
-from engine.runtime import store
+from engine.runtime import faults, relay, store
 from engine.runtime.conversation import Conversation
 from engine.runtime.effects import EffectOutcome, run_effect
 from engine.runtime.plan import (
-    Books, CancelEffect, GiveBack, Loop, OpenTurn, Plan, StartEffect, StartLoop, StopLoop, Todo, WakeLoop,
-    apply_input, ended, indexed, plan_outputs, run_fields,
+    Books,
+    CancelEffect,
+    GiveBack,
+    Loop,
+    OpenTurn,
+    Plan,
+    StartEffect,
+    StartLoop,
+    StopLoop,
+    Todo,
+    WakeLoop,
+    apply_input,
+    ended,
+    indexed,
+    plan_outputs,
+    run_fields,
 )
 from engine.runtime.players import Player
 from engine.runtime.providers import human
@@ -64,8 +77,9 @@ class RunHost(Protocol):
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T: ...
 
-    def notify(self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None,
-               gates: bool = False) -> None: ...
+    def notify(
+        self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None, gates: bool = False
+    ) -> None: ...
 
     async def reload(self, driver: RunDriver) -> None: ...
 
@@ -86,9 +100,19 @@ class Item:
 class RunDriver:
     """Owns one run's Session; its task applies the inbox in order (see the module docstring)."""
 
-    def __init__(self, host: RunHost, run_id: str, workflow: str, machine: Machine, session: Session, *, seq: int,
-                 snapshot_seq: int, resume: store.Resume | None = None,
-                 seats: dict[str, tuple[int, str]] | None = None) -> None:
+    def __init__(
+        self,
+        host: RunHost,
+        run_id: str,
+        workflow: str,
+        machine: Machine,
+        session: Session,
+        *,
+        seq: int,
+        snapshot_seq: int,
+        resume: store.Resume | None = None,
+        seats: dict[str, tuple[int, str]] | None = None,
+    ) -> None:
         self.host = host
         self.run_id = run_id
         self.workflow = workflow
@@ -140,7 +164,8 @@ class RunDriver:
             if kind == "offer":
                 human.offer(self.run_id, args["agent"], args["event"], args.get("params") or {})
             task = asyncio.get_running_loop().create_task(
-                self.host.db(store.answer_input, input_id, relay.encode(result), self.host.owner))
+                self.host.db(store.answer_input, input_id, relay.encode(result), self.host.owner)
+            )
             task.add_done_callback(lambda _: self._relayed.discard(input_id))
             return
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -200,21 +225,34 @@ class RunDriver:
         plan_outputs(session.drain(), session, self.books, plan, self._new_loop)
         self.status = run_status(session, self.books.seats)
         scripted = any(t.player.scripted for t in self.books.turns.values()) or any(
-            slot.model.startswith("script/") for slot in self.machine.agents.values())
+            slot.model.startswith("script/") for slot in self.machine.agents.values()
+        )
         fields = self._run_fields(self.status)
-        plan.ops.append(indexed(self.workflow, self.committed_view, fields, entries, plan.ops,
-                                door=create.get("input")))
-        updated = await self.host.db(store.commit, store.Step(
-            self.run_id, 1, entries, fields, session.to_json(), plan.ops,
-            create={**create, "scripted": scripted}, lease=lease))
+        plan.ops.append(
+            indexed(self.workflow, self.committed_view, fields, entries, plan.ops, door=create.get("input"))
+        )
+        updated = await self.host.db(
+            store.commit,
+            store.Step(
+                self.run_id,
+                1,
+                entries,
+                fields,
+                session.to_json(),
+                plan.ops,
+                create={**create, "scripted": scripted},
+                lease=lease,
+            ),
+        )
         self.committed_view = fields["view"]
         self.seq = self.snapshot_seq = len(entries)
         if session.status == "active" and lease is not None:
             self.host.drivers[self.run_id] = self  # only now: the lease is in the row, so a renewal keeps it
             self.start()
             self._carry_out(plan.todo)
-        self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated, gates=bool(
-            self.committed_view.get("gates")))
+        self.host.notify(
+            self.run_id, self.workflow, self.status, self.seq, updated, gates=bool(self.committed_view.get("gates"))
+        )
 
     def _run_fields(self, status: str) -> dict[str, Any]:
         view = build_view(self.session, self.visited, self.books.players(), self.books.seats)
@@ -234,8 +272,11 @@ class RunDriver:
         current = asyncio.current_task()  # a step that failed reloads the run from its own task: not itself
         if self.task is not None and self.task is not current:
             self.task.cancel()
-        tasks = [t for t in (self.task, *self.effects.values(), *(loop.task for loop in loops))
-                 if t is not None and t is not current]
+        tasks = [
+            t
+            for t in (self.task, *self.effects.values(), *(loop.task for loop in loops))
+            if t is not None and t is not current
+        ]
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _main(self, resumed: bool) -> None:
@@ -252,7 +293,7 @@ class RunDriver:
                 if not item.future.done():
                     item.future.cancel()
                 raise
-            except Exception as err:  # noqa: BLE001 - the step did not commit: the run goes on from the database
+            except Exception as err:
                 log.exception("run %s: a step failed; reloading the run from the database", self.run_id)
                 if not item.future.done():
                     item.future.set_exception(err)
@@ -281,8 +322,9 @@ class RunDriver:
         updated = None
         if entries or plan.ops:
             plan.ops.append(indexed(self.workflow, self.committed_view, fields, entries, plan.ops))
-            updated = await self.host.db(store.commit, store.Step(self.run_id, first, entries, fields, snapshot,
-                                                                  plan.ops, owner=self.host.owner))
+            updated = await self.host.db(
+                store.commit, store.Step(self.run_id, first, entries, fields, snapshot, plan.ops, owner=self.host.owner)
+            )
             self.committed_view = fields["view"]
             faults.after_commit(entries)
         del session.journal[:]
@@ -296,8 +338,14 @@ class RunDriver:
         self._schedule_timer()
         if updated is not None:
             gates_after = [g["id"] for g in fields["view"].get("gates", ())]
-            self.host.notify(self.run_id, self.workflow, status, last, updated,
-                             gates=gates_after != gates_before or any(isinstance(e, GateAnswer) for e in entries))
+            self.host.notify(
+                self.run_id,
+                self.workflow,
+                status,
+                last,
+                updated,
+                gates=gates_after != gates_before or any(isinstance(e, GateAnswer) for e in entries),
+            )
 
     # -- after a commit ------------------------------------------------------------------------------------------
 
@@ -320,14 +368,16 @@ class RunDriver:
                 human.give_back(self.run_id, do.agent)
 
     def _new_loop(self, started: TurnStarted, player: Player, conversation: Conversation, system: str) -> TurnLoop:
-        return TurnLoop(self, started.turn, started.agent, player, conversation, started.prompt, system,
-                        tuple(started.notices))
+        return TurnLoop(
+            self, started.turn, started.agent, player, conversation, started.prompt, system, tuple(started.notices)
+        )
 
     # -- Effects ---------------------------------------------------------------------------------------------
 
     def _start_effect(self, pending: PendingEffect, attempt: int = 1) -> None:
         self.effects[pending.id] = asyncio.get_running_loop().create_task(
-            self._effect(pending, attempt), name=f"effect {self.run_id}/{pending.id}")
+            self._effect(pending, attempt), name=f"effect {self.run_id}/{pending.id}"
+        )
 
     async def _effect(self, pending: PendingEffect, attempt: int) -> None:
         """Journal that the Effect started, run it, and hand its result to the run."""
@@ -342,8 +392,9 @@ class RunDriver:
             outcome = await run_effect(request, self.session.effect_slot(pending.id))
         kind = "effect_done" if outcome.ok else "effect_failed"
         try:
-            await self.submit(kind, effect=pending.id, value=without_nul(outcome.value),
-                              duration_ms=outcome.duration_ms)
+            await self.submit(
+                kind, effect=pending.id, value=without_nul(outcome.value), duration_ms=outcome.duration_ms
+            )
         finally:
             # Listed until its result is committed, so a draining host waits for the commit, not only the process.
             if self.effects.get(pending.id) is asyncio.current_task():
@@ -392,17 +443,31 @@ class RunDriver:
                 continue
             player = Player(record.model, record.declared_model, record.scripted)
             conversation = books.conversations.setdefault(record.conversation, Conversation(record.conversation))
-            loop = TurnLoop(self, turn.id, turn.agent, player, conversation, turn.prompt, record.system,
-                            tuple(turn.notices), pending_call=record.pending_call)
+            loop = TurnLoop(
+                self,
+                turn.id,
+                turn.agent,
+                player,
+                conversation,
+                turn.prompt,
+                record.system,
+                tuple(turn.notices),
+                pending_call=record.pending_call,
+            )
             books.turns[turn.id] = OpenTurn(turn.agent, player, dict(turn.dials), loop, record.pending_call)
             loop.start()
         for pending in self.session.effects:
             effect = resume.effects.get(pending.id)
             started = effect is not None and effect.status == EffectRecord.Status.STARTED
             if started and not pending.idempotent:
-                self.submit("effect_failed", effect=pending.id,
-                            value={"message": f'the Effect "{pending.slot}" was interrupted by a restart; it is not '
-                                              "idempotent, so it was not run again"})
+                self.submit(
+                    "effect_failed",
+                    effect=pending.id,
+                    value={
+                        "message": f'the Effect "{pending.slot}" was interrupted by a restart; it is not '
+                        "idempotent, so it was not run again"
+                    },
+                )
             else:
                 self._start_effect(pending, (effect.attempts + 1) if effect is not None else 1)
         self.resume = None

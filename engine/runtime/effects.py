@@ -6,6 +6,7 @@ an exception in the function): those are outcomes, with a JSON-ready error a per
 and does not decide re-runs (at most once unless idempotent): that is the host's job. Cancelling the task that runs
 an Effect stops it: a command's whole process group is killed and reaped before `CancelledError` propagates.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -17,8 +18,9 @@ import shlex
 import signal
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import httpx
 from pydantic import BaseModel
@@ -51,8 +53,9 @@ class _Failed(Exception):
         self.error = error
 
 
-async def run_effect(request: EffectRequested, slot: EffectSlot | None = None, *, output_cap: int = OUTPUT_CAP,
-                     cwd: str | None = None) -> EffectOutcome:
+async def run_effect(
+    request: EffectRequested, slot: EffectSlot | None = None, *, output_cap: int = OUTPUT_CAP, cwd: str | None = None
+) -> EffectOutcome:
     """Run one requested Effect and say how it went, without raising for its own failures.
 
     `slot` is needed for `call` (its `fn`); command and http read `request.spec` and `request.input`. `cwd` is the
@@ -103,12 +106,17 @@ class _Capture:
         return self.data.decode("utf-8", errors="replace")
 
 
-def _command_plan(spec: Mapping[str, Any], input: Any, host_cwd: str | None) -> tuple[list[str], str | None,
-                                                                                        dict[str, str], Any]:
+def _command_plan(
+    spec: Mapping[str, Any], input: Any, host_cwd: str | None
+) -> tuple[list[str], str | None, dict[str, str], Any]:
     """argv, cwd, env and stdin from the spec and the input, or `_Failed` saying what is wrong with them."""
     if input is not None and not isinstance(input, Mapping):
-        raise _Failed({"message": "a command Effect's input must be a mapping (args, stdin, env) or nothing; got "
-                                  f"{type(input).__name__}"})
+        raise _Failed(
+            {
+                "message": "a command Effect's input must be a mapping (args, stdin, env) or nothing; got "
+                f"{type(input).__name__}"
+            }
+        )
     extra = dict(input or {})
     raw = spec.get("argv")
     argv = shlex.split(raw) if isinstance(raw, str) else list(raw or [])
@@ -137,9 +145,15 @@ async def _run_command(spec: Mapping[str, Any], input: Any, cap: int, host_cwd: 
     timeout = spec.get("timeout")
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=run_cwd, env=env, start_new_session=True, preexec_fn=_die_with_host(),
+            *argv,
+            cwd=run_cwd,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_host(),
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
     except FileNotFoundError:
         raise _Failed({"message": f"command not found: {argv[0]}", "argv": argv}) from None
     except PermissionError:
@@ -167,11 +181,24 @@ async def _run_command(spec: Mapping[str, Any], input: Any, cap: int, host_cwd: 
                 await asyncio.wait_for(_settle(proc, out, err), _REAP_WAIT)
     streams = _streams(out, err)
     if code is None:
-        raise _Failed({"message": f"command timed out after {timeout} s: {argv[0]}", "argv": argv,
-                       "timeout": timeout, "exit_code": proc.returncode, **streams})
+        raise _Failed(
+            {
+                "message": f"command timed out after {timeout} s: {argv[0]}",
+                "argv": argv,
+                "timeout": timeout,
+                "exit_code": proc.returncode,
+                **streams,
+            }
+        )
     if code != 0:
-        raise _Failed({"message": f"command exited with code {code}{_signal_name(code)}: {argv[0]}", "argv": argv,
-                       "exit_code": code, **streams})
+        raise _Failed(
+            {
+                "message": f"command exited with code {code}{_signal_name(code)}: {argv[0]}",
+                "argv": argv,
+                "exit_code": code,
+                **streams,
+            }
+        )
     return {"exit_code": code, **streams}
 
 
@@ -192,6 +219,7 @@ def _die_with_host() -> Any:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         if os.getppid() != host:  # the host died before the line above: nobody would send the signal
             os._exit(137)
+
     return arm
 
 
@@ -247,18 +275,18 @@ async def _run_http(spec: Mapping[str, Any], input: Any, cap: int) -> dict[str, 
     timeout = spec.get("timeout")
     try:
         async with asyncio.timeout(timeout), httpx.AsyncClient(timeout=timeout) as client:
-            async with client.stream(method, url, headers=dict(spec.get("headers") or {}),
-                                     json=input) as response:
+            async with client.stream(method, url, headers=dict(spec.get("headers") or {}), json=input) as response:
                 data, truncated = bytearray(), False
                 async for chunk in response.aiter_bytes():
                     if len(data) + len(chunk) > cap:
-                        data += chunk[:cap - len(data)]
+                        data += chunk[: cap - len(data)]
                         truncated = True
                         break
                     data += chunk
     except (TimeoutError, httpx.TimeoutException):
-        raise _Failed({"message": f"HTTP {method} {url} timed out after {timeout} s", "url": url,
-                       "timeout": timeout}) from None
+        raise _Failed(
+            {"message": f"HTTP {method} {url} timed out after {timeout} s", "url": url, "timeout": timeout}
+        ) from None
     except (httpx.HTTPError, httpx.InvalidURL, TypeError, ValueError) as exc:
         raise _Failed({"message": f"HTTP {method} {url} failed: {type(exc).__name__}: {exc}", "url": url}) from None
     body = _http_body(response, bytes(data), truncated)
@@ -304,13 +332,17 @@ async def _run_call(fn: Any, input: Any) -> Any:
         if inspect.isawaitable(result):
             result = await result
     except Exception as exc:
-        raise _Failed({"message": f"{type(exc).__name__}: {exc}", "type": type(exc).__name__,
-                       "traceback": "".join(traceback.format_exception(exc)[-8:])}) from None
+        raise _Failed(
+            {
+                "message": f"{type(exc).__name__}: {exc}",
+                "type": type(exc).__name__,
+                "traceback": "".join(traceback.format_exception(exc)[-8:]),
+            }
+        ) from None
     try:
         return _json_ready(result, "the return value")
     except TypeError as exc:
-        raise _Failed({"message": f"{getattr(fn, '__qualname__', fn)!s}: {exc}",
-                       "type": "TypeError"}) from None
+        raise _Failed({"message": f"{getattr(fn, '__qualname__', fn)!s}: {exc}", "type": "TypeError"}) from None
 
 
 def _json_ready(value: Any, where: str) -> Any:

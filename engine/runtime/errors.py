@@ -1,17 +1,26 @@
 """The runtime's exceptions, in one place so that every layer above can name them without importing the host.
 
-    HostError            a request the host cannot carry out, in words
-    ├── RunNotHosted     the run is not driven by this host
-    └── NoHostAnswered   a relayed input was not taken in time
-    NoHost               this server process runs no host at all
-    SeatError            a seat cannot change hands as asked
-    LeaseLost            the host writing a step no longer holds the run's lease (the step is rolled back)
-    InputWithdrawn       a relayed input's sender stopped waiting (the step is rolled back)
+HostError            a request the host cannot carry out, in words
+├── RunNotHosted     the run is not driven by this host
+└── NoHostAnswered   a relayed input was not taken in time
+NoHost               this server process runs no host at all
+SeatError            a seat cannot change hands as asked
+LeaseLost            the host writing a step no longer holds the run's lease (the step is rolled back)
+InputWithdrawn       a relayed input's sender stopped waiting (the step is rolled back)
 """
+
 from __future__ import annotations
 
-__all__ = ["HostError", "RunNotHosted", "NoHostAnswered", "NoHost", "NO_HOST", "SeatError", "LeaseLost",
-           "InputWithdrawn"]
+__all__ = [
+    "HostError",
+    "RunNotHosted",
+    "NoHostAnswered",
+    "NoHost",
+    "NO_HOST",
+    "SeatError",
+    "LeaseLost",
+    "InputWithdrawn",
+]
 
 #: Said when this process has no host: it was started some other way than `jr2 up`, `jr2 web` or `jr2 worker`.
 NO_HOST = "no host in this server process: start it with `jr2 up` (or `jr2 web` beside `jr2 worker`)"

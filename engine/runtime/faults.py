@@ -4,12 +4,14 @@
 entry of that kind is committed, before anyone is told: the run must come back from its journal alone. Nothing
 here runs unless the variable is set.
 """
+
 from __future__ import annotations
 
-from engine.core.journal.entries import Entry
 import os
 import signal
-from typing import Iterable
+from collections.abc import Iterable
+
+from engine.core.journal.entries import Entry
 
 __all__ = ["CRASH_AFTER_COMMIT", "after_commit", "crash_now"]
 

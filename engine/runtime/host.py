@@ -3,7 +3,7 @@
     host = Host(workflows)              # {name: Machine}; default: the workflows folder
     await host.start()                  # resumes every live run whose lease it can take
     run_id = await host.start_run("notes", {"changes": "..."})
-    fork_id = await host.fork_run(run_id, step=2, context={...})   # engine/core/journal/forking.py; the parent is only read
+    fork_id = await host.fork_run(run_id, step=2, context={...})   # core/journal/forking.py; the parent is only read
     delivery = await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "..."})
     await host.cancel(run_id)
     await host.stop()
@@ -18,6 +18,7 @@ A host has a role: "up" (`jr2 up`, the embedded default: serves pages and drives
 (`jr2 worker`: drives runs, claiming new and orphaned ones as they appear) or "web" (`jr2 web`: drives none; it
 writes new runs for the workers to claim and relays inputs to whichever host drives a run, see relay.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -25,8 +26,9 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError, connections
@@ -36,10 +38,7 @@ from engine.core.session import Session, SessionError
 from engine.core.statechart.clock import SimulatedClock
 from engine.core.workflow import Machine
 from engine.models import Run
-
-from engine.runtime import forks
-from engine.runtime import relay
-from engine.runtime import store
+from engine.runtime import forks, relay, store
 from engine.runtime.driver import RunDriver, wall_ms
 from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
 from engine.runtime.notify import notify
@@ -62,17 +61,23 @@ def current_host() -> Host | None:
     return _current
 
 
-
-
-
 class Host:
-    def __init__(self, workflows: Mapping[str, Machine] | None = None, *, owner: str | None = None,
-                 lease_seconds: float | None = None, snapshot_every: int | None = None, role: str = "up",
-                 scan_seconds: float | None = None, max_runs: int | None = None) -> None:
+    def __init__(
+        self,
+        workflows: Mapping[str, Machine] | None = None,
+        *,
+        owner: str | None = None,
+        lease_seconds: float | None = None,
+        snapshot_every: int | None = None,
+        role: str = "up",
+        scan_seconds: float | None = None,
+        max_runs: int | None = None,
+    ) -> None:
         if role not in ROLES:
             raise ValueError(f"a host's role is one of {', '.join(ROLES)}, not {role!r}")
         if workflows is None:
             from engine.runtime.registry import workflows as registered
+
             workflows = registered().machines
         self.workflows = dict(workflows)
         self.role = role
@@ -106,9 +111,11 @@ class Host:
         if self.drives:
             await self._claim(mine=True)
             loop = asyncio.get_running_loop()
-            self._tasks = [loop.create_task(self._renew(), name="jr2 lease renewal"),
-                           loop.create_task(self._rounds(), name="jr2 claims and relayed inputs"),
-                           loop.create_task(self._listen(), name="jr2 host wake-ups")]
+            self._tasks = [
+                loop.create_task(self._renew(), name="jr2 lease renewal"),
+                loop.create_task(self._rounds(), name="jr2 claims and relayed inputs"),
+                loop.create_task(self._listen(), name="jr2 host wake-ups"),
+            ]
         self.ready.set()
 
     async def stop(self) -> None:
@@ -150,8 +157,13 @@ class Host:
 
     # -- runs ------------------------------------------------------------------------------------------------
 
-    async def start_run(self, workflow: str, input: Any = None, user_id: int | None = None,
-                        seats: dict[str, tuple[int, str]] | None = None) -> str:
+    async def start_run(
+        self,
+        workflow: str,
+        input: Any = None,
+        user_id: int | None = None,
+        seats: dict[str, tuple[int, str]] | None = None,
+    ) -> str:
         """Start a run; the door is validated first (pydantic's ValidationError names the field). `seats` gives
         Agents' seats to people from the start: agent -> (user id, username)."""
         machine = self.workflows.get(workflow)
@@ -163,17 +175,27 @@ class Host:
         run_id = Run._meta.get_field("id").get_default()
         unknown = sorted(set(seats or {}) - set(machine.agents))
         if unknown:
-            raise HostError(f'workflow "{workflow}" has no Agent {", ".join(unknown)} (Agents: '
-                            f'{", ".join(sorted(machine.agents))})')
+            raise HostError(
+                f'workflow "{workflow}" has no Agent {", ".join(unknown)} (Agents: {", ".join(sorted(machine.agents))})'
+            )
         driver = RunDriver(self, run_id, workflow, machine, session, seq=0, snapshot_seq=0, seats=seats)
-        await driver.begin({"workflow": workflow, "digest": machine.digest, "input": plain,
-                            "started_by_id": user_id}, (self.owner, self.lease_seconds) if self.drives else None)
+        await driver.begin(
+            {"workflow": workflow, "digest": machine.digest, "input": plain, "started_by_id": user_id},
+            (self.owner, self.lease_seconds) if self.drives else None,
+        )
         if not self.drives:
             await relay.wake_hosts("runs.posted", run_id)
         return run_id
 
-    async def fork_run(self, run_id: str, step: int, *, context: Any = None,
-                       answer: tuple[str, str, dict[str, Any]] | None = None, user_id: int | None = None) -> str:
+    async def fork_run(
+        self,
+        run_id: str,
+        step: int,
+        *,
+        context: Any = None,
+        answer: tuple[str, str, dict[str, Any]] | None = None,
+        user_id: int | None = None,
+    ) -> str:
         """Start a run from the Session run `run_id` had after journal entry `step`, maybe with its context edited
         or `answer` (Gate, event, input) delivered to a Gate open there. The fork is written as a restarted run
         would find it (engine/runtime/forks.py) and taken up the same way: here, or by a worker when this host
@@ -184,11 +206,14 @@ class Host:
         workflow = source.run.workflow
         machine = self.workflows.get(workflow)
         if machine is None or machine.digest != source.run.digest:
-            raise HostError(f'run {run_id} cannot be forked: its workflow "{workflow}" '
-                            + ("is not loaded here" if machine is None else "changed shape since the run was written"))
+            raise HostError(
+                f'run {run_id} cannot be forked: its workflow "{workflow}" '
+                + ("is not loaded here" if machine is None else "changed shape since the run was written")
+            )
         try:
-            plan = plan_fork(machine, source.journal, step, parent=run_id, now=wall_ms(), context=context,
-                             answer=answer)
+            plan = plan_fork(
+                machine, source.journal, step, parent=run_id, now=wall_ms(), context=context, answer=answer
+            )
         except ForkError as err:
             raise HostError(str(err)) from err
         fork_id = Run._meta.get_field("id").get_default()
@@ -266,7 +291,7 @@ class Host:
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), self.scan_seconds)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             self._wake.clear()
             try:
@@ -280,7 +305,7 @@ class Host:
                             driver.relayed(input_id, kind, args)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - a database hiccup: try again at the next round
+            except Exception:
                 log.exception("claiming runs or reading relayed inputs failed")
 
     async def _listen(self) -> None:
@@ -298,7 +323,7 @@ class Host:
                     await layer.receive(channel)
                 except asyncio.CancelledError:
                     raise
-                except Exception as err:  # noqa: BLE001 - the layer went away: the rounds still run on time
+                except Exception as err:
                     if self._stopped:  # channels_redis may turn the cancel of a stopping host into its own error
                         return
                     log.warning("listening for new runs and inputs failed: %r", err)
@@ -308,7 +333,7 @@ class Host:
         finally:
             try:
                 await layer.group_discard(relay.HOSTS_GROUP, channel)
-            except Exception:  # noqa: BLE001 - leaving a group of a layer that is gone
+            except Exception:
                 pass
 
     async def _take_up(self, run_id: str, workflow: str) -> None:
@@ -321,9 +346,13 @@ class Host:
             return
         resume = await self.db(store.load_resume, run_id)
         if resume.run.digest != machine.digest:
-            await self._drift(run_id, workflow, f'the workflow "{workflow}" changed shape since the run was written '
-                                                f"(run: {resume.run.digest[:12]}, workflow now: {machine.digest[:12]});"
-                                                " the run is kept as it was and not resumed")
+            await self._drift(
+                run_id,
+                workflow,
+                f'the workflow "{workflow}" changed shape since the run was written '
+                f"(run: {resume.run.digest[:12]}, workflow now: {machine.digest[:12]});"
+                " the run is kept as it was and not resumed",
+            )
             return
         try:
             session = Session.restore(machine, resume.snapshot)
@@ -335,8 +364,16 @@ class Host:
         session.drain()
         del session.journal[:]
         await self.db(store.expire_in_flight, run_id)
-        driver = RunDriver(self, run_id, workflow, machine, session, seq=resume.run.seq,
-                           snapshot_seq=resume.snapshot_seq, resume=resume)
+        driver = RunDriver(
+            self,
+            run_id,
+            workflow,
+            machine,
+            session,
+            seq=resume.run.seq,
+            snapshot_seq=resume.snapshot_seq,
+            resume=resume,
+        )
         self.drivers[run_id] = driver
         driver.start(resumed=True)
         log.info("run %s (%s) taken up at journal entry %d", run_id, workflow, resume.run.seq)
@@ -351,7 +388,7 @@ class Host:
             asked = list(self.drivers)
             try:
                 held = await self.db(store.renew_leases, self.owner, asked, self.lease_seconds)
-            except Exception:  # noqa: BLE001 - a database hiccup: try again at the next round
+            except Exception:
                 log.exception("renewing leases failed")
                 continue
             # Only the runs this round asked about: one started while it ran was not in the question.
@@ -362,8 +399,9 @@ class Host:
 
     # -- telling the world -----------------------------------------------------------------------------------
 
-    def notify(self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None,
-               gates: bool = False) -> None:
+    def notify(
+        self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None, gates: bool = False
+    ) -> None:
         """Tell viewers a run moved (engine/runtime/notify.py); the status goes out as its plain string."""
         notify(run_id, workflow, str(status), seq, updated.isoformat() if updated is not None else "", gates=gates)
 

@@ -6,15 +6,16 @@ that took Turns, and the words of its input and output.
 inbox and search never disagree with the run's view. It works from the view committed before the step and the
 one after it, so it reads nothing back from the database.
 """
+
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from engine.core.journal.entries import Entry, GateAnswer, Pick
 from engine.models import GateRecord, RunMark, RunText
-
 from engine.runtime.store import Op
 
 __all__ = ["Indexed", "words", "TAKEN_PICKS", "answered_gates"]
@@ -36,14 +37,14 @@ def words(value: Any) -> str:
                 walk(inner)
         elif item is not None:
             out.append(str(item))
+
     walk(value)
     return "\n".join(out).casefold()
 
 
 def taken_events(entries: Iterable[Entry]) -> set[str]:
     """The events a step's journal entries took: Gate answers, and picks the Machine took."""
-    return {e.event for e in entries
-            if isinstance(e, GateAnswer) or (isinstance(e, Pick) and e.outcome in TAKEN_PICKS)}
+    return {e.event for e in entries if isinstance(e, GateAnswer) or (isinstance(e, Pick) and e.outcome in TAKEN_PICKS)}
 
 
 def answered_gates(entries: Iterable[Entry]) -> dict[str, GateAnswer]:
@@ -96,12 +97,19 @@ class Indexed(Op):
         for gate in (was - set(after)) | (set(answered) & was):
             entry = answered.get(gate)
             GateRecord.objects.filter(run_id=run_id, gate=gate, closed_at=None).update(
-                closed_at=now, event=entry.event if entry else "", answered_by=(entry.by or "") if entry else "")
+                closed_at=now, event=entry.event if entry else "", answered_by=(entry.by or "") if entry else ""
+            )
         opened = (set(after) - was) | (set(answered) & set(after))
         if opened:
             GateRecord.objects.bulk_create(
-                GateRecord(run_id=run_id, workflow=self.workflow, gate=gate, state=after[gate].get("path") or
-                           after[gate].get("state", ""), accepts=list(after[gate].get("accepts", ())),
-                           meta=after[gate].get("meta") or {}, opened_at=now)
-                for gate in sorted(opened))
-
+                GateRecord(
+                    run_id=run_id,
+                    workflow=self.workflow,
+                    gate=gate,
+                    state=after[gate].get("path") or after[gate].get("state", ""),
+                    accepts=list(after[gate].get("accepts", ())),
+                    meta=after[gate].get("meta") or {},
+                    opened_at=now,
+                )
+                for gate in sorted(opened)
+            )

@@ -13,6 +13,7 @@ folder, so a folder outside the project works and two folders can hold files of 
 loaded on its own: one that is refused (`MachineError` and the other refusals of the authoring surface) or fails to
 import is reported, and the others are still loaded.
 """
+
 from __future__ import annotations
 
 import ast
@@ -26,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.core.statechart.errors import StatechartError
-
 from engine.conf import SETTING, read
+from engine.core.statechart.errors import StatechartError
 from engine.core.workflow import Machine
 
 __all__ = ["Loaded", "Workflows", "load_workflows", "workflows_folder", "package_name"]
@@ -163,8 +163,10 @@ def load_workflows(folder: str | os.PathLike[str] | None = None) -> Workflows:
     only for the folder itself."""
     root = workflows_folder() if folder is None else Path(folder).expanduser().resolve()
     if not root.exists():
-        raise FileNotFoundError(f"the workflows folder {root} does not exist (set JR2_WORKFLOWS to the folder "
-                                "that holds your workflow modules)")
+        raise FileNotFoundError(
+            f"the workflows folder {root} does not exist (set JR2_WORKFLOWS to the folder "
+            "that holds your workflow modules)"
+        )
     if not root.is_dir():
         raise NotADirectoryError(f"the workflows folder {root} is not a folder")
     package = _fresh_package(root)
@@ -211,22 +213,42 @@ def _load(package: str, path: Path, helper: bool = False) -> Loaded:
             raise
     except StatechartError as err:
         if helper:
-            return Loaded(path, "import-failed", error=f"{type(err).__name__}: {err}", where=_where(err, path),
-                          traceback=_format(err, path), helper=True)
-        return Loaded(path, "refused", error=f"{type(err).__name__}: {err}",
-                      where=_state_line(err, path) or _where(err, path), traceback=_format(err, path))
+            return Loaded(
+                path,
+                "import-failed",
+                error=f"{type(err).__name__}: {err}",
+                where=_where(err, path),
+                traceback=_format(err, path),
+                helper=True,
+            )
+        return Loaded(
+            path,
+            "refused",
+            error=f"{type(err).__name__}: {err}",
+            where=_state_line(err, path) or _where(err, path),
+            traceback=_format(err, path),
+        )
     except (Exception, SystemExit) as err:
-        return Loaded(path, "import-failed", error=_last_line(err), where=_where(err, path),
-                      traceback=_format(err, path), helper=helper)
+        return Loaded(
+            path,
+            "import-failed",
+            error=_last_line(err),
+            where=_where(err, path),
+            traceback=_format(err, path),
+            helper=helper,
+        )
     if helper:
         return Loaded(path, "helper", helper=True)
     if not hasattr(module, "machine"):
         return Loaded(path, "not-a-workflow")
     machine = module.machine
     if not isinstance(machine, Machine):
-        return Loaded(path, "invalid",
-                      error=f"`machine` is not a jr2 Machine (it is {_short(machine)}); build it with "
-                            "jr2_setup(events=..., actors=...).create_machine(config)")
+        return Loaded(
+            path,
+            "invalid",
+            error=f"`machine` is not a jr2 Machine (it is {_short(machine)}); build it with "
+            "jr2_setup(events=..., actors=...).create_machine(config)",
+        )
     return Loaded(path, "ok", machine=machine)
 
 
@@ -290,7 +312,7 @@ def _state_line(err: BaseException, path: Path) -> str | None:
             for key, value in zip(node.keys, node.values):
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     here = (*trail, key.value)
-                    if list(here[-len(keys):]) == keys and isinstance(value, ast.Dict):
+                    if list(here[-len(keys) :]) == keys and isinstance(value, ast.Dict):
                         found.append(_event_line(value, event) or key.lineno)
                     walk(value, here)
                 elif value is not None:

@@ -2,6 +2,7 @@
 each commit, and to the group `gates` when the commit opened or closed a Gate (the Gate inbox and every page's
 count of open Gates listen there). Group messages are lossy notices (Channels drops them when a channel is full),
 so they carry no state: a listener reads the committed run when it hears one."""
+
 from __future__ import annotations
 
 import asyncio
@@ -33,8 +34,14 @@ def notify(run_id: str, workflow: str, status: str, seq: int, updated: str = "",
     layer = get_channel_layer()
     if layer is None:
         return
-    message: dict[str, Any] = {"type": "run.updated", "run": run_id, "workflow": workflow, "status": status,
-                               "seq": seq, "updated": updated}
+    message: dict[str, Any] = {
+        "type": "run.updated",
+        "run": run_id,
+        "workflow": workflow,
+        "status": status,
+        "seq": seq,
+        "updated": updated,
+    }
     loop = asyncio.get_running_loop()
     groups = (run_group(run_id), workflow_group(workflow)) + ((GATES_GROUP,) if gates else ())
     for group in groups:

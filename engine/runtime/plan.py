@@ -12,22 +12,31 @@ Nothing here awaits, reads the clock or touches the database. What it keeps up t
 driver's memory of the run (`Books`: the open Turns with their loops, the conversations, who holds the seats),
 which nothing journals: a resume rebuilds it from the records these ops wrote.
 """
+
 from __future__ import annotations
 
-import dataclasses
 import asyncio
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Protocol
 
 from engine.core.journal.entries import EffectStarted, Entry, GateAnswer
 from engine.core.outputs import (
-    AllowedChanged, Delivery, EffectCancelled, EffectRequested, Output, PickAnswered, PickResult, PickStopped,
-    TurnEnded, TurnStarted,
+    AllowedChanged,
+    Delivery,
+    EffectCancelled,
+    EffectRequested,
+    Output,
+    PickAnswered,
+    PickResult,
+    PickStopped,
+    TurnEnded,
+    TurnStarted,
 )
 from engine.core.prompts import WORKSPACE_BRIEFING
 from engine.core.session import PendingEffect, Session
 from engine.models import EffectRecord, TurnRecord
-
 from engine.runtime import store
 from engine.runtime.conversation import Conversation
 from engine.runtime.errors import SeatError
@@ -35,13 +44,32 @@ from engine.runtime.index import Indexed
 from engine.runtime.players import Player, player_for
 from engine.runtime.view import as_json
 
-__all__ = ["Plan", "Books", "OpenTurn", "Loop", "NewLoop", "Todo", "StartLoop", "StopLoop", "WakeLoop",
-           "StartEffect", "CancelEffect", "GiveBack", "apply_input", "plan_outputs", "run_fields", "indexed", "ended",
-           "UNANSWERED"]
+__all__ = [
+    "Plan",
+    "Books",
+    "OpenTurn",
+    "Loop",
+    "NewLoop",
+    "Todo",
+    "StartLoop",
+    "StopLoop",
+    "WakeLoop",
+    "StartEffect",
+    "CancelEffect",
+    "GiveBack",
+    "apply_input",
+    "plan_outputs",
+    "run_fields",
+    "indexed",
+    "ended",
+    "UNANSWERED",
+]
 
 #: The tool result of a call whose Turn ended before the call was answered, read when the conversation continues.
-UNANSWERED = ("No answer: the Turn that made this call ended first. Anything kept for you from it comes as a "
-              "notice with the next prompt.")
+UNANSWERED = (
+    "No answer: the Turn that made this call ended first. Anything kept for you from it comes as a "
+    "notice with the next prompt."
+)
 
 
 class Loop(Protocol):
@@ -65,6 +93,7 @@ NewLoop = Callable[[TurnStarted, Player, Conversation, str], Loop]
 
 
 # -- what follows the commit, as data ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _OnLoop:
@@ -113,6 +142,7 @@ class Plan:
 
 # -- the driver's memory of the run ------------------------------------------------------------------------------
 
+
 @dataclass
 class OpenTurn:
     """One open Turn as the driver keeps it beside the Session: who plays it, its Dials, the tool call whose pick is
@@ -160,6 +190,7 @@ class Books:
 
 # -- outputs ------------------------------------------------------------------------------------------------------
 
+
 def plan_outputs(outputs: Iterable[Output], session: Session, books: Books, plan: Plan, new_loop: NewLoop) -> None:
     """Add what each output of a step writes and does to `plan`, in order."""
     for output in outputs:
@@ -172,16 +203,29 @@ def plan_outputs(outputs: Iterable[Output], session: Session, books: Books, plan
                     plan.ops.append(store.TurnClosed(output.turn))
                 plan.todo.append(StopLoop(ended_turn.loop))
         elif isinstance(output, (PickAnswered, PickStopped)):
-            _answer_pending(books, output.turn,
-                            output.message if isinstance(output, PickAnswered) else output.answer, plan)
+            _answer_pending(
+                books, output.turn, output.message if isinstance(output, PickAnswered) else output.answer, plan
+            )
         elif isinstance(output, AllowedChanged):
             open_turn = books.turns.get(output.turn)
             if open_turn is not None and not open_turn.loop.reads_allowed_later():
-                plan.ops.append(open_turn.loop.conversation.add(output.turn, "user", "allowed_changed",
-                                                                [{"type": "text", "text": output.message}]))
+                plan.ops.append(
+                    open_turn.loop.conversation.add(
+                        output.turn, "user", "allowed_changed", [{"type": "text", "text": output.message}]
+                    )
+                )
         elif isinstance(output, EffectRequested):
-            plan.ops.append(store.EffectOpened(output.effect, output.slot, output.effect_kind, output.state,
-                                               as_json(output.spec), as_json(output.input), output.idempotent))
+            plan.ops.append(
+                store.EffectOpened(
+                    output.effect,
+                    output.slot,
+                    output.effect_kind,
+                    output.state,
+                    as_json(output.spec),
+                    as_json(output.input),
+                    output.idempotent,
+                )
+            )
             pending = next((e for e in session.effects if e.id == output.effect), None)
             if pending is not None:
                 plan.todo.append(StartEffect(pending))
@@ -202,18 +246,37 @@ def _open_turn(started: TurnStarted, session: Session, books: Books, plan: Plan,
     else:
         conversation = books.new_conversation(f"{started.agent}@{started.turn}")
     books.latest[started.agent] = conversation.id
-    plan.ops.append(store.TurnOpened(started.turn, started.agent, started.state, player.model, declared,
-                                     player.scripted, as_json(started.dials), conversation.id, started.prompt,
-                                     system))
+    plan.ops.append(
+        store.TurnOpened(
+            started.turn,
+            started.agent,
+            started.state,
+            player.model,
+            declared,
+            player.scripted,
+            as_json(started.dials),
+            conversation.id,
+            started.prompt,
+            system,
+        )
+    )
     unanswered = conversation.unanswered_calls()
     if unanswered:
         # Calls an earlier Turn left without a result (it ended on another call of the same reply, or a route
         # ended it while its pick was outstanding): they get one here, so the new Turn's loop does not take them
         # for its own picks, and the APIs accept the conversation.
         ended_by = next(m["turn"] for m in reversed(conversation.messages) if m["role"] == "assistant")
-        plan.ops.append(conversation.add(ended_by, "user", "tool_result", [
-            {"type": "tool_result", "tool_use_id": call.get("id", ""), "content": UNANSWERED, "is_error": True}
-            for call in unanswered]))
+        plan.ops.append(
+            conversation.add(
+                ended_by,
+                "user",
+                "tool_result",
+                [
+                    {"type": "tool_result", "tool_use_id": call.get("id", ""), "content": UNANSWERED, "is_error": True}
+                    for call in unanswered
+                ],
+            )
+        )
     plan.ops.append(conversation.add(started.turn, "user", "prompt", [{"type": "text", "text": started.message}]))
     loop = new_loop(started, player, conversation, system)
     books.turns[started.turn] = OpenTurn(started.agent, player, dict(started.dials), loop)
@@ -226,17 +289,24 @@ def _answer_pending(books: Books, turn: str, text: str, plan: Plan) -> None:
     if open_turn is None or not open_turn.pending_call:
         return
     call, open_turn.pending_call = open_turn.pending_call, ""
-    plan.ops.append(open_turn.loop.conversation.add(turn, "user", "tool_result",
-                                                    [{"type": "tool_result", "tool_use_id": call, "content": text,
-                                                      "is_error": False}]))
+    plan.ops.append(
+        open_turn.loop.conversation.add(
+            turn,
+            "user",
+            "tool_result",
+            [{"type": "tool_result", "tool_use_id": call, "content": text, "is_error": False}],
+        )
+    )
     plan.ops.append(store.TurnChanged(turn, pending_call=""))
     plan.todo.append(WakeLoop(open_turn.loop))
 
 
 # -- inputs -------------------------------------------------------------------------------------------------------
 
-def apply_input(session: Session, books: Books, kind: str, args: Mapping[str, Any], plan: Plan,
-                now: float) -> tuple[Any, list[Entry]]:
+
+def apply_input(
+    session: Session, books: Books, kind: str, args: Mapping[str, Any], plan: Plan, now: float
+) -> tuple[Any, list[Entry]]:
     """Apply one input of the run's inbox to the Session at the real time `now` (the Session journals the time
     that passed), adding what it writes to `plan`. Returns the result its sender gets and the step's journal
     entries: the Session's, then the host's own (an Effect having started)."""
@@ -245,35 +315,52 @@ def apply_input(session: Session, books: Books, kind: str, args: Mapping[str, An
     result = _apply(session, books, kind, args, plan, now, host_entries)
     entries = session.journal[mark:] + host_entries
     if kind == "gate" and args.get("by"):
-        entries = [dataclasses.replace(e, by=str(args["by"])) if isinstance(e, GateAnswer) and e.gate == args["gate"]
-                   else e for e in entries]
+        entries = [
+            dataclasses.replace(e, by=str(args["by"])) if isinstance(e, GateAnswer) and e.gate == args["gate"] else e
+            for e in entries
+        ]
     return result, entries
 
 
-def _apply(session: Session, books: Books, kind: str, args: Mapping[str, Any], plan: Plan, now: float,
-           host_entries: list[Entry]) -> Any:
+def _apply(
+    session: Session,
+    books: Books,
+    kind: str,
+    args: Mapping[str, Any],
+    plan: Plan,
+    now: float,
+    host_entries: list[Entry],
+) -> Any:
     if kind == "pick":
         result = session.pick(args["agent"], args["event"], args.get("params"), at=now)
         if result.outcome != "refused" and session.journal:
             open_turn = books.turns.get(args.get("turn", ""))
             session.journal[-1] = dataclasses.replace(  # type: ignore[call-arg]
-                session.journal[-1], call=args.get("call", ""), turn=args.get("turn", ""),
-                player=open_turn.player.model if open_turn is not None else "")
+                session.journal[-1],
+                call=args.get("call", ""),
+                turn=args.get("turn", ""),
+                player=open_turn.player.model if open_turn is not None else "",
+            )
         _pick_records(books, args.get("turn", ""), args.get("call", ""), result, plan)
         return result
     if kind == "gate":
         return session.send_gate(args["gate"], args["event"], args.get("params"), at=now)
     if kind == "effect_done":
-        plan.ops.append(store.EffectChanged(args["effect"], EffectRecord.Status.DONE, args.get("value"),
-                                            args.get("duration_ms")))
+        plan.ops.append(
+            store.EffectChanged(args["effect"], EffectRecord.Status.DONE, args.get("value"), args.get("duration_ms"))
+        )
         return session.effect_done(args["effect"], args.get("value"), at=now)
     if kind == "effect_failed":
-        plan.ops.append(store.EffectChanged(args["effect"], EffectRecord.Status.FAILED, args.get("value"),
-                                            args.get("duration_ms")))
+        plan.ops.append(
+            store.EffectChanged(args["effect"], EffectRecord.Status.FAILED, args.get("value"), args.get("duration_ms"))
+        )
         return session.effect_failed(args["effect"], args.get("value"), at=now)
     if kind == "effect_started":
-        host_entries.append(EffectStarted(effect=args["effect"], slot=args.get("slot", ""), at=session.now,
-                                          attempt=args.get("attempt", 1)))
+        host_entries.append(
+            EffectStarted(
+                effect=args["effect"], slot=args.get("slot", ""), at=session.now, attempt=args.get("attempt", 1)
+            )
+        )
         plan.ops.append(store.EffectChanged(args["effect"], EffectRecord.Status.STARTED))
         return None
     if kind == "fault":
@@ -304,8 +391,9 @@ def _pick_records(books: Books, turn: str, call: str, result: PickResult, plan: 
         open_turn.pending_call = call
         plan.ops.append(store.TurnChanged(turn, pending_call=call))
         return
-    content = [{"type": "tool_result", "tool_use_id": call, "content": result.text(),
-                "is_error": result.outcome == "refused"}]
+    content = [
+        {"type": "tool_result", "tool_use_id": call, "content": result.text(), "is_error": result.outcome == "refused"}
+    ]
     plan.ops.append(open_turn.loop.conversation.add(turn, "user", "tool_result", content))
 
 
@@ -324,7 +412,7 @@ def _take_seat(session: Session, books: Books, agent: str, user: tuple[int, str]
         raise SeatError(f'no Agent "{agent}" in this run (Agents: {", ".join(sorted(session.machine.agents))})')
     held = books.seats.get(agent)
     if user is not None and held is not None and held[0] != user[0]:
-        raise SeatError(f'{held[1]} holds the seat of {agent}; they must give it back first')
+        raise SeatError(f"{held[1]} holds the seat of {agent}; they must give it back first")
     if user is None and held is None:
         return "nobody held it"
     if user is not None:
@@ -350,14 +438,28 @@ def ended(session: Session, kind: str) -> PickResult | Delivery:
 
 # -- the Run row and the inbox and search records -------------------------------------------------------------------
 
+
 def run_fields(session: Session, status: str, view: dict[str, Any]) -> dict[str, Any]:
     """The Run row's fields a step writes."""
     return {"status": status, "view": view, "output": session.output, "reason": session.reason or ""}
 
 
-def indexed(workflow: str, committed_view: dict[str, Any], fields: dict[str, Any], entries: list[Entry],
-            ops: list[store.Op], door: Any = None) -> Indexed:
+def indexed(
+    workflow: str,
+    committed_view: dict[str, Any],
+    fields: dict[str, Any],
+    entries: list[Entry],
+    ops: list[store.Op],
+    door: Any = None,
+) -> Indexed:
     """The step's inbox and search records: what changed since the view last committed."""
-    return Indexed(workflow, committed_view, fields["view"], entries,
-                   [op.agent for op in ops if isinstance(op, store.TurnOpened)], first=not committed_view, door=door,
-                   output=fields.get("output"))
+    return Indexed(
+        workflow,
+        committed_view,
+        fields["view"],
+        entries,
+        [op.agent for op in ops if isinstance(op, store.TurnOpened)],
+        first=not committed_view,
+        door=door,
+        output=fields.get("output"),
+    )

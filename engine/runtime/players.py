@@ -10,12 +10,14 @@ Agent on another model than the one its workflow declares, without editing the w
 `JR2_MODEL_OVERRIDE='{"notes.writer": "local/smollm2"}'` (what `make demo-local` sets). The override then counts as
 the Agent's model for everything above (its key, its stand-in); records keep the declared one beside it.
 """
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from django.conf import settings
 
@@ -82,15 +84,19 @@ def model_overrides() -> dict[str, str]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as err:
-            raise ValueError(f"JR2_MODEL_OVERRIDE must be a JSON object of \"<workflow>.<agent>\": \"<provider>/<model>\" "
-                             f"(e.g. {{\"notes.writer\": \"local/smollm2\"}}); it is not JSON: {err}") from None
+            raise ValueError(
+                f'JR2_MODEL_OVERRIDE must be a JSON object of "<workflow>.<agent>": "<provider>/<model>" '
+                f'(e.g. {{"notes.writer": "local/smollm2"}}); it is not JSON: {err}'
+            ) from None
     if not isinstance(value, Mapping):
-        raise ValueError(f"JR2_MODEL_OVERRIDE must be an object of \"<workflow>.<agent>\": \"<provider>/<model>\"; got "
-                         f"{type(value).__name__}")
+        raise ValueError(
+            f'JR2_MODEL_OVERRIDE must be an object of "<workflow>.<agent>": "<provider>/<model>"; got '
+            f"{type(value).__name__}"
+        )
     for key, model in value.items():
         prefix, _, model_id = model.partition("/") if isinstance(model, str) else ("", "", "")
         if not prefix or not model_id:
-            raise ValueError(f"JR2_MODEL_OVERRIDE[{key!r}] must be a model \"<provider>/<model id>\"; got {model!r}")
+            raise ValueError(f'JR2_MODEL_OVERRIDE[{key!r}] must be a model "<provider>/<model id>"; got {model!r}')
     return {str(key): value[key] for key in value}
 
 
@@ -104,12 +110,16 @@ def check_model_overrides(agents: Mapping[str, str], providers: Mapping[str, str
     problems = []
     for key, model in overrides.items():
         if key not in agents:
-            problems.append(f"JR2_MODEL_OVERRIDE names {key!r}, which is no loaded workflow's Agent (the Agents: "
-                            f"{', '.join(sorted(agents)) or 'none'})")
+            problems.append(
+                f"JR2_MODEL_OVERRIDE names {key!r}, which is no loaded workflow's Agent (the Agents: "
+                f"{', '.join(sorted(agents)) or 'none'})"
+            )
         prefix = model.split("/", 1)[0]
         if prefix not in providers:
-            problems.append(f"JR2_MODEL_OVERRIDE[{key!r}] is {model!r}, whose provider {prefix!r} is not one of "
-                            f"{', '.join(sorted(providers))} (setting JR2_PROVIDERS)")
+            problems.append(
+                f"JR2_MODEL_OVERRIDE[{key!r}] is {model!r}, whose provider {prefix!r} is not one of "
+                f"{', '.join(sorted(providers))} (setting JR2_PROVIDERS)"
+            )
     return problems
 
 
@@ -130,6 +140,7 @@ def offline_notice(models: dict[str, str]) -> list[str]:
         if with_script:
             lines.append(f"{why}: offline demo — these Agents run their scripted stand-ins: {', '.join(with_script)}")
         if without:
-            lines.append(f"{why}: these Agents have no scripted stand-in and will fault when they run: "
-                         f"{', '.join(without)}")
+            lines.append(
+                f"{why}: these Agents have no scripted stand-in and will fault when they run: {', '.join(without)}"
+            )
     return lines

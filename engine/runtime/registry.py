@@ -1,5 +1,6 @@
 """The workflows this process serves, loaded once and shared: the host drives runs of these very Machines and the
 API and Console describe them, so all of them agree on one import of the workflows folder."""
+
 from __future__ import annotations
 
 import threading

@@ -10,19 +10,20 @@ a step that would answer a withdrawn row is rolled back, so "nothing was deliver
 
 Results cross processes as JSON: `encode` on the worker, `decode` in the sender.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from typing import Any, Callable, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 from channels.layers import get_channel_layer
 from django.conf import settings
 
 from engine.core.outputs import Delivery
 from engine.models import Run, RunInput
-
 from engine.runtime import store
 from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
 
@@ -67,10 +68,13 @@ async def send(host: Database, run_id: str, kind: str, args: dict[str, Any]) -> 
         ended = run_status not in Run.LIVE
         if (ended or time.monotonic() > deadline) and await host.db(store.withdraw_input, input_id):
             if ended:
-                raise RunNotHosted(f"run {run_id} ended ({run_status}) before this input reached it; nothing was "
-                                   "delivered")
-            raise NoHostAnswered(f"no worker took this input for run {run_id} within {wait:g} s (is a `jr2 worker` "
-                                 "running?); nothing was delivered")
+                raise RunNotHosted(
+                    f"run {run_id} ended ({run_status}) before this input reached it; nothing was delivered"
+                )
+            raise NoHostAnswered(
+                f"no worker took this input for run {run_id} within {wait:g} s (is a `jr2 worker` "
+                "running?); nothing was delivered"
+            )
 
 
 async def wake_hosts(kind: str, run_id: str = "") -> None:
@@ -80,15 +84,21 @@ async def wake_hosts(kind: str, run_id: str = "") -> None:
         return
     try:
         await layer.group_send(HOSTS_GROUP, {"type": kind, "run": run_id})
-    except Exception as err:  # noqa: BLE001 - a hint lost: the hosts' own rounds find the work
+    except Exception as err:
         log.warning("waking the hosts failed: %r", err)
 
 
 def encode(result: Any) -> dict[str, Any]:
     """A run's answer to an input, as JSON for its sender in another process."""
     if isinstance(result, Delivery):
-        return {"delivery": {"outcome": result.outcome, "error": result.error, "accepts": list(result.accepts),
-                             "code": result.code}}
+        return {
+            "delivery": {
+                "outcome": result.outcome,
+                "error": result.error,
+                "accepts": list(result.accepts),
+                "code": result.code,
+            }
+        }
     if isinstance(result, Exception):
         return {"error": str(result)}
     return {"value": result if isinstance(result, (str, int, float, bool, type(None))) else str(result)}
@@ -101,8 +111,12 @@ def decode(outcome: Any) -> Any:
         return outcome
     if "delivery" in outcome:
         found = outcome["delivery"]
-        return Delivery(found["outcome"], error=found.get("error"), accepts=tuple(found.get("accepts") or ()),
-                        code=found.get("code", ""))
+        return Delivery(
+            found["outcome"],
+            error=found.get("error"),
+            accepts=tuple(found.get("accepts") or ()),
+            code=found.get("code", ""),
+        )
     if "error" in outcome:
         return HostError(outcome["error"])
     return outcome.get("value")

@@ -5,12 +5,13 @@ pages, only runs).
 leaving the process. `jr2 web` serves the same pages with a web host, which drives no run: it writes new runs for
 the workers and relays inputs to them through the database. `jr2 worker` drives runs until SIGTERM, then drains.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
-from typing import Callable
+from collections.abc import Callable
 
 from django.conf import settings
 
@@ -24,9 +25,8 @@ def serve(address: str, port: int, say: Callable[[str], None] = print, role: str
     and are taken up again at the next start, or by another host)."""
     import daphne.server  # noqa: F401 - installs the asyncio Twisted reactor before anything imports a reactor
     from daphne.server import Server
-    from twisted.internet import defer, reactor
-
     from django.utils.module_loading import import_string
+    from twisted.internet import defer, reactor
 
     application = import_string(settings.ASGI_APPLICATION)  # the project's, by name: the runtime sits below it
     from engine.runtime.host import Host
@@ -40,8 +40,9 @@ def serve(address: str, port: int, say: Callable[[str], None] = print, role: str
             live = len(host.drivers)
             say(f"{name}: host {host.owner} is driving {live} live run{'s' if live != 1 else ''}")
         else:
-            say(f"{name}: host {host.owner} drives no runs here; `jr2 worker` processes on the same database drive "
-                "them")
+            say(
+                f"{name}: host {host.owner} drives no runs here; `jr2 worker` processes on the same database drive them"
+            )
 
     def ready() -> None:
         asyncio.get_event_loop().create_task(start())
@@ -51,8 +52,13 @@ def serve(address: str, port: int, say: Callable[[str], None] = print, role: str
         return defer.Deferred.fromFuture(asyncio.ensure_future(host.stop()))
 
     reactor.addSystemEventTrigger("before", "shutdown", shutdown)  # type: ignore[arg-type]  # zope interface
-    Server(application, endpoints=[f"tcp:port={port}:interface={address}"], ready_callable=ready,
-           signal_handlers=True, verbosity=0).run()
+    Server(
+        application,
+        endpoints=[f"tcp:port={port}:interface={address}"],
+        ready_callable=ready,
+        signal_handlers=True,
+        verbosity=0,
+    ).run()
 
 
 def work(say: Callable[[str], None] = print) -> None:
@@ -68,12 +74,16 @@ def work(say: Callable[[str], None] = print) -> None:
             loop.add_signal_handler(sig, stop.set)
         await host.start()
         live = len(host.drivers)
-        say(f"jr2 worker: host {host.owner} is driving {live} live run{'s' if live != 1 else ''}; it claims new and "
-            f"orphaned runs as they appear (leases of {host.lease_seconds:g} s)")
+        say(
+            f"jr2 worker: host {host.owner} is driving {live} live run{'s' if live != 1 else ''}; it claims new and "
+            f"orphaned runs as they appear (leases of {host.lease_seconds:g} s)"
+        )
         await stop.wait()
         grace = float(getattr(settings, "JR2_DRAIN_SECONDS", 10))
-        say(f"jr2 worker: draining {len(host.drivers)} run(s): running Effects get up to {grace:g} s, then every run "
-            "is handed back")
+        say(
+            f"jr2 worker: draining {len(host.drivers)} run(s): running Effects get up to {grace:g} s, then every run "
+            "is handed back"
+        )
         await host.drain(grace)
         say("jr2 worker: stopped")
 

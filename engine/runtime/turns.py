@@ -12,6 +12,7 @@ take the Turn up from its recorded conversation: a tool call recorded but not ye
 request that had no answer is asked again. A loop reaches its run only through `TurnDriver` (the members of the
 driver it uses), so this module never imports the driver.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,14 +25,13 @@ from engine.core.prompts import allowed_line, user_message
 from engine.core.session import Session
 from engine.core.turn_policy import TurnPolicy, TurnWatch
 from engine.models import ModelCall
-from engine.runtime.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
-from engine.runtime.providers.human import SeatGivenBack
-from engine.runtime.workspace.sandbox import Workspace
-
 from engine.runtime import store
 from engine.runtime.conversation import Conversation
-from engine.runtime.workspace import tools as workspace_tools
 from engine.runtime.players import Player
+from engine.runtime.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
+from engine.runtime.providers.human import SeatGivenBack
+from engine.runtime.workspace import tools as workspace_tools
+from engine.runtime.workspace.sandbox import Workspace
 
 __all__ = ["TurnLoop", "TurnDriver"]
 
@@ -74,9 +74,19 @@ class _Ended(Exception):
 class TurnLoop:
     """Drives one Turn of `agent` until its state is left or it faults."""
 
-    def __init__(self, driver: TurnDriver, turn: str, agent: str, player: Player, conversation: Conversation,
-                 prompt: str, system: str, notices: tuple[Any, ...], policy: TurnPolicy | None = None,
-                 pending_call: str = "") -> None:
+    def __init__(
+        self,
+        driver: TurnDriver,
+        turn: str,
+        agent: str,
+        player: Player,
+        conversation: Conversation,
+        prompt: str,
+        system: str,
+        notices: tuple[Any, ...],
+        policy: TurnPolicy | None = None,
+        pending_call: str = "",
+    ) -> None:
         self.driver = driver
         self.turn = turn
         self.agent = agent
@@ -114,9 +124,13 @@ class TurnLoop:
     @property
     def answers(self) -> list[str]:
         """The answers and refusals so far in this Turn, oldest first: the tool results of its conversation."""
-        return self._earlier + [str(block.get("content", "")) for m in self.conversation.messages
-                                if m.get("turn") == self.turn for block in m["content"]
-                                if block.get("type") == "tool_result"]
+        return self._earlier + [
+            str(block.get("content", ""))
+            for m in self.conversation.messages
+            if m.get("turn") == self.turn
+            for block in m["content"]
+            if block.get("type") == "tool_result"
+        ]
 
     def reads_allowed_later(self) -> bool:
         """True while a change of the Allowed picks is not written into the conversation: the model was sent the
@@ -133,7 +147,7 @@ class TurnLoop:
             await self._run(self.policy.watch())
         except (_Ended, asyncio.CancelledError):
             pass
-        except Exception as err:  # noqa: BLE001 - a bug here must fault the Turn, not leave it hanging
+        except Exception as err:
             log.exception("Turn %s of run %s crashed", self.turn, self.driver.run_id)
             await self._fault(f"the Turn loop failed: {type(err).__name__}: {err}")
         finally:
@@ -146,9 +160,11 @@ class TurnLoop:
                 waited = ""
                 for call in calls:
                     if waited and call.get("id") != self.pending_call:
-                        await self._refuse(str(call.get("id", "")),
-                                           f'not delivered: you made this call while "{waited}" was outstanding; '
-                                           "call one tool at a time and wait for its answer")
+                        await self._refuse(
+                            str(call.get("id", "")),
+                            f'not delivered: you made this call while "{waited}" was outstanding; '
+                            "call one tool at a time and wait for its answer",
+                        )
                         continue
                     done = await self._handle_call(call, watch)
                     if done == "rerolled":
@@ -175,15 +191,26 @@ class TurnLoop:
         _, model_id = split_model(player.model)
         tools = workspace_tools.tools_json(self.driver.session.menu_json(self.agent), self.workspace is not None)
         self._asking = True
-        request = ModelRequest(model=model_id, system=self.system, tools_json=tools,
-                               messages=self.conversation.sent(), dials=self.driver.dials(self.turn),
-                               view=self._view())
+        request = ModelRequest(
+            model=model_id,
+            system=self.system,
+            tools_json=tools,
+            messages=self.conversation.sent(),
+            dials=self.driver.dials(self.turn),
+            view=self._view(),
+        )
         seq = self.driver.next_call_seq()
-        record = {"model": player.model, "declared": player.declared, "system": self.system,
-                  "tools_sha256": hashlib.sha256(tools.encode()).hexdigest(), "dials": dict(request.dials),
-                  "conversation": self.conversation.id}
-        self.driver.defer([store.CallStarted(seq, self.turn, player.model, player.scripted, record,
-                                             len(request.messages))])
+        record = {
+            "model": player.model,
+            "declared": player.declared,
+            "system": self.system,
+            "tools_sha256": hashlib.sha256(tools.encode()).hexdigest(),
+            "dials": dict(request.dials),
+            "conversation": self.conversation.id,
+        }
+        self.driver.defer(
+            [store.CallStarted(seq, self.turn, player.model, player.scripted, record, len(request.messages))]
+        )
         if self.closed:
             raise _Ended()
         started = time.perf_counter()
@@ -195,28 +222,53 @@ class TurnLoop:
             reply = (await call).without_nul()
         except SeatGivenBack:
             self._in_model = False
-            await self.driver.write([store.CallFinished(seq, self.turn, ModelCall.Status.INTERRUPTED,
-                                                        error="the person gave the seat back; the model is asked",
-                                                        latency_ms=_ms(started))])
+            await self.driver.write(
+                [
+                    store.CallFinished(
+                        seq,
+                        self.turn,
+                        ModelCall.Status.INTERRUPTED,
+                        error="the person gave the seat back; the model is asked",
+                        latency_ms=_ms(started),
+                    )
+                ]
+            )
             return await self._ask()
         except ProviderError as err:
             self._in_model = self._asking = False
-            await self.driver.write([store.CallFinished(seq, self.turn, ModelCall.Status.FAILED, error=str(err),
-                                                        latency_ms=_ms(started))])
+            await self.driver.write(
+                [store.CallFinished(seq, self.turn, ModelCall.Status.FAILED, error=str(err), latency_ms=_ms(started))]
+            )
             await self._fault(str(err))
             return None
         except asyncio.CancelledError:
             call.cancel()
             self._in_model = False
-            await asyncio.shield(self.driver.write([store.CallFinished(
-                seq, self.turn, ModelCall.Status.INTERRUPTED, error="the Turn ended while the model was asked",
-                latency_ms=_ms(started))]))
+            await asyncio.shield(
+                self.driver.write(
+                    [
+                        store.CallFinished(
+                            seq,
+                            self.turn,
+                            ModelCall.Status.INTERRUPTED,
+                            error="the Turn ended while the model was asked",
+                            latency_ms=_ms(started),
+                        )
+                    ]
+                )
+            )
             raise
         self._in_model = False
-        finished = store.CallFinished(seq, self.turn, ModelCall.Status.DONE, response=dict(reply.response),
-                                      tool_calls=[c.to_json() for c in reply.tool_calls],
-                                      stop_reason=reply.stop_reason, usage=reply.usage.to_json(),
-                                      latency_ms=_ms(started))
+        finished = store.CallFinished(
+            seq,
+            self.turn,
+            ModelCall.Status.DONE,
+            response=dict(reply.response),
+            tool_calls=[c.to_json() for c in reply.tool_calls],
+            stop_reason=reply.stop_reason,
+            usage=reply.usage.to_json(),
+            latency_ms=_ms(started),
+        )
         message = reply.message()
         if not message["content"]:
             message["content"] = [{"type": "text", "text": ""}]
@@ -243,18 +295,23 @@ class TurnLoop:
             return await self._workspace_call(call_id, name, arguments, call, watch)
         if name not in menu:
             tools = [*menu, *(workspace_tools.TOOL_NAMES if self.workspace is not None else ())]
-            await self._refuse(call_id, f'"{name}" is not one of your tools (your tools: {", ".join(tools)}); '
-                                        "nothing was delivered.")
+            await self._refuse(
+                call_id, f'"{name}" is not one of your tools (your tools: {", ".join(tools)}); nothing was delivered.'
+            )
             return ""
         if not isinstance(arguments, dict):
-            await self._refuse(call_id, f'the arguments of "{name}" are not a JSON object '
-                                        f'({call.get("raw", "")!r:.200}); nothing was delivered. Call it again with a '
-                                        "JSON object that fits its schema.")
+            await self._refuse(
+                call_id,
+                f'the arguments of "{name}" are not a JSON object '
+                f"({call.get('raw', '')!r:.200}); nothing was delivered. Call it again with a "
+                "JSON object that fits its schema.",
+            )
             return ""
         if await self._ran_away(watch, call_id, name, arguments, "nothing was delivered."):
             return "rerolled"
-        result = await self.driver.submit("pick", agent=self.agent, event=name, params=arguments, call=call_id,
-                                          turn=self.turn)
+        result = await self.driver.submit(
+            "pick", agent=self.agent, event=name, params=arguments, call=call_id, turn=self.turn
+        )
         watch.result(result)
         if result.outcome == "ended":
             raise _Ended()
@@ -264,29 +321,42 @@ class TurnLoop:
             return "waited"
         return ""
 
-    async def _workspace_call(self, call_id: str, name: str, arguments: Any, call: dict[str, Any],
-                              watch: TurnWatch) -> str:
+    async def _workspace_call(
+        self, call_id: str, name: str, arguments: Any, call: dict[str, Any], watch: TurnWatch
+    ) -> str:
         """A workspace tool call: answered here, recorded as a "workspace" message, never a pick. It counts
         toward the Turn's tool calls like a pick, so a model that loops on its files is rerolled too. Its answer
         ends with the Allowed picks, as every answer does: a change of them may be waiting for it."""
         if self.workspace is None:
             raise _Ended()
         if not isinstance(arguments, dict):
-            text, error = (f'the arguments of "{name}" are not a JSON object ({call.get("raw", "")!r:.200}); '
-                           "nothing was done."), True
+            text, error = (
+                (f'the arguments of "{name}" are not a JSON object ({call.get("raw", "")!r:.200}); nothing was done.'),
+                True,
+            )
         else:
             if await self._ran_away(watch, call_id, name, arguments, "nothing was done."):
                 return "rerolled"
             text, error = await workspace_tools.run_tool(self.workspace, name, arguments)
         if self.closed:
             raise _Ended()
-        await self._write("user", "workspace", [{"type": "tool_result", "tool_use_id": call_id,
-                                                 "content": f"{text}\n\n{allowed_line(self._allowed())}",
-                                                 "is_error": error}])
+        await self._write(
+            "user",
+            "workspace",
+            [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": call_id,
+                    "content": f"{text}\n\n{allowed_line(self._allowed())}",
+                    "is_error": error,
+                }
+            ],
+        )
         return ""
 
-    async def _ran_away(self, watch: TurnWatch, call_id: str, name: str, arguments: dict[str, Any],
-                        nothing: str) -> bool:
+    async def _ran_away(
+        self, watch: TurnWatch, call_id: str, name: str, arguments: dict[str, Any], nothing: str
+    ) -> bool:
         """The runaway check (engine/core/turn_policy.py) of a pick or a workspace call, before it is carried out:
         False to carry it out; True when it was refused and the Turn rerolled. A runaway after a reroll faults the
         Turn, and the loop ends. `nothing` says what the refusal left undone."""
@@ -303,8 +373,11 @@ class TurnLoop:
     async def _wait_for_answer(self, call_id: str) -> None:
         """Until the conversation holds the tool result of `call_id` (level-triggered: whatever order the run's
         task and this loop ran in, the answer is found once it is there)."""
-        while not any(block.get("type") == "tool_result" and block.get("tool_use_id") == call_id
-                      for m in self.conversation.messages for block in m["content"]):
+        while not any(
+            block.get("type") == "tool_result" and block.get("tool_use_id") == call_id
+            for m in self.conversation.messages
+            for block in m["content"]
+        ):
             if self.closed:
                 raise _Ended()
             self._wake.clear()
@@ -313,8 +386,9 @@ class TurnLoop:
 
     async def _refuse(self, call_id: str, why: str) -> None:
         text = f"{why}\n\n{allowed_line(self._allowed())}"
-        await self._write("user", "refusal", [{"type": "tool_result", "tool_use_id": call_id, "content": text,
-                                               "is_error": True}])
+        await self._write(
+            "user", "refusal", [{"type": "tool_result", "tool_use_id": call_id, "content": text, "is_error": True}]
+        )
 
     async def _reroll(self, reason: str) -> None:
         """A runaway Turn starts again on a fresh conversation with the same prompt."""
@@ -322,9 +396,14 @@ class TurnLoop:
         self._earlier = self.answers
         self.conversation = fresh
         message = user_message(self.prompt, self._allowed(), self.notices)
-        await self.driver.write([store.TurnChanged(self.turn, conversation=fresh.id),
-                                 fresh.add(self.turn, "user", "prompt",
-                                           [{"type": "text", "text": f"({reason}: starting again)\n\n{message}"}])])
+        await self.driver.write(
+            [
+                store.TurnChanged(self.turn, conversation=fresh.id),
+                fresh.add(
+                    self.turn, "user", "prompt", [{"type": "text", "text": f"({reason}: starting again)\n\n{message}"}]
+                ),
+            ]
+        )
 
     async def _fault(self, reason: str) -> None:
         if not self.closed:
@@ -338,11 +417,18 @@ class TurnLoop:
         return tuple(self.driver.session.allowed_picks(self.agent))
 
     def _view(self) -> TurnView:
-        return TurnView(agent=self.agent, turn=self.turn, prompt=self.prompt,
-                        menu=tuple(self.driver.session.menu(self.agent)), allowed_picks=self._allowed(),
-                        answers=tuple(self.answers), notices=self.notices, workflow=self.driver.workflow,
-                        run=self.driver.run_id,
-                        workspace=workspace_tools.TOOL_NAMES if self.workspace is not None else ())
+        return TurnView(
+            agent=self.agent,
+            turn=self.turn,
+            prompt=self.prompt,
+            menu=tuple(self.driver.session.menu(self.agent)),
+            allowed_picks=self._allowed(),
+            answers=tuple(self.answers),
+            notices=self.notices,
+            workflow=self.driver.workflow,
+            run=self.driver.run_id,
+            workspace=workspace_tools.TOOL_NAMES if self.workspace is not None else (),
+        )
 
     def _player(self) -> Player:
         """Who plays this Turn now: a seat can change hands between two requests."""

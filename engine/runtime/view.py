@@ -13,15 +13,16 @@ commits (the driver calls it with the Session after the step) and `run_status` t
 The reader only reads: a key that a view lacks (one written before the key existed, an imported run's, the `{}` of
 a run that never ran a step) reads as empty, and `to_json()` gives back the view it was read from.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from engine.core.session import Session
 from engine.models import Run
-
 from engine.runtime.players import Player
 
 __all__ = ["build_view", "run_status", "as_json", "RunView", "GateView", "TurnNow", "Outstanding", "EffectNow"]
@@ -39,8 +40,9 @@ def run_status(session: Session, seated: Iterable[str] = ()) -> Run.Status:
     return Run.Status.WAITING
 
 
-def build_view(session: Session, visited: Iterable[str], players: Mapping[str, Player],
-               seats: Mapping[str, tuple[int, str]]) -> dict[str, Any]:
+def build_view(
+    session: Session, visited: Iterable[str], players: Mapping[str, Player], seats: Mapping[str, tuple[int, str]]
+) -> dict[str, Any]:
     """The view of the run as `session` has it. `visited` is every state the run was in before (the active ones
     are added), `players` who plays each open Turn (by Turn id) and `seats` who holds each Agent's seat."""
     active = session.active_paths
@@ -50,13 +52,21 @@ def build_view(session: Session, visited: Iterable[str], players: Mapping[str, P
         "visited": sorted(set(visited) | set(active)),
         "context": as_json(session.context),
         "gates": [gate.to_json() for gate in session.gates],
-        "turns": [{"id": t.id, "agent": t.agent, "state": t.path, "prompt": t.prompt,
-                   "outstanding": None if t.outstanding is None else {"pick": t.outstanding.id,
-                                                                      "event": t.outstanding.event},
-                   "allowed": session.allowed_picks(t.agent),
-                   "model": players[t.id].label if t.id in players else "",
-                   "scripted": players[t.id].scripted if t.id in players else False}
-                  for t in session.turns],
+        "turns": [
+            {
+                "id": t.id,
+                "agent": t.agent,
+                "state": t.path,
+                "prompt": t.prompt,
+                "outstanding": None
+                if t.outstanding is None
+                else {"pick": t.outstanding.id, "event": t.outstanding.event},
+                "allowed": session.allowed_picks(t.agent),
+                "model": players[t.id].label if t.id in players else "",
+                "scripted": players[t.id].scripted if t.id in players else False,
+            }
+            for t in session.turns
+        ],
         "effects": [{"id": e.id, "slot": e.slot, "state": e.state, "kind": e.kind} for e in session.effects],
         "next_due": session.next_due(),
         "seats": {agent: name for agent, (_, name) in seats.items()},
@@ -70,6 +80,7 @@ def as_json(value: Any) -> Any:
 
 # -- the reader ------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class GateView:
     """An open Gate: its id (in URLs), its state, the events it accepts and the `meta` its invoke input gave."""
@@ -82,12 +93,22 @@ class GateView:
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> GateView:
-        return cls(str(data.get("id", "")), str(data.get("state", "")), str(data.get("path", "")),
-                   tuple(data.get("accepts") or ()), dict(data.get("meta") or {}))
+        return cls(
+            str(data.get("id", "")),
+            str(data.get("state", "")),
+            str(data.get("path", "")),
+            tuple(data.get("accepts") or ()),
+            dict(data.get("meta") or {}),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "state": self.state, "path": self.path, "accepts": list(self.accepts),
-                "meta": dict(self.meta)}
+        return {
+            "id": self.id,
+            "state": self.state,
+            "path": self.path,
+            "accepts": list(self.accepts),
+            "meta": dict(self.meta),
+        }
 
 
 @dataclass(frozen=True)
@@ -114,16 +135,30 @@ class TurnNow:
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> TurnNow:
         waiting = data.get("outstanding")
-        return cls(str(data.get("id", "")), str(data.get("agent", "")), str(data.get("state", "")),
-                   str(data.get("prompt", "")),
-                   Outstanding(str(waiting.get("pick", "")), str(waiting.get("event", ""))) if waiting else None,
-                   tuple(data.get("allowed") or ()), str(data.get("model", "")), bool(data.get("scripted", False)))
+        return cls(
+            str(data.get("id", "")),
+            str(data.get("agent", "")),
+            str(data.get("state", "")),
+            str(data.get("prompt", "")),
+            Outstanding(str(waiting.get("pick", "")), str(waiting.get("event", ""))) if waiting else None,
+            tuple(data.get("allowed") or ()),
+            str(data.get("model", "")),
+            bool(data.get("scripted", False)),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "agent": self.agent, "state": self.state, "prompt": self.prompt,
-                "outstanding": None if self.outstanding is None else {"pick": self.outstanding.pick,
-                                                                      "event": self.outstanding.event},
-                "allowed": list(self.allowed), "model": self.model, "scripted": self.scripted}
+        return {
+            "id": self.id,
+            "agent": self.agent,
+            "state": self.state,
+            "prompt": self.prompt,
+            "outstanding": None
+            if self.outstanding is None
+            else {"pick": self.outstanding.pick, "event": self.outstanding.event},
+            "allowed": list(self.allowed),
+            "model": self.model,
+            "scripted": self.scripted,
+        }
 
 
 @dataclass(frozen=True)
@@ -137,8 +172,9 @@ class EffectNow:
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> EffectNow:
-        return cls(str(data.get("id", "")), str(data.get("slot", "")), str(data.get("state", "")),
-                   str(data.get("kind", "")))
+        return cls(
+            str(data.get("id", "")), str(data.get("slot", "")), str(data.get("state", "")), str(data.get("kind", ""))
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "slot": self.slot, "state": self.state, "kind": self.kind}
@@ -162,12 +198,17 @@ class RunView:
     def of(cls, view: Mapping[str, Any] | None) -> RunView:
         """Read a Run row's `view` (None or `{}` reads as a run with nothing open)."""
         view = view or {}
-        return cls(value=view.get("value"), active=tuple(view.get("active") or ()),
-                   visited=tuple(view.get("visited") or ()), context=view.get("context"),
-                   gates=tuple(GateView.of(g) for g in view.get("gates") or ()),
-                   turns=tuple(TurnNow.of(t) for t in view.get("turns") or ()),
-                   effects=tuple(EffectNow.of(e) for e in view.get("effects") or ()),
-                   next_due=view.get("next_due"), seats=dict(view.get("seats") or {}))
+        return cls(
+            value=view.get("value"),
+            active=tuple(view.get("active") or ()),
+            visited=tuple(view.get("visited") or ()),
+            context=view.get("context"),
+            gates=tuple(GateView.of(g) for g in view.get("gates") or ()),
+            turns=tuple(TurnNow.of(t) for t in view.get("turns") or ()),
+            effects=tuple(EffectNow.of(e) for e in view.get("effects") or ()),
+            next_due=view.get("next_due"),
+            seats=dict(view.get("seats") or {}),
+        )
 
     @property
     def gate_ids(self) -> tuple[str, ...]:
@@ -187,7 +228,14 @@ class RunView:
 
     def to_json(self) -> dict[str, Any]:
         """The view as `build_view` wrote it."""
-        return {"value": self.value, "active": list(self.active), "visited": list(self.visited),
-                "context": self.context, "gates": [g.to_json() for g in self.gates],
-                "turns": [t.to_json() for t in self.turns], "effects": [e.to_json() for e in self.effects],
-                "next_due": self.next_due, "seats": dict(self.seats)}
+        return {
+            "value": self.value,
+            "active": list(self.active),
+            "visited": list(self.visited),
+            "context": self.context,
+            "gates": [g.to_json() for g in self.gates],
+            "turns": [t.to_json() for t in self.turns],
+            "effects": [e.to_json() for e in self.effects],
+            "next_due": self.next_due,
+            "seats": dict(self.seats),
+        }

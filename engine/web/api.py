@@ -9,6 +9,7 @@ Auth: `Authorization: Bearer <token>` (tokens from `jr2 token create <username>`
 changes something, and on reads unless `JR2_OPEN_READS` is on. A token carries its user's permissions:
 `engine.start_run`, `engine.answer_gate`, `engine.cancel_run`.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -28,14 +29,25 @@ from ninja.security import HttpBearer
 from pydantic import Field, ValidationError
 
 from engine import __version__
+from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
+from engine.runtime.errors import HostError, NoHost, NoHostAnswered, RunNotHosted
+from engine.runtime.registry import workflows
 from engine.web import ratelimit
 from engine.web import search as run_search
+from engine.web.api_schemas import (
+    RATE_LIMITED,
+    Created,
+    ExportOut,
+    Forked,
+    JournalOut,
+    Outcome,
+    RunOut,
+    RunPage,
+    TurnOut,
+    WorkflowOut,
+    errors,
+)
 from engine.web.hosting import ready_host
-from engine.web.api_schemas import (RATE_LIMITED, Created, ExportOut, Forked, JournalOut, Outcome, RunOut, RunPage,
-                                TurnOut, WorkflowOut, errors)
-from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
-from engine.runtime.registry import workflows
-from engine.runtime.errors import HostError, NoHost, NoHostAnswered, RunNotHosted
 
 __all__ = ["api"]
 
@@ -49,12 +61,12 @@ api = NinjaAPI(
 
 # -- auth --------------------------------------------------------------------------------------------------------
 
+
 class RateLimited(HttpError):
     """Too many wrong tokens from one address: 429 with Retry-After."""
 
     def __init__(self, retry_after: int) -> None:
-        super().__init__(429, f"too many calls with a wrong API token from this address; try again in "
-                              f"{retry_after} s")
+        super().__init__(429, f"too many calls with a wrong API token from this address; try again in {retry_after} s")
         self.retry_after = retry_after
 
 
@@ -73,9 +85,16 @@ class TokenAuth(HttpBearer):
         if wait:
             raise RateLimited(wait)
         digest = ApiToken.digest(token)
-        record = next((candidate for candidate in ApiToken.objects.select_related("user").filter(
-            prefix=token[:ApiToken.PREFIX_LENGTH], revoked_at__isnull=True)
-            if hmac.compare_digest(candidate.key_hash, digest)), None)
+        record = next(
+            (
+                candidate
+                for candidate in ApiToken.objects.select_related("user").filter(
+                    prefix=token[: ApiToken.PREFIX_LENGTH], revoked_at__isnull=True
+                )
+                if hmac.compare_digest(candidate.key_hash, digest)
+            ),
+            None,
+        )
         if record is None or not record.user.is_active:
             ratelimit.failed("token", who, rate)
             return None
@@ -105,20 +124,30 @@ def require(request: HttpRequest, permission: str, doing: str) -> None:
 
 # -- errors: always JSON with a `detail` ------------------------------------------------------------------------
 
+
 @api.exception_handler(AuthenticationError)
 def _unauthorized(request: HttpRequest, exc: Exception) -> HttpResponse:
-    return api.create_response(request, {
-        "detail": "a valid API token is needed: send `Authorization: Bearer <token>` (create one with "
-                  "`jr2 token create <username>`)"}, status=401)
+    return api.create_response(
+        request,
+        {
+            "detail": "a valid API token is needed: send `Authorization: Bearer <token>` (create one with "
+            "`jr2 token create <username>`)"
+        },
+        status=401,
+    )
 
 
 @api.exception_handler(NinjaValidationError)
 def _invalid(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
-    errors = [{"field": ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path")),
-               "message": e.get("msg", "")} for e in exc.errors]
+    errors = [
+        {
+            "field": ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path")),
+            "message": e.get("msg", ""),
+        }
+        for e in exc.errors
+    ]
     detail = "; ".join(f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in errors)
-    return api.create_response(request, {"detail": f"the request is not valid: {detail}", "errors": errors},
-                               status=400)
+    return api.create_response(request, {"detail": f"the request is not valid: {detail}", "errors": errors}, status=400)
 
 
 @api.exception_handler(RateLimited)
@@ -139,9 +168,11 @@ def _internal(request: HttpRequest, exc: Exception) -> HttpResponse:
     if isinstance(exc, HttpError):
         return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
     import logging
+
     logging.getLogger("engine.web.api").exception("API error on %s %s", request.method, request.path)
-    return api.create_response(request, {"detail": f"internal error ({type(exc).__name__}); the server log has "
-                                                   "the details"}, status=500)
+    return api.create_response(
+        request, {"detail": f"internal error ({type(exc).__name__}); the server log has the details"}, status=500
+    )
 
 
 def door_errors(err: ValidationError) -> tuple[str, list[dict[str, str]]]:
@@ -150,7 +181,8 @@ def door_errors(err: ValidationError) -> tuple[str, list[dict[str, str]]]:
     return "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors
 
 
-# -- schemas (the response bodies are in engine/web/api_schemas.py) --------------------------------------------------------------------------------------------------
+# -- schemas (the response bodies are in engine/web/api_schemas.py) ----------------------------------------------------
+
 
 class RunFilters(Schema):
     """The search's filters (engine/web/search.py reads them from the query; they are listed here for the OpenAPI
@@ -181,50 +213,77 @@ class RunFilters(Schema):
 
 #: The request bodies, read by the views themselves (a door is the workflow's own model; a Gate answer is checked
 #: by the engine), declared for the document.
-DOOR_BODY = {"type": "object", "description": "the workflow's door input (GET /api/workflows/{name} gives its JSON "
-                                              "schema); empty for a workflow without a door"}
+DOOR_BODY = {
+    "type": "object",
+    "description": "the workflow's door input (GET /api/workflows/{name} gives its JSON "
+    "schema); empty for a workflow without a door",
+}
 EXPORT_BODY = {"type": "object", "description": "a run as GET /api/runs/{run_id}/export gives it (format jr2.run)"}
-GATE_BODY = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}},
-             "description": "the event's name in `type`, its input beside it"}
+GATE_BODY = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {"type": {"type": "string"}},
+    "description": "the event's name in `type`, its input beside it",
+}
 
 
 def _body(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"requestBody": {"required": False, "content": {"application/json": {"schema": schema}}},
-            **RATE_LIMITED}
+    return {"requestBody": {"required": False, "content": {"application/json": {"schema": schema}}}, **RATE_LIMITED}
 
 
 # -- workflows ------------------------------------------------------------------------------------------------
 
+
 def _workflow_json(name: str, loaded: Any, live: int = 0, detail: bool = False) -> dict[str, Any]:
     machine = loaded.machine
     if machine is None:
-        return {"name": name, "file": loaded.file, "loaded": False, "error": loaded.message(),
-                "where": loaded.where}
+        return {"name": name, "file": loaded.file, "loaded": False, "error": loaded.message(), "where": loaded.where}
     data: dict[str, Any] = {
-        "name": name, "file": loaded.file, "loaded": True, "machine": machine.id, "digest": machine.digest,
+        "name": name,
+        "file": loaded.file,
+        "loaded": True,
+        "machine": machine.id,
+        "digest": machine.digest,
         "agents": {slot: agent.model for slot, agent in machine.agents.items()},
-        "warnings": [w.to_json() for w in machine.warnings()], "live_runs": live,
+        "warnings": [w.to_json() for w in machine.warnings()],
+        "live_runs": live,
         "seats": [line.strip() for line in machine.seats_text(name).splitlines()[1:]],
     }
     if detail:
-        data.update(door=machine.door.model_json_schema() if machine.door is not None else None,
-                    menus={slot: machine.menu(slot) for slot in machine.menus()},
-                    seats_data=machine.seats_json(), seats_text=machine.seats_text(name))
+        data.update(
+            door=machine.door.model_json_schema() if machine.door is not None else None,
+            menus={slot: machine.menu(slot) for slot in machine.menus()},
+            seats_data=machine.seats_json(),
+            seats_text=machine.seats_text(name),
+        )
     return data
 
 
-@api.get("/workflows", auth=READ, response={200: list[WorkflowOut], **errors(401, 429)},
-         exclude_unset=True, openapi_extra=RATE_LIMITED,
-         summary="Every workflow, with its seats and warnings; failed files too")
+@api.get(
+    "/workflows",
+    auth=READ,
+    response={200: list[WorkflowOut], **errors(401, 429)},
+    exclude_unset=True,
+    openapi_extra=RATE_LIMITED,
+    summary="Every workflow, with its seats and warnings; failed files too",
+)
 def list_workflows(request: HttpRequest) -> list[dict[str, Any]]:
     found = workflows()
-    live = {row["workflow"]: row["n"] for row in
-            Run.objects.filter(status__in=Run.LIVE).values("workflow").annotate(n=Count("id"))}
+    live = {
+        row["workflow"]: row["n"]
+        for row in Run.objects.filter(status__in=Run.LIVE).values("workflow").annotate(n=Count("id"))
+    }
     return [_workflow_json(f.name, f, live.get(f.name, 0)) for f in found.files if f.is_workflow]
 
 
-@api.get("/workflows/{name}", auth=READ, response={200: WorkflowOut, **errors(401, 404, 429)},
-         exclude_unset=True, openapi_extra=RATE_LIMITED, summary="One workflow: door schema, Menus, seats, warnings")
+@api.get(
+    "/workflows/{name}",
+    auth=READ,
+    response={200: WorkflowOut, **errors(401, 404, 429)},
+    exclude_unset=True,
+    openapi_extra=RATE_LIMITED,
+    summary="One workflow: door schema, Menus, seats, warnings",
+)
 def get_workflow(request: HttpRequest, name: str) -> dict[str, Any]:
     loaded = workflows().find(name)
     if loaded is None:
@@ -232,9 +291,13 @@ def get_workflow(request: HttpRequest, name: str) -> dict[str, Any]:
     return _workflow_json(name, loaded, Run.objects.filter(workflow=name, status__in=Run.LIVE).count(), True)
 
 
-@api.post("/workflows/{name}/runs", auth=WRITE,
-          response={201: Created, **errors(400, 401, 403, 404, 409, 429, 503)}, openapi_extra=_body(DOOR_BODY),
-          summary="Start a run; the body is the door input")
+@api.post(
+    "/workflows/{name}/runs",
+    auth=WRITE,
+    response={201: Created, **errors(400, 401, 403, 404, 409, 429, 503)},
+    openapi_extra=_body(DOOR_BODY),
+    summary="Start a run; the body is the door input",
+)
 async def start_run(request: HttpRequest, name: str) -> tuple[int, dict[str, Any]]:
     await sync_to_async(require)(request, "start_run", "start runs")
     found = workflows()
@@ -267,11 +330,17 @@ def _invalid_input(request: HttpRequest, exc: _Invalid) -> HttpResponse:
 
 # -- runs -----------------------------------------------------------------------------------------------------
 
-@api.get("/runs", auth=READ, response={200: RunPage, **errors(400, 401, 429)}, openapi_extra=RATE_LIMITED,
-         summary="Runs, newest first, searched on the server: ?workflow=, ?status=, ?in= (state now), ?passed= "
-                 "(state passed through), ?event= (taken), ?agent=, ?gate= (waiting at), ?text= (in the input or "
-                 "output), each comma-separated (any of) with a not_ twin (none of); ?after=, ?before= (start time, "
-                 "ISO); ?prefix= (4+ characters of an id), ?page=, ?page_size=")
+
+@api.get(
+    "/runs",
+    auth=READ,
+    response={200: RunPage, **errors(400, 401, 429)},
+    openapi_extra=RATE_LIMITED,
+    summary="Runs, newest first, searched on the server: ?workflow=, ?status=, ?in= (state now), ?passed= "
+    "(state passed through), ?event= (taken), ?agent=, ?gate= (waiting at), ?text= (in the input or "
+    "output), each comma-separated (any of) with a not_ twin (none of); ?after=, ?before= (start time, "
+    "ISO); ?prefix= (4+ characters of an id), ?page=, ?page_size=",
+)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> dict[str, Any]:
     _known_query(request, [field.alias or name for name, field in RunFilters.model_fields.items()])
     search = run_search.parse(request.GET)
@@ -286,20 +355,39 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> dict[str, Any
     count = runs.count()
     pages = max(1, math.ceil(count / size))
     page = min(max(filters.page, 1), pages)
-    rows = runs.order_by("-created_at", "id")[(page - 1) * size: page * size]
-    return {"count": count, "page": page, "pages": pages, "results": [{
-        "id": r.id, "workflow": r.workflow, "status": r.status, "scripted": r.scripted,
-        "open_gates": len(r.view.get("gates", [])), "reason": r.reason, "created_at": r.created_at.isoformat(),
-        "updated_at": r.updated_at.isoformat()} for r in rows]}
+    rows = runs.order_by("-created_at", "id")[(page - 1) * size : page * size]
+    return {
+        "count": count,
+        "page": page,
+        "pages": pages,
+        "results": [
+            {
+                "id": r.id,
+                "workflow": r.workflow,
+                "status": r.status,
+                "scripted": r.scripted,
+                "open_gates": len(r.view.get("gates", [])),
+                "reason": r.reason,
+                "created_at": r.created_at.isoformat(),
+                "updated_at": r.updated_at.isoformat(),
+            }
+            for r in rows
+        ],
+    }
 
 
 # Registered before /runs/{run_id}: the URL patterns are tried in the order the paths were added, and
 # "import" is a run id as far as that pattern knows (POST /api/runs/import answered 405).
-@api.post("/runs/import", auth=WRITE, response={201: Created, **errors(400, 401, 403, 429)},
-          openapi_extra=_body(EXPORT_BODY),
-          summary="Import a run exported by GET /api/runs/<id>/export, read-only; a bad file changes nothing")
+@api.post(
+    "/runs/import",
+    auth=WRITE,
+    response={201: Created, **errors(400, 401, 403, 429)},
+    openapi_extra=_body(EXPORT_BODY),
+    summary="Import a run exported by GET /api/runs/<id>/export, read-only; a bad file changes nothing",
+)
 def import_(request: HttpRequest) -> tuple[int, dict[str, Any]]:
     from engine.web.exchange import ExchangeError, import_run
+
     require(request, "start_run", "import runs")
     try:
         run = import_run(_json_body(request), user_id=request.user.pk)
@@ -308,8 +396,13 @@ def import_(request: HttpRequest) -> tuple[int, dict[str, Any]]:
     return 201, {"id": run.id, "workflow": run.workflow, "status": run.status, "url": f"/api/runs/{run.id}"}
 
 
-@api.get("/runs/{run_id}", auth=READ, response={200: RunOut, **errors(401, 404, 429)},
-         openapi_extra=RATE_LIMITED, summary="One run: status, state, context, output, open Gates, Turns")
+@api.get(
+    "/runs/{run_id}",
+    auth=READ,
+    response={200: RunOut, **errors(401, 404, 429)},
+    openapi_extra=RATE_LIMITED,
+    summary="One run: status, state, context, output, open Gates, Turns",
+)
 def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     run = _run(run_id)
     view = run.view or {}
@@ -320,62 +413,150 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
         events = []
         for name in gate.get("accepts", []):
             event = machine.gate_event(gate["id"], name) if machine is not None else None
-            events.append({"type": name, "description": event.description if event else None,
-                           "schema": event.json_schema() if event else None})
-        gates.append({"id": gate["id"], "state": gate.get("path") or gate.get("state"), "meta": gate.get("meta", {}),
-                      "events": events})
-    return {"id": run.id, "workflow": run.workflow, "status": run.status, "digest": run.digest,
-            "input": run.input, "output": run.output, "reason": run.reason, "scripted": run.scripted,
-            "value": view.get("value"), "context": view.get("context"), "gates": gates,
-            "turns": view.get("turns", []), "effects": view.get("effects", []), "next_due": view.get("next_due"),
-            "seq": run.seq, "parent": run.parent_id, "parent_step": run.parent_step,
-            "forks": list(run.forks.values_list("id", flat=True)), "imported_from": run.imported_from or None,
-            "created_at": run.created_at.isoformat(), "updated_at": run.updated_at.isoformat()}
+            events.append(
+                {
+                    "type": name,
+                    "description": event.description if event else None,
+                    "schema": event.json_schema() if event else None,
+                }
+            )
+        gates.append(
+            {
+                "id": gate["id"],
+                "state": gate.get("path") or gate.get("state"),
+                "meta": gate.get("meta", {}),
+                "events": events,
+            }
+        )
+    return {
+        "id": run.id,
+        "workflow": run.workflow,
+        "status": run.status,
+        "digest": run.digest,
+        "input": run.input,
+        "output": run.output,
+        "reason": run.reason,
+        "scripted": run.scripted,
+        "value": view.get("value"),
+        "context": view.get("context"),
+        "gates": gates,
+        "turns": view.get("turns", []),
+        "effects": view.get("effects", []),
+        "next_due": view.get("next_due"),
+        "seq": run.seq,
+        "parent": run.parent_id,
+        "parent_step": run.parent_step,
+        "forks": list(run.forks.values_list("id", flat=True)),
+        "imported_from": run.imported_from or None,
+        "created_at": run.created_at.isoformat(),
+        "updated_at": run.updated_at.isoformat(),
+    }
 
 
-@api.get("/runs/{run_id}/turns", auth=READ, response={200: list[TurnOut], **errors(401, 404, 429)},
-         openapi_extra=RATE_LIMITED, summary="The run's Turns: conversations, model calls, usage")
+@api.get(
+    "/runs/{run_id}/turns",
+    auth=READ,
+    response={200: list[TurnOut], **errors(401, 404, 429)},
+    openapi_extra=RATE_LIMITED,
+    summary="The run's Turns: conversations, model calls, usage",
+)
 def get_turns(request: HttpRequest, run_id: str) -> list[dict[str, Any]]:
     run = _run(run_id)
     messages: dict[int, list[dict[str, Any]]] = {}
     for m in TurnMessage.objects.filter(run=run).order_by("conversation", "seq"):
-        messages.setdefault(m.turn_id, []).append({"seq": m.seq, "conversation": m.conversation, "role": m.role,
-                                                   "kind": m.kind, "content": m.content,
-                                                   "at": m.created_at.isoformat()})
+        messages.setdefault(m.turn_id, []).append(
+            {
+                "seq": m.seq,
+                "conversation": m.conversation,
+                "role": m.role,
+                "kind": m.kind,
+                "content": m.content,
+                "at": m.created_at.isoformat(),
+            }
+        )
     calls: dict[int, list[dict[str, Any]]] = {}
     for c in ModelCall.objects.filter(run=run).order_by("seq"):
-        calls.setdefault(c.turn_id, []).append({
-            "seq": c.seq, "model": c.model, "scripted": c.scripted, "status": c.status, "request": c.request,
-            "messages": c.messages, "response": c.response, "tool_calls": c.tool_calls, "stop_reason": c.stop_reason,
-            "error": c.error, "latency_ms": c.latency_ms,
-            "usage": {"input": c.input_tokens, "output": c.output_tokens, "cache_read": c.cache_read_tokens,
-                      "cache_write": c.cache_write_tokens},
-            "started_at": c.started_at.isoformat(),
-            "finished_at": c.finished_at.isoformat() if c.finished_at else None})
-    return [{"turn": t.turn, "agent": t.agent, "state": t.state, "model": t.model,
-             "declared_model": t.declared_model, "scripted": t.scripted, "status": t.status, "reason": t.reason,
-             "dials": t.dials, "conversation": t.conversation, "prompt": t.prompt, "system": t.system,
-             "usage": {"input": t.input_tokens, "output": t.output_tokens, "cache_read": t.cache_read_tokens,
-                       "cache_write": t.cache_write_tokens},
-             "started_at": t.started_at.isoformat(), "ended_at": t.ended_at.isoformat() if t.ended_at else None,
-             "messages": messages.get(t.pk, []), "calls": calls.get(t.pk, [])}
-            for t in TurnRecord.objects.filter(run=run).order_by("started_at", "id")]
+        calls.setdefault(c.turn_id, []).append(
+            {
+                "seq": c.seq,
+                "model": c.model,
+                "scripted": c.scripted,
+                "status": c.status,
+                "request": c.request,
+                "messages": c.messages,
+                "response": c.response,
+                "tool_calls": c.tool_calls,
+                "stop_reason": c.stop_reason,
+                "error": c.error,
+                "latency_ms": c.latency_ms,
+                "usage": {
+                    "input": c.input_tokens,
+                    "output": c.output_tokens,
+                    "cache_read": c.cache_read_tokens,
+                    "cache_write": c.cache_write_tokens,
+                },
+                "started_at": c.started_at.isoformat(),
+                "finished_at": c.finished_at.isoformat() if c.finished_at else None,
+            }
+        )
+    return [
+        {
+            "turn": t.turn,
+            "agent": t.agent,
+            "state": t.state,
+            "model": t.model,
+            "declared_model": t.declared_model,
+            "scripted": t.scripted,
+            "status": t.status,
+            "reason": t.reason,
+            "dials": t.dials,
+            "conversation": t.conversation,
+            "prompt": t.prompt,
+            "system": t.system,
+            "usage": {
+                "input": t.input_tokens,
+                "output": t.output_tokens,
+                "cache_read": t.cache_read_tokens,
+                "cache_write": t.cache_write_tokens,
+            },
+            "started_at": t.started_at.isoformat(),
+            "ended_at": t.ended_at.isoformat() if t.ended_at else None,
+            "messages": messages.get(t.pk, []),
+            "calls": calls.get(t.pk, []),
+        }
+        for t in TurnRecord.objects.filter(run=run).order_by("started_at", "id")
+    ]
 
 
-@api.get("/runs/{run_id}/journal", auth=READ, response={200: JournalOut, **errors(400, 401, 404, 429)},
-         openapi_extra=RATE_LIMITED, summary="The run's journal: every input, in order")
+@api.get(
+    "/runs/{run_id}/journal",
+    auth=READ,
+    response={200: JournalOut, **errors(400, 401, 404, 429)},
+    openapi_extra=RATE_LIMITED,
+    summary="The run's journal: every input, in order",
+)
 def get_journal(request: HttpRequest, run_id: str, after: int = 0, limit: int = 1000) -> dict[str, Any]:
     _known_query(request, ("after", "limit"))
     run = _run(run_id)
-    entries = JournalEntry.objects.filter(run=run, seq__gt=after).order_by("seq")[:min(max(limit, 1), 10000)]
-    return {"run": run.id, "workflow": run.workflow, "digest": run.digest, "seq": run.seq,
-            "entries": [{"seq": e.seq, "kind": e.kind, "entry": e.entry, "out": e.out, "at": e.at.isoformat()}
-                        for e in entries]}
+    entries = JournalEntry.objects.filter(run=run, seq__gt=after).order_by("seq")[: min(max(limit, 1), 10000)]
+    return {
+        "run": run.id,
+        "workflow": run.workflow,
+        "digest": run.digest,
+        "seq": run.seq,
+        "entries": [
+            {"seq": e.seq, "kind": e.kind, "entry": e.entry, "out": e.out, "at": e.at.isoformat()} for e in entries
+        ],
+    }
 
 
-@api.post("/runs/{run_id}/gates/{path:gate}/events", auth=WRITE,
-          response={200: Outcome, **errors(400, 401, 403, 404, 409, 429, 503)}, openapi_extra=_body(GATE_BODY),
-          summary='Answer an open Gate: the body is {"type": <event>, ...its input}')
+@api.post(
+    "/runs/{run_id}/gates/{path:gate}/events",
+    auth=WRITE,
+    response={200: Outcome, **errors(400, 401, 403, 404, 409, 429, 503)},
+    openapi_extra=_body(GATE_BODY),
+    summary='Answer an open Gate: the body is {"type": <event>, ...its input}',
+)
 async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str, Any]:
     await sync_to_async(require)(request, "answer_gate", "answer Gates")
     run = await sync_to_async(_run)(run_id)
@@ -385,25 +566,35 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
         raise HttpError(409, f"run {run_id} has ended ({run.status}); its Gates are closed")
     if gate not in open_gates:
         if await sync_to_async(_answered)(run, gate):
-            raise HttpError(409, f'Gate "{gate}" of run {run_id} was already answered (by a concurrent answer, or '
-                                 f'earlier) and is closed; nothing was delivered (open Gates: '
-                                 f'{", ".join(open_gates) or "none"})')
+            raise HttpError(
+                409,
+                f'Gate "{gate}" of run {run_id} was already answered (by a concurrent answer, or '
+                f"earlier) and is closed; nothing was delivered (open Gates: "
+                f"{', '.join(open_gates) or 'none'})",
+            )
         raise HttpError(404, f'run {run_id} has no open Gate "{gate}" (open Gates: {", ".join(open_gates) or "none"})')
     body = _json_body(request)
     if not isinstance(body, dict) or not isinstance(body.get("type"), str):
-        raise HttpError(400, 'the body must be a JSON object with the event\'s name in "type" and its input beside '
-                             'it: {"type": "reply", "text": "..."}')
+        raise HttpError(
+            400,
+            'the body must be a JSON object with the event\'s name in "type" and its input beside '
+            'it: {"type": "reply", "text": "..."}',
+        )
     event = body.pop("type")
     host = await _host()
     try:
-        delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=body,
-                                      by=request.user.get_username())
+        delivery = await host.deliver(
+            run_id, "gate", gate=gate, event=event, params=body, by=request.user.get_username()
+        )
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
     if delivery.outcome == "refused":
         if delivery.code == "no-gate":
-            raise HttpError(409, f'Gate "{gate}" closed before this answer was delivered (another answer or the '
-                                 "run moved on first); nothing was delivered")
+            raise HttpError(
+                409,
+                f'Gate "{gate}" closed before this answer was delivered (another answer or the '
+                "run moved on first); nothing was delivered",
+            )
         if delivery.code == "ended":
             raise HttpError(409, f"run {run_id} has ended; nothing was delivered")
         accepts = "" if delivery.code == "not-accepted" else f' (Gate "{gate}" accepts: {", ".join(delivery.accepts)})'
@@ -414,8 +605,13 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
     return {"outcome": delivery.outcome, "run": run_id, "status": status}
 
 
-@api.post("/runs/{run_id}/cancel", auth=WRITE, response={200: Outcome, **errors(401, 403, 404, 409, 429, 503)},
-          openapi_extra=RATE_LIMITED, summary="Cancel a run")
+@api.post(
+    "/runs/{run_id}/cancel",
+    auth=WRITE,
+    response={200: Outcome, **errors(401, 403, 404, 409, 429, 503)},
+    openapi_extra=RATE_LIMITED,
+    summary="Cancel a run",
+)
 async def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     await sync_to_async(require)(request, "cancel_run", "cancel runs")
     run = await sync_to_async(_run)(run_id)
@@ -433,6 +629,7 @@ async def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
 
 # -- forks, export and import ----------------------------------------------------------------------------------
 
+
 class GateAnswer(Schema):
     gate: str
     event: str
@@ -445,10 +642,14 @@ class ForkBody(Schema):
     answer: GateAnswer | None = None
 
 
-@api.post("/runs/{run_id}/fork", auth=WRITE,
-          response={201: Forked, **errors(400, 401, 403, 404, 409, 429, 503)}, openapi_extra=RATE_LIMITED,
-          summary="Fork a run from a step: a new run from the Session it had after that journal entry, with its "
-                  "context edited or a Gate answered differently; the run itself never changes")
+@api.post(
+    "/runs/{run_id}/fork",
+    auth=WRITE,
+    response={201: Forked, **errors(400, 401, 403, 404, 409, 429, 503)},
+    openapi_extra=RATE_LIMITED,
+    summary="Fork a run from a step: a new run from the Session it had after that journal entry, with its "
+    "context edited or a Gate answered differently; the run itself never changes",
+)
 async def fork_run(request: HttpRequest, run_id: str, body: ForkBody) -> tuple[int, dict[str, Any]]:
     await sync_to_async(require)(request, "start_run", "fork runs")
     await sync_to_async(_run)(run_id)
@@ -456,22 +657,34 @@ async def fork_run(request: HttpRequest, run_id: str, body: ForkBody) -> tuple[i
     answer = (body.answer.gate, body.answer.event, body.answer.input) if body.answer is not None else None
     fork_id = await host.fork_run(run_id, body.step, context=body.context, answer=answer, user_id=request.user.pk)
     run = await sync_to_async(Run.objects.get)(id=fork_id)
-    return 201, {"id": fork_id, "workflow": run.workflow, "status": run.status, "parent": run_id,
-                 "parent_step": body.step, "url": f"/api/runs/{fork_id}"}
+    return 201, {
+        "id": fork_id,
+        "workflow": run.workflow,
+        "status": run.status,
+        "parent": run_id,
+        "parent_step": body.step,
+        "url": f"/api/runs/{fork_id}",
+    }
 
 
-@api.get("/runs/{run_id}/export", auth=READ, response={200: ExportOut, **errors(401, 404, 429)},
-         openapi_extra=RATE_LIMITED,
-         summary="The run as one JSON file (format jr2.run, version 1): journal, snapshots, Turns, messages, model "
-                 "calls, Effects")
+@api.get(
+    "/runs/{run_id}/export",
+    auth=READ,
+    response={200: ExportOut, **errors(401, 404, 429)},
+    openapi_extra=RATE_LIMITED,
+    summary="The run as one JSON file (format jr2.run, version 1): journal, snapshots, Turns, messages, model "
+    "calls, Effects",
+)
 def export(request: HttpRequest, run_id: str) -> HttpResponse:
     from engine.web.exchange import export_run
+
     _run(run_id)
     # Sent as exported (`jr2 export` writes the same bytes' data); the declared ExportOut is the same model.
     return JsonResponse(export_run(run_id))
 
 
 # -- helpers --------------------------------------------------------------------------------------------------
+
 
 def _refuse_imported(run: Run, what: str) -> None:
     if run.imported:
@@ -490,12 +703,16 @@ def _known_query(request: HttpRequest, known: Any) -> None:
     twice (which would count?): say which."""
     unknown = sorted(set(request.GET) - set(known))
     if unknown:
-        raise HttpError(400, f"unknown query parameter {', '.join(repr(u) for u in unknown)} (this call reads: "
-                             f"{', '.join(known)})")
+        raise HttpError(
+            400, f"unknown query parameter {', '.join(repr(u) for u in unknown)} (this call reads: {', '.join(known)})"
+        )
     repeated = sorted(name for name, values in request.GET.lists() if len(values) > 1)
     if repeated:
-        raise HttpError(400, f"query parameter {', '.join(repr(r) for r in repeated)} given more than once; give "
-                             "each at most once (statuses go comma-separated in one `status`)")
+        raise HttpError(
+            400,
+            f"query parameter {', '.join(repr(r) for r in repeated)} given more than once; give "
+            "each at most once (statuses go comma-separated in one `status`)",
+        )
 
 
 def _answered(run: Run, gate: str) -> bool:
@@ -505,6 +722,7 @@ def _answered(run: Run, gate: str) -> bool:
 
 def _json_body(request: HttpRequest) -> Any:
     import json
+
     if not request.body:
         return {}
     try:

@@ -4,6 +4,7 @@ can answer and its body, so a client (and the fuzz, tests/e2e/test_fuzz_api.py) 
 Values a workflow writes (inputs, context, outputs, Gate meta, journal entries) are any JSON; everything the API
 itself makes is typed.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -14,8 +15,21 @@ from pydantic import Field
 
 from engine.web.exchange import RunExport
 
-__all__ = ["Error", "Created", "Outcome", "RunRow", "RunPage", "WorkflowOut", "RunOut", "TurnOut", "JournalOut",
-           "Forked", "ExportOut", "errors", "RATE_LIMITED"]
+__all__ = [
+    "Error",
+    "Created",
+    "Outcome",
+    "RunRow",
+    "RunPage",
+    "WorkflowOut",
+    "RunOut",
+    "TurnOut",
+    "JournalOut",
+    "Forked",
+    "ExportOut",
+    "errors",
+    "RATE_LIMITED",
+]
 
 
 class FieldError(Schema):
@@ -208,8 +222,19 @@ class JournalOut(Schema):
 
 
 #: A 429 carries Retry-After (seconds); declared on every operation, as any call with a wrong token counts.
-RATE_LIMITED = {"responses": {429: {"headers": {"Retry-After": {
-    "description": "seconds to wait before trying again", "required": True, "schema": {"type": "integer"}}}}}}
+RATE_LIMITED = {
+    "responses": {
+        429: {
+            "headers": {
+                "Retry-After": {
+                    "description": "seconds to wait before trying again",
+                    "required": True,
+                    "schema": {"type": "integer"},
+                }
+            }
+        }
+    }
+}
 
 
 def errors(*codes: int) -> dict[int, type[Error]]:

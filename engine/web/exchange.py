@@ -13,6 +13,7 @@ refused halfway changes nothing. The run keeps its id when it is free here (else
 the id it had (`imported_from`), keeps the status it was exported with, and is never hosted, resumed, answered
 or cancelled.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -24,10 +25,19 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine import __version__
-from engine.core.words import validation_lines
-from engine.models import (ID_ALPHABET, EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage,
-                           TurnRecord, new_run_id)
 from engine.core.text import NUL_REFUSED, nul_at
+from engine.core.words import validation_lines
+from engine.models import (
+    ID_ALPHABET,
+    EffectRecord,
+    JournalEntry,
+    ModelCall,
+    Run,
+    RunSnapshot,
+    TurnMessage,
+    TurnRecord,
+    new_run_id,
+)
 
 __all__ = ["FORMAT", "VERSION", "RunExport", "ExchangeError", "export_run", "import_run", "schema"]
 
@@ -172,6 +182,7 @@ def schema() -> dict[str, Any]:
 
 # -- export -------------------------------------------------------------------------------------------------------
 
+
 def export_run(run_id: str) -> dict[str, Any]:
     """The run as plain JSON (`RunExport`); LookupError when there is no such run."""
     run = Run.objects.filter(id=run_id).first()
@@ -179,27 +190,59 @@ def export_run(run_id: str) -> dict[str, Any]:
         raise LookupError(f"no run {run_id}")
     turns = {t.pk: t.turn for t in TurnRecord.objects.filter(run=run)}
     data = {
-        "format": FORMAT, "version": VERSION, "exported_at": timezone.now(), "engine": __version__,
-        "run": {"id": run.id, "workflow": run.workflow, "digest": run.digest, "status": run.status,
-                "input": run.input, "output": run.output, "reason": run.reason, "view": run.view, "seq": run.seq,
-                "scripted": run.scripted, "parent": run.parent_id, "parent_step": run.parent_step,
-                "imported_from": run.imported_from, "created_at": run.created_at, "updated_at": run.updated_at},
-        "journal": list(JournalEntry.objects.filter(run=run).order_by("seq").values("seq", "kind", "entry", "out",
-                                                                                     "at")),
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": timezone.now(),
+        "engine": __version__,
+        "run": {
+            "id": run.id,
+            "workflow": run.workflow,
+            "digest": run.digest,
+            "status": run.status,
+            "input": run.input,
+            "output": run.output,
+            "reason": run.reason,
+            "view": run.view,
+            "seq": run.seq,
+            "scripted": run.scripted,
+            "parent": run.parent_id,
+            "parent_step": run.parent_step,
+            "imported_from": run.imported_from,
+            "created_at": run.created_at,
+            "updated_at": run.updated_at,
+        },
+        "journal": list(
+            JournalEntry.objects.filter(run=run).order_by("seq").values("seq", "kind", "entry", "out", "at")
+        ),
         "snapshots": list(RunSnapshot.objects.filter(run=run).order_by("seq").values("seq", "data")),
-        "turns": list(TurnRecord.objects.filter(run=run).order_by("started_at", "id").values(
-            *(name for name in TurnPart.model_fields))),
-        "messages": [{"turn": turns[m.pop("turn_id")], **m} for m in TurnMessage.objects.filter(run=run).order_by(
-            "conversation", "seq").values("turn_id", *(n for n in MessagePart.model_fields if n != "turn"))],
-        "model_calls": [{"turn": turns[c.pop("turn_id")], **c} for c in ModelCall.objects.filter(run=run).order_by(
-            "seq").values("turn_id", *(n for n in CallPart.model_fields if n != "turn"))],
-        "effects": list(EffectRecord.objects.filter(run=run).order_by("requested_at", "id").values(
-            *(name for name in EffectPart.model_fields))),
+        "turns": list(
+            TurnRecord.objects.filter(run=run)
+            .order_by("started_at", "id")
+            .values(*(name for name in TurnPart.model_fields))
+        ),
+        "messages": [
+            {"turn": turns[m.pop("turn_id")], **m}
+            for m in TurnMessage.objects.filter(run=run)
+            .order_by("conversation", "seq")
+            .values("turn_id", *(n for n in MessagePart.model_fields if n != "turn"))
+        ],
+        "model_calls": [
+            {"turn": turns[c.pop("turn_id")], **c}
+            for c in ModelCall.objects.filter(run=run)
+            .order_by("seq")
+            .values("turn_id", *(n for n in CallPart.model_fields if n != "turn"))
+        ],
+        "effects": list(
+            EffectRecord.objects.filter(run=run)
+            .order_by("requested_at", "id")
+            .values(*(name for name in EffectPart.model_fields))
+        ),
     }
     return RunExport.model_validate(data).model_dump(mode="json")
 
 
 # -- import -------------------------------------------------------------------------------------------------------
+
 
 def import_run(data: Any, user_id: int | None = None) -> Run:
     """Read an export into this instance, read-only, in one transaction (see the module docstring)."""
@@ -209,22 +252,34 @@ def import_run(data: Any, user_id: int | None = None) -> Run:
         run_id = original.id if not Run.objects.filter(id=original.id).exists() else new_run_id()
         parent = original.parent if original.parent and Run.objects.filter(id=original.parent).exists() else None
         Run.objects.create(
-            id=run_id, workflow=original.workflow, digest=original.digest, status=original.status,
-            input=original.input, output=original.output, reason=original.reason, view=original.view,
-            seq=original.seq, scripted=original.scripted, parent_id=parent, parent_step=original.parent_step,
-            imported_from=original.imported_from or original.id, started_by_id=user_id)
+            id=run_id,
+            workflow=original.workflow,
+            digest=original.digest,
+            status=original.status,
+            input=original.input,
+            output=original.output,
+            reason=original.reason,
+            view=original.view,
+            seq=original.seq,
+            scripted=original.scripted,
+            parent_id=parent,
+            parent_step=original.parent_step,
+            imported_from=original.imported_from or original.id,
+            started_by_id=user_id,
+        )
         Run.objects.filter(id=run_id).update(created_at=original.created_at, updated_at=original.updated_at)
         JournalEntry.objects.bulk_create(JournalEntry(run_id=run_id, **e.model_dump()) for e in export.journal)
         RunSnapshot.objects.bulk_create(RunSnapshot(run_id=run_id, **s.model_dump()) for s in export.snapshots)
         rows = {t.turn: TurnRecord.objects.create(run_id=run_id, **t.model_dump()).pk for t in export.turns}
         messages = TurnMessage.objects.bulk_create(
-            TurnMessage(run_id=run_id, turn_id=rows[m.turn], **m.model_dump(exclude={"turn"}))
-            for m in export.messages)
+            TurnMessage(run_id=run_id, turn_id=rows[m.turn], **m.model_dump(exclude={"turn"})) for m in export.messages
+        )
         for made, part in zip(messages, export.messages):
             made.created_at = part.created_at
         TurnMessage.objects.bulk_update(messages, ["created_at"])
-        ModelCall.objects.bulk_create(ModelCall(run_id=run_id, turn_id=rows[c.turn], **c.model_dump(exclude={"turn"}))
-                                      for c in export.model_calls)
+        ModelCall.objects.bulk_create(
+            ModelCall(run_id=run_id, turn_id=rows[c.turn], **c.model_dump(exclude={"turn"})) for c in export.model_calls
+        )
         EffectRecord.objects.bulk_create(EffectRecord(run_id=run_id, **e.model_dump()) for e in export.effects)
     return Run.objects.get(id=run_id)
 
@@ -236,8 +291,9 @@ def validate(data: Any) -> RunExport:
     if data.get("format") != FORMAT:
         raise ExchangeError(f'not a jr2 run export: "format" must be "{FORMAT}"; got {data.get("format")!r}')
     if data.get("version") != VERSION:
-        raise ExchangeError(f"this instance reads run exports of version {VERSION}; the file is version "
-                            f"{data.get('version')!r}")
+        raise ExchangeError(
+            f"this instance reads run exports of version {VERSION}; the file is version {data.get('version')!r}"
+        )
     nul = nul_at(data)
     if nul is not None:
         raise _refused([f"{'.'.join(map(str, nul))}: {NUL_REFUSED}"])
@@ -269,14 +325,19 @@ def _misfits(export: RunExport) -> list[str]:
         errors.append(f"run.seq: {export.run.seq} is not the last journal entry's seq ({seqs[-1]})")
     turns = Counter(t.turn for t in export.turns)
     errors.extend(f"turns: the Turn {turn} is listed {n} times" for turn, n in turns.items() if n > 1)
-    for part, named in (("messages", [m.turn for m in export.messages]),
-                        ("model_calls", [c.turn for c in export.model_calls])):
+    for part, named in (
+        ("messages", [m.turn for m in export.messages]),
+        ("model_calls", [c.turn for c in export.model_calls]),
+    ):
         errors.extend(f"{part}.{i}.turn: no Turn {turn} in turns" for i, turn in enumerate(named) if turn not in turns)
-    for name, keys in (("snapshots", [s.seq for s in export.snapshots]),
-                       ("messages", [(m.conversation, m.seq) for m in export.messages]),
-                       ("model_calls", [c.seq for c in export.model_calls]),
-                       ("effects", [e.effect for e in export.effects])):
+    for name, keys in (
+        ("snapshots", [s.seq for s in export.snapshots]),
+        ("messages", [(m.conversation, m.seq) for m in export.messages]),
+        ("model_calls", [c.seq for c in export.model_calls]),
+        ("effects", [e.effect for e in export.effects]),
+    ):
         errors.extend(f"{name}: {key} is listed {n} times" for key, n in Counter(keys).items() if n > 1)
-    errors.extend(f"snapshots: seq {s.seq} is past the journal's end ({seqs[-1]})" for s in export.snapshots
-                  if s.seq > seqs[-1])
+    errors.extend(
+        f"snapshots: seq {s.seq} is past the journal's end ({seqs[-1]})" for s in export.snapshots if s.seq > seqs[-1]
+    )
     return errors

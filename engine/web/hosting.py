@@ -5,6 +5,7 @@
 A process started some other way than `jr2 up`, `jr2 web` or `jr2 worker` runs no host; `NoHost`'s words
 (`NO_HOST`) say how to start one, wherever they are shown.
 """
+
 from __future__ import annotations
 
 from engine.runtime.errors import NoHost

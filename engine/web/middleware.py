@@ -2,11 +2,13 @@
 page, a wrong method, a CSRF refusal, a page not found, is given again as JSON); every response carries the
 Content-Security-Policy (`JR2_CSP`), which allows no inline script; and an address holding the NUL character is
 refused before any view looks it up (PostgreSQL cannot compare text with NUL: it would be a 500 there)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from http import HTTPStatus
+from typing import Any
 from urllib.parse import parse_qsl
-from typing import Any, Callable
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
@@ -56,15 +58,22 @@ class ApiJsonErrors(_Middleware):
     """Middleware: rewrite non-JSON error responses of /api/ paths as `{"detail": ...}`."""
 
     def after(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        if not request.path.startswith("/api/") or response.status_code < 400 or \
-                response.get("Content-Type", "").startswith("application/json"):
+        if (
+            not request.path.startswith("/api/")
+            or response.status_code < 400
+            or response.get("Content-Type", "").startswith("application/json")
+        ):
             return response
         status = response.status_code
         text = getattr(response, "content", b"").decode(errors="replace").strip()
-        reason = "CSRF verification failed (send the API token as `Authorization: Bearer <token>`)" \
-            if "CSRF" in text else HTTPStatus(status).phrase
-        detail = WHY.get(status, "{reason}").format(method=request.method, path=request.path,
-                                                    allowed=response.get("Allow", "?"), reason=reason)
+        reason = (
+            "CSRF verification failed (send the API token as `Authorization: Bearer <token>`)"
+            if "CSRF" in text
+            else HTTPStatus(status).phrase
+        )
+        detail = WHY.get(status, "{reason}").format(
+            method=request.method, path=request.path, allowed=response.get("Allow", "?"), reason=reason
+        )
         replaced = JsonResponse({"detail": detail}, status=status)
         if response.get("Allow"):
             replaced["Allow"] = response["Allow"]
@@ -96,8 +105,10 @@ class RefuseNul(_Middleware):
 
     def refuse(self, request: HttpRequest) -> HttpResponse | None:
         if NUL in request.path:
-            status, detail = 404, "nothing is at this address: it holds the NUL character (%00), which no run id " \
-                                  "or name contains"
+            status, detail = (
+                404,
+                "nothing is at this address: it holds the NUL character (%00), which no run id or name contains",
+            )
         elif _nul_in_query(request.META.get("QUERY_STRING", "")):
             status, detail = 400, "the query holds the NUL character (%00), which no filter may contain"
         else:
@@ -110,10 +121,12 @@ class RefuseNul(_Middleware):
 def refuse_nul_websockets(app: Any) -> Any:
     """ASGI middleware for the websocket routes: a socket whose path or query holds NUL is closed (4404, as for no
     such run) before a consumer looks anything up."""
+
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if NUL in scope.get("path", "") or _nul_in_query(scope.get("query_string", b"").decode("latin-1")):
             await receive()  # websocket.connect
             await send({"type": "websocket.close", "code": 4404})
             return
         await app(scope, receive, send)
+
     return guarded

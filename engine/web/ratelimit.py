@@ -8,6 +8,7 @@ Fixed windows: a key may fail `limit` times per `window` seconds; past that it i
 one process on local memory, so a fleet of several web processes must share the cache: settings point it at Redis
 when REDIS_URL is set.
 """
+
 from __future__ import annotations
 
 import math

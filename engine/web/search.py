@@ -9,11 +9,13 @@ that have any of them. Different filters all apply. `text` is one phrase (commas
 insensitively in the door input's and the output's values; `after` and `before` bound the start time (ISO dates or
 times; without a zone, the server's).
 """
+
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -73,12 +75,12 @@ def _match(name: str, values: list[str]) -> Q:
     if name == "status":
         return Q(status__in=values)
     if name == "gate":
-        return Q(id__in=GateRecord.objects.filter(gate__in=values, closed_at=None).values("run_id"),
-                 status__in=Run.LIVE)
+        return Q(
+            id__in=GateRecord.objects.filter(gate__in=values, closed_at=None).values("run_id"), status__in=Run.LIVE
+        )
     if name == "text":
         needle = values[0].casefold()
-        return Q(id__in=RunText.objects.filter(Q(input__contains=needle) | Q(output__contains=needle))
-                 .values("run_id"))
+        return Q(id__in=RunText.objects.filter(Q(input__contains=needle) | Q(output__contains=needle)).values("run_id"))
     return Q(id__in=RunMark.objects.filter(kind=name, name__in=values).values("run_id"))
 
 
@@ -101,8 +103,9 @@ def parse(params: Mapping[str, Any]) -> Search:
             if name == "status":
                 unknown = [v for v in values if v not in Run.Status.values]
                 if unknown:
-                    search.errors.append(f"{key}: unknown status {', '.join(unknown)} (statuses: "
-                                         f"{', '.join(Run.Status.values)})")
+                    search.errors.append(
+                        f"{key}: unknown status {', '.join(unknown)} (statuses: {', '.join(Run.Status.values)})"
+                    )
                     continue
             if values:
                 search.values[key] = values
@@ -111,8 +114,9 @@ def parse(params: Mapping[str, Any]) -> Search:
         if raw:
             moment = _moment(raw)
             if moment is None:
-                search.errors.append(f'{key}: "{raw[:40]}" is not a date or time (write 2026-01-31 or '
-                                     "2026-01-31T14:30)")
+                search.errors.append(
+                    f'{key}: "{raw[:40]}" is not a date or time (write 2026-01-31 or 2026-01-31T14:30)'
+                )
             else:
                 setattr(search, key, moment)
     if search.after and search.before and search.after >= search.before:

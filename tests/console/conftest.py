@@ -1,11 +1,13 @@
 """Runs in every status for the Console's page tests, made by a real Host on the test database, users with the
 Console's groups and clients logged in as them, the workflows folder with the ledger, and reading the graph's SVG."""
+
 from __future__ import annotations
 
 import asyncio
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -61,6 +63,7 @@ def make_runs(code_review: bool = False) -> dict[str, str]:
                 await _until(host, made["code_review"], "done")
         finally:
             await host.stop()
+
     asyncio.run(main())
     return made
 
@@ -83,6 +86,7 @@ def ensure_groups() -> None:
     import importlib
 
     from django.apps import apps
+
     importlib.import_module("engine.migrations.0003_console_groups").create_groups(apps, None)
 
 
@@ -103,6 +107,7 @@ def logged_in(user: User | str) -> Client:
 def post_as(user: Any, url: str, data: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
     """POST a Console form as `user` with a host running in this process; the response, once no run is running (or
     after 10 s)."""
+
     async def post() -> Any:
         host = Host(WORKFLOWS, owner="console-tests")
         await host.start()
@@ -117,6 +122,7 @@ def post_as(user: Any, url: str, data: dict[str, Any], headers: dict[str, str] |
             return response
         finally:
             await host.stop()
+
     return asyncio.run(post())
 
 
@@ -157,7 +163,7 @@ def ev(name: str) -> Any:
 def state_groups(svg: str) -> dict[str, ET.Element]:
     """The graph's state groups (`<g id="state-...">`) by state path; the SVG must be well-formed XML."""
     root = ET.fromstring(svg)
-    return {g.get("id", "")[len("state-"):]: g for g in root.iter(SVG + "g") if g.get("id", "").startswith("state-")}
+    return {g.get("id", "")[len("state-") :]: g for g in root.iter(SVG + "g") if g.get("id", "").startswith("state-")}
 
 
 @pytest.fixture(scope="session")
@@ -171,9 +177,23 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server = shutil.which("redis-server")
     assert server, "redis-server is not installed (make test installs Debian's redis-server package)"
     port = free_port()
-    process = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                "--dir", str(tmp_path_factory.mktemp("redis"))],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path_factory.mktemp("redis")),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         answered(lambda: listening(port), process=process, timeout=10, interval=0.05)
         yield f"redis://127.0.0.1:{port}/0"
@@ -189,8 +209,9 @@ def channel_layer(request: pytest.FixtureRequest, settings: Any) -> Iterator[str
 
     if request.param == "redis":
         url = request.getfixturevalue("redis_url")
-        settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                               "CONFIG": {"hosts": [url]}}}
+        settings.CHANNEL_LAYERS = {
+            "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}
+        }
     else:
         settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     channel_layers.backends.clear()

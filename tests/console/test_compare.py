@@ -1,5 +1,6 @@
 """Comparing two runs: histories walked from journals, aligned by step with time that fired nothing left out, a
 fork lined up with its parent, the first difference marked; and the page."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,27 +38,36 @@ def test_the_same_inputs_are_the_same_even_when_the_clocks_ticked_differently() 
 
 
 def test_the_first_difference_is_marked_with_the_parts_that_differ() -> None:
-    found = align(history_of("a", notes.machine, notes_journal("Ops")),
-                  history_of("b", notes.machine, notes_journal("Devs")))
+    found = align(
+        history_of("a", notes.machine, notes_journal("Ops")), history_of("b", notes.machine, notes_journal("Devs"))
+    )
     assert found.first == 3
     row = found.rows[2]
     assert row.first and set(row.differs) == {"input", "answers"}
     assert "writing.asking got reply" in row.a.words and "Ops" in row.a.words and "Devs" in row.b.words
     assert found.verdict.startswith("first difference at step 3: what came in")
     assert [r.first for r in found.rows].count(True) == 1
-    shorter = align(history_of("a", notes.machine, notes_journal("Ops")[:2]),
-                    history_of("b", notes.machine, notes_journal("Ops")))
+    shorter = align(
+        history_of("a", notes.machine, notes_journal("Ops")[:2]), history_of("b", notes.machine, notes_journal("Ops"))
+    )
     assert shorter.first == 3 and shorter.rows[2].a is None and "only run B goes on" in shorter.verdict
 
 
 def test_a_fork_lines_up_with_its_parent_and_its_edited_context_differs_at_the_fork_step() -> None:
     parent_journal = notes_journal("Ops")
-    plan = plan_fork(notes.machine, parent_journal, 2, parent="p", now=10_000,
-                     context={"changes": "Other changes", "replies": 0, "question": "Who reads these?"})
+    plan = plan_fork(
+        notes.machine,
+        parent_journal,
+        2,
+        parent="p",
+        now=10_000,
+        context={"changes": "Other changes", "replies": 0, "question": "Who reads these?"},
+    )
     fork = Session.restore(notes.machine, plan.entry.session)
     fork.send_gate("writing.asking", "reply", {"text": "Ops"})
-    fork_journal = [{"seq": 1, "entry": plan.entry}] + [{"seq": i, "entry": e}
-                                                         for i, e in enumerate(fork.journal, start=2)]
+    fork_journal = [{"seq": 1, "entry": plan.entry}] + [
+        {"seq": i, "entry": e} for i, e in enumerate(fork.journal, start=2)
+    ]
     parent = history_of("p", notes.machine, parent_journal)
     own = history_of("f", notes.machine, fork_journal)
     history = forked_history("p", parent, 2, own)
@@ -68,8 +78,9 @@ def test_a_fork_lines_up_with_its_parent_and_its_edited_context_differs_at_the_f
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_compare_page_shows_a_fork_beside_its_parent_with_the_first_difference(observer: Any,
-                                                                                   settings: Any) -> None:
+def test_the_compare_page_shows_a_fork_beside_its_parent_with_the_first_difference(
+    observer: Any, settings: Any
+) -> None:
     settings.JR2_SCRIPTED = True
     made: dict[str, str] = {}
 
@@ -92,13 +103,14 @@ def test_the_compare_page_shows_a_fork_beside_its_parent_with_the_first_differen
             made["parent"] = parent
         finally:
             await host.stop()
+
     asyncio.run(main())
     client = Client()
     client.force_login(observer)
     page = client.get(f"/runs/compare/?a={made['parent']}&b={made['fork']}").content.decode()
     assert 'id="compare-verdict"' in page and "first difference at step 3" in page
-    first = page[page.index('id="first-difference"'):]
-    first = first[:first.index("</tr>")]
+    first = page[page.index('id="first-difference"') :]
+    first = first[: first.index("</tr>")]
     assert "Admins" in first and "Ops" in first and "writing.asking got reply" in first
     assert client.get("/runs/compare/?a=nosuchrun&b=" + made["fork"]).status_code == 404
     assert "name two runs to compare" in client.get("/runs/compare/?a=x").content.decode()

@@ -3,11 +3,13 @@
 The exact numbers come from rows written here with chosen tokens, latencies and durations (so every percentile is
 known); the real runs come from a Host with scripted Agents (tests/console/conftest.py: code_review's Effects) and
 from the fake model server (real token numbers through the Anthropic SDK)."""
+
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -18,14 +20,15 @@ from console.pages.graph import heat_level, lit_svg, machine_svg, overlay_svg
 from console.pages.regions import run_regions
 from engine import Machine, agent, effect, jr2_setup
 from engine.models import EffectRecord, ModelCall, Run, TurnRecord
-from engine.runtime.providers import reset_providers
 from engine.runtime.host import Host
+from engine.runtime.providers import reset_providers
 from tests.console.conftest import NOTES_DOOR, SVG, ev, logged_in, state_groups, user_in
 from tests.fakes.model_server import ModelServer, tool_call
 from tests.runtime.hosting import hosted, status, until
 from workflows import code_review, notes
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
 
 @pytest.fixture(autouse=True)
 def empty_cache() -> None:
@@ -34,33 +37,51 @@ def empty_cache() -> None:
 
 # -- a Machine and rows with known numbers ----------------------------------------------------------------------
 
+
 def shop() -> Machine:
     """An Agent on a compound state, an Effect below it in a state with an `id` of its own that reads like another
     state's path (the runtime writes that id for an Effect, not the path), a child Machine with its own Agent, and
     an Agent state nothing ever runs in."""
-    research = jr2_setup(events=[ev("found")], actors={
-        "scout": agent(model="script/scout", instructions="Look things up."),
-    }).create_machine({"id": "research", "initial": "looking",
-                       "states": {"looking": {"invoke": {"src": "scout"}, "on": {"found": "done"}},
-                                  "done": {"type": "final"}}})
-    return jr2_setup(events=[ev("check"), ev("study"), ev("rest")], actors={
-        "clerk": agent(model="script/clerk", instructions="Sell."),
-        "stock": effect.command(["true"]),
-        "research": research,
-        "idler": agent(model="script/idler", instructions="Rest."),
-    }).create_machine({
-        "id": "shop", "initial": "selling",
-        "states": {
-            "selling": {"invoke": {"src": "clerk"}, "initial": "talking",
-                        "on": {"study": "studying", "rest": "resting"},
-                        "states": {"talking": {"on": {"check": "checking"}},
-                                   "checking": {"id": "shop.stock",
-                                                "invoke": {"src": "stock", "onDone": "talking"}}}},
-            "studying": {"invoke": {"src": "research", "id": "study", "onDone": "done"}},
-            "resting": {"invoke": {"src": "idler"}},
-            "done": {"type": "final"},
+    research = jr2_setup(
+        events=[ev("found")],
+        actors={
+            "scout": agent(model="script/scout", instructions="Look things up."),
         },
-    })
+    ).create_machine(
+        {
+            "id": "research",
+            "initial": "looking",
+            "states": {"looking": {"invoke": {"src": "scout"}, "on": {"found": "done"}}, "done": {"type": "final"}},
+        }
+    )
+    return jr2_setup(
+        events=[ev("check"), ev("study"), ev("rest")],
+        actors={
+            "clerk": agent(model="script/clerk", instructions="Sell."),
+            "stock": effect.command(["true"]),
+            "research": research,
+            "idler": agent(model="script/idler", instructions="Rest."),
+        },
+    ).create_machine(
+        {
+            "id": "shop",
+            "initial": "selling",
+            "states": {
+                "selling": {
+                    "invoke": {"src": "clerk"},
+                    "initial": "talking",
+                    "on": {"study": "studying", "rest": "resting"},
+                    "states": {
+                        "talking": {"on": {"check": "checking"}},
+                        "checking": {"id": "shop.stock", "invoke": {"src": "stock", "onDone": "talking"}},
+                    },
+                },
+                "studying": {"invoke": {"src": "research", "id": "study", "onDone": "done"}},
+                "resting": {"invoke": {"src": "idler"}},
+                "done": {"type": "final"},
+            },
+        }
+    )
 
 
 NOW = timezone.now()
@@ -71,24 +92,50 @@ def a_run(workflow: str = "shop", **fields: Any) -> Run:
 
 
 def a_turn(run: Run, turn: str, state: str, agent_: str = "clerk") -> TurnRecord:
-    return TurnRecord.objects.create(run=run, turn=turn, agent=agent_, state=state, model="script/x",
-                                     declared_model="script/x", conversation=turn, started_at=NOW)
+    return TurnRecord.objects.create(
+        run=run,
+        turn=turn,
+        agent=agent_,
+        state=state,
+        model="script/x",
+        declared_model="script/x",
+        conversation=turn,
+        started_at=NOW,
+    )
 
 
 def calls(turn: TurnRecord, *latencies: float | None, tokens: tuple[int, int, int, int] = (0, 0, 0, 0)) -> None:
     """One ModelCall per latency (None: still in flight), each with `tokens` (in, out, cache read, cache write)."""
     for latency in latencies:
         seq = ModelCall.objects.filter(run=turn.run).count() + 1
-        ModelCall.objects.create(run=turn.run, turn=turn, seq=seq, model="script/x", request={}, messages=1,
-                                 latency_ms=latency, started_at=NOW, input_tokens=tokens[0], output_tokens=tokens[1],
-                                 cache_read_tokens=tokens[2], cache_write_tokens=tokens[3],
-                                 status="in_flight" if latency is None else "done")
+        ModelCall.objects.create(
+            run=turn.run,
+            turn=turn,
+            seq=seq,
+            model="script/x",
+            request={},
+            messages=1,
+            latency_ms=latency,
+            started_at=NOW,
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+            cache_read_tokens=tokens[2],
+            cache_write_tokens=tokens[3],
+            status="in_flight" if latency is None else "done",
+        )
 
 
 def an_effect(run: Run, effect_id: str, state: str, duration: float | None) -> EffectRecord:
-    return EffectRecord.objects.create(run=run, effect=effect_id, slot="stock", kind="command", state=state,
-                                       duration_ms=duration, requested_at=NOW,
-                                       status="cancelled" if duration is None else "done")
+    return EffectRecord.objects.create(
+        run=run,
+        effect=effect_id,
+        slot="stock",
+        kind="command",
+        state=state,
+        duration_ms=duration,
+        requested_at=NOW,
+        status="cancelled" if duration is None else "done",
+    )
 
 
 @pytest.fixture
@@ -119,6 +166,7 @@ def by_path(costs: list[StateCost]) -> dict[str, StateCost]:
 
 # -- the numbers -------------------------------------------------------------------------------------------------
 
+
 def test_percentiles_interpolate_between_the_closest_ranks() -> None:
     assert percentile([400, 100, 300, 200], 50) == 250
     assert percentile([100, 200, 300, 400, 500, 600, 700, 800, 900, 1000], 95) == pytest.approx(955)
@@ -136,7 +184,11 @@ def test_each_state_sums_and_counts_its_own_rows_over_the_workflows_runs(shop_ru
     selling = found["selling"]
     assert (selling.turns, selling.calls) == (3, 11)
     assert (selling.input_tokens, selling.output_tokens, selling.cache_read_tokens, selling.cache_write_tokens) == (
-        3 * 1000 + 4 * 2000 + 4 * 3000, 3 * 10 + 4 * 20 + 4 * 30, 3 * 500, 4 * 300)
+        3 * 1000 + 4 * 2000 + 4 * 3000,
+        3 * 10 + 4 * 20 + 4 * 30,
+        3 * 500,
+        4 * 300,
+    )
     assert selling.latency_ms == pytest.approx(5500)  # the call in flight has no latency: counted, not timed
     assert selling.latency_p50_ms == pytest.approx(550) and selling.latency_p95_ms == pytest.approx(955)
     assert (selling.effects, selling.effect_p50_ms) == (0, None)
@@ -161,8 +213,9 @@ def test_each_state_sums_and_counts_its_own_rows_over_the_workflows_runs(shop_ru
 def test_one_run_counts_only_its_own_rows(shop_runs: dict[str, Run]) -> None:
     found = by_path(state_costs(shop_runs["second"], shop()))
     assert (found["selling"].turns, found["selling"].calls, found["selling"].input_tokens) == (1, 4, 12000)
-    assert found["selling"].latency_p50_ms == pytest.approx(900) and found["selling"].latency_p95_ms == \
-        pytest.approx(990)
+    assert found["selling"].latency_p50_ms == pytest.approx(900) and found["selling"].latency_p95_ms == pytest.approx(
+        990
+    )
     assert (found["selling.checking"].effects, found["selling.checking"].effect_p50_ms) == (2, 3000)
     assert (found["studying"].turns, found["studying"].effects, found["studying"].spent) == (0, 0, False)
 
@@ -182,7 +235,19 @@ def test_the_heat_by_tokens_and_by_time(shop_runs: dict[str, Run]) -> None:
 
 def test_heat_steps_are_fifths_with_the_top_one_closed() -> None:
     assert [heat_level(h) for h in (0, 0.19, 0.2, 0.39, 0.4, 0.6, 0.79, 0.8, 0.99, 1.0, 1.5, -1)] == [
-        0, 0, 1, 1, 2, 3, 3, 4, 4, 4, 4, 0]
+        0,
+        0,
+        1,
+        1,
+        2,
+        3,
+        3,
+        4,
+        4,
+        4,
+        4,
+        0,
+    ]
 
 
 def test_a_run_with_no_records_is_all_zeros(transactional_db: Any) -> None:
@@ -207,6 +272,7 @@ def test_without_the_machine_the_machine_id_is_cut_off(shop_runs: dict[str, Run]
 
 # -- the overlay on the graph ------------------------------------------------------------------------------------
 
+
 def heat_classes(g: ET.Element) -> list[str]:
     return [c for c in (g.get("class") or "").split() if c.startswith("heat-")]
 
@@ -219,11 +285,16 @@ def tooltip(g: ET.Element) -> str:
 
 def test_overlay_marks_exactly_the_given_states_with_their_step_and_numbers() -> None:
     svg = machine_svg(notes.machine)
-    hot = overlay_svg(svg, {"writing": 1.0, "writing.asking": 0.25, "nowhere": 0.5},
-                      {"writing": "3 Turns\ntokens in 1,200", "writing.asking": "1 Effect"})
+    hot = overlay_svg(
+        svg,
+        {"writing": 1.0, "writing.asking": 0.25, "nowhere": 0.5},
+        {"writing": "3 Turns\ntokens in 1,200", "writing.asking": "1 Effect"},
+    )
     found = state_groups(hot)
     assert {path: heat_classes(g) for path, g in found.items() if heat_classes(g)} == {
-        "writing": ["heat-4"], "writing.asking": ["heat-1"]}
+        "writing": ["heat-4"],
+        "writing.asking": ["heat-1"],
+    }
     assert tooltip(found["writing"]) == "writing\n3 Turns\ntokens in 1,200"
     assert tooltip(found["writing.asking"]) == "writing.asking\n1 Effect"
     assert tooltip(found["published"]) == "published"
@@ -256,7 +327,11 @@ def test_overlay_of_the_shop_marks_the_states_that_spent(shop_runs: dict[str, Ru
     costs = state_costs(Run.objects.filter(workflow="shop"), machine, "time")
     found = state_groups(overlay_svg(machine_svg(machine), heat_of(costs), titles_of(costs)))
     assert {p: heat_classes(g) for p, g in found.items() if heat_classes(g)} == {
-        "selling": ["heat-4"], "selling.checking": ["heat-3"], "studying": ["heat-0"], "resting": ["heat-0"]}
+        "selling": ["heat-4"],
+        "selling.checking": ["heat-3"],
+        "studying": ["heat-0"],
+        "resting": ["heat-0"],
+    }
     text = tooltip(found["selling"])
     assert text.startswith("selling\n3 Turns, 11 model calls\n")
     assert "tokens in 23,000, out 230; cache read 1,500, write 1,200" in text
@@ -266,9 +341,10 @@ def test_overlay_of_the_shop_marks_the_states_that_spent(shop_runs: dict[str, Ru
 
 # -- the table ---------------------------------------------------------------------------------------------------
 
+
 def test_the_table_sorts_by_any_column_either_way_with_the_empty_ones_last(shop_runs: dict[str, Run]) -> None:
     costs = state_costs(Run.objects.filter(workflow="shop"), shop())
-    order = lambda sort: [c.path for c in sort_costs(costs, sort)[0]]  # noqa: E731
+    order = lambda sort: [c.path for c in sort_costs(costs, sort)[0]]
     assert order("-input") == ["selling", "studying", "gone", "selling.checking", "resting"]
     assert order("input") == ["selling.checking", "resting", "gone", "studying", "selling"]
     assert order("-latency_p95") == ["selling", "studying", "gone", "selling.checking", "resting"]
@@ -289,10 +365,18 @@ def test_the_table_sorts_by_any_column_either_way_with_the_empty_ones_last(shop_
 
 def test_latencies_read_as_people_read_them() -> None:
     assert [fmt_ms(v) for v in (None, 0.123, 9.96, 125.4, 1332.4, 59_999, 150_000)] == [
-        "—", "0.123 ms", "9.96 ms", "125 ms", "1.33 s", "1 min", "2.5 min"]
+        "—",
+        "0.123 ms",
+        "9.96 ms",
+        "125 ms",
+        "1.33 s",
+        "1 min",
+        "2.5 min",
+    ]
 
 
 # -- the pages ---------------------------------------------------------------------------------------------------
+
 
 def code_review_runs() -> list[Run]:
     """Two runs of code_review with chosen numbers: the reviewer spends the most tokens, the tests the most time."""
@@ -307,7 +391,7 @@ def code_review_runs() -> list[Run]:
 
 def section(page: str) -> str:
     start = page.index('<section class="card costs" id="costs">')
-    return page[start:page.index("</section>", start)]
+    return page[start : page.index("</section>", start)]
 
 
 def row_order(page: str) -> list[str]:
@@ -315,11 +399,10 @@ def row_order(page: str) -> list[str]:
 
 
 def graph_of(page: str) -> dict[str, ET.Element]:
-    return state_groups(page[page.index("<svg"):page.index("</svg>") + 6])
+    return state_groups(page[page.index("<svg") : page.index("</svg>") + 6])
 
 
-def test_the_workflow_page_has_the_section_over_all_its_runs_and_no_overlay_by_default(
-        transactional_db: Any) -> None:
+def test_the_workflow_page_has_the_section_over_all_its_runs_and_no_overlay_by_default(transactional_db: Any) -> None:
     code_review_runs()
     page = logged_in("olga").get("/workflows/code_review/").content.decode()
     part = section(page)
@@ -330,19 +413,36 @@ def test_the_workflow_page_has_the_section_over_all_its_runs_and_no_overlay_by_d
     assert reviewing is not None
     cells = re.findall(r'<td class="num[^"]*">(.*?)</td>', reviewing.group(1), re.S)
     assert [re.sub(r"<[^>]+>", "", c).strip() for c in cells] == [
-        "2", "3", "2,700", "270", "2,400", "0", "400 ms", "580 ms", "0", "—", "—", "1.2 s", "100%"]
+        "2",
+        "3",
+        "2,700",
+        "270",
+        "2,400",
+        "0",
+        "400 ms",
+        "580 ms",
+        "0",
+        "—",
+        "—",
+        "1.2 s",
+        "100%",
+    ]
     assert not any(heat_classes(g) for g in graph_of(page).values())
     assert 'href="/workflows/code_review/?overlay=tokens"' in page
     assert 'href="/workflows/code_review/?overlay=time"' in page
 
 
 def test_the_workflow_page_overlay_by_time_heats_the_graph_and_keeps_its_choice_in_the_links(
-        transactional_db: Any) -> None:
+    transactional_db: Any,
+) -> None:
     code_review_runs()
     page = logged_in("olga").get("/workflows/code_review/?overlay=time").content.decode()
     found = graph_of(page)
     assert {p: heat_classes(g) for p, g in found.items() if heat_classes(g)} == {
-        "reviewing.testing": ["heat-4"], "reviewing": ["heat-0"], "coding": ["heat-0"]}
+        "reviewing.testing": ["heat-4"],
+        "reviewing": ["heat-0"],
+        "coding": ["heat-0"],
+    }
     assert tooltip(found["reviewing.testing"]).startswith("reviewing.testing\n0 Turns, 0 model calls\n")
     assert "2 Effects, duration p50 6 s, p95 6.9 s" in tooltip(found["reviewing.testing"])
     assert "model latency p50 400 ms, p95 580 ms" in tooltip(found["reviewing"])
@@ -358,8 +458,9 @@ def test_a_header_sorts_the_table_and_again_the_other_way(transactional_db: Any)
     client = logged_in("olga")
     page = client.get("/workflows/code_review/?sort=-effects").content.decode()
     assert row_order(page) == ["reviewing.testing", "checkout", "coding", "reviewing", "fixing"]
-    assert re.search(r'<th class="num" aria-sort="descending"><a href="/workflows/code_review/\?sort=effects#costs"',
-                     page)
+    assert re.search(
+        r'<th class="num" aria-sort="descending"><a href="/workflows/code_review/\?sort=effects#costs"', page
+    )
     page = client.get("/workflows/code_review/?sort=latency_p50").content.decode()
     assert row_order(page) == ["coding", "reviewing", "checkout", "reviewing.testing", "fixing"]  # 300, 400, none
     page = client.get("/workflows/code_review/?sort=-state").content.decode()
@@ -416,6 +517,7 @@ def test_a_run_with_no_model_calls_shows_zeros(transactional_db: Any) -> None:
 
 # -- real runs -----------------------------------------------------------------------------------------------------
 
+
 def test_a_code_review_run_by_a_real_host_shows_its_recorded_rows(runs_with_code_review: dict[str, str]) -> None:
     run = Run.objects.get(id=runs_with_code_review["code_review"])
     found = by_path(state_costs(run, code_review.machine))
@@ -425,8 +527,11 @@ def test_a_code_review_run_by_a_real_host_shows_its_recorded_rows(runs_with_code
         assert turns.exists() and found[path].turns == turns.count()
         assert found[path].calls == made.count() > 0
         assert found[path].latency_ms == pytest.approx(sum(c.latency_ms for c in made))
-    durations = sorted(EffectRecord.objects.filter(run=run, state="code_review.reviewing.testing")
-                       .values_list("duration_ms", flat=True))
+    durations = sorted(
+        EffectRecord.objects.filter(run=run, state="code_review.reviewing.testing").values_list(
+            "duration_ms", flat=True
+        )
+    )
     assert len(durations) == 2 and all(d > 0 for d in durations)
     testing = found["reviewing.testing"]
     assert testing.effects == 2 and testing.effect_ms == pytest.approx(sum(durations))
@@ -462,10 +567,16 @@ def server(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServ
 
 
 def test_the_tokens_a_model_reported_are_the_tokens_of_its_state(server: ModelServer) -> None:
-    server.queue(tool_call("ask", {"question": "Who reads these notes?"},
-                           usage={"input": 1200, "output": 40, "cache_write": 1100}),
-                 tool_call("done", {"notes": "## What's new\n- Faster start-up."},
-                           usage={"input": 90, "output": 60, "cache_read": 1100}))
+    server.queue(
+        tool_call(
+            "ask", {"question": "Who reads these notes?"}, usage={"input": 1200, "output": 40, "cache_write": 1100}
+        ),
+        tool_call(
+            "done",
+            {"notes": "## What's new\n- Faster start-up."},
+            usage={"input": 90, "output": 60, "cache_read": 1100},
+        ),
+    )
     made: dict[str, str] = {}
 
     async def body(host: Host) -> None:
@@ -473,16 +584,25 @@ def test_the_tokens_a_model_reported_are_the_tokens_of_its_state(server: ModelSe
         await until(host, status(made["run"], "waiting"))
         await host.deliver(made["run"], "gate", gate="writing.asking", event="reply", params={"text": "Admins."})
         await until(host, status(made["run"], "done", "failed"))
+
     hosted({"notes": notes.machine}, body, owner="costs-test")
 
     run = Run.objects.get(id=made["run"])
     assert run.status == "done", run.reason
     writing = by_path(state_costs(run, notes.machine))["writing"]
     assert (writing.input_tokens, writing.output_tokens, writing.cache_read_tokens, writing.cache_write_tokens) == (
-        1290, 100, 1100, 1100)
+        1290,
+        100,
+        1100,
+        1100,
+    )
     [turn] = TurnRecord.objects.filter(run=run)
     assert (turn.input_tokens, turn.output_tokens, turn.cache_read_tokens, turn.cache_write_tokens) == (
-        writing.input_tokens, writing.output_tokens, writing.cache_read_tokens, writing.cache_write_tokens)
+        writing.input_tokens,
+        writing.output_tokens,
+        writing.cache_read_tokens,
+        writing.cache_write_tokens,
+    )
     latencies = sorted(ModelCall.objects.filter(run=run).values_list("latency_ms", flat=True))
     assert writing.calls == len(latencies) == 2
     assert writing.latency_p50_ms == pytest.approx(sum(latencies) / 2)

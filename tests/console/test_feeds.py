@@ -1,5 +1,6 @@
 """Big runs on the run page: the newest steps and Turns first, older ones by cursor, deep links to one step, the
 live head merged by id, and the database work of a commit that does not grow with the number of open pages."""
+
 from __future__ import annotations
 
 import asyncio
@@ -52,6 +53,7 @@ def ledger_run(notes: int, lap: int, steps: int) -> str:
             return await _ledger_run(host, notes, lap, steps)
         finally:
             await host.stop()
+
     return asyncio.run(main())
 
 
@@ -70,7 +72,7 @@ def follow(client: Client, html: str, pattern: re.Pattern[str]) -> list[int]:
 
 
 def section(html: str, start: str, end: str) -> str:
-    return html[html.index(start):html.index(end)]
+    return html[html.index(start) : html.index(end)]
 
 
 def test_a_big_run_opens_with_its_newest_page_and_loads_the_rest_by_cursor(ledger_folder: Path) -> None:
@@ -83,10 +85,10 @@ def test_a_big_run_opens_with_its_newest_page_and_loads_the_rest_by_cursor(ledge
     assert shown == list(range(run.seq, run.seq - feeds.STEP_PAGE, -1)), "the newest steps first, one page"
     assert follow(client, steps, STEP) == list(range(run.seq, 0, -1)), "every step once, newest first"
 
-    turns = page[page.index('id="run-turns"'):]
+    turns = page[page.index('id="run-turns"') :]
     head = [int(x) for x in TURN.findall(turns)]
     every = list(TurnRecord.objects.filter(run_id=run_id).order_by("-pk").values_list("pk", flat=True))
-    assert len(every) == 3 and head == every[:len(head)] and len(head) < len(every)
+    assert len(every) == 3 and head == every[: len(head)] and len(head) < len(every)
     messages = TurnMessage.objects.filter(turn_id__in=head).count()
     assert messages <= feeds.TURN_PAGE
     assert follow(client, turns, TURN) == every
@@ -105,7 +107,7 @@ def test_a_long_turn_shows_its_last_messages_and_loads_the_earlier_ones(ledger_f
     assert total > feeds.TURN_PAGE
     client = logged_in("olga")
     page = client.get(f"/runs/{run_id}/").content.decode()
-    card = page[page.index(f'data-cursor="{record.pk}"'):]
+    card = page[page.index(f'data-cursor="{record.pk}"') :]
     shown = card.count('<li class="line ')
     assert f"{total - feeds.TURN_PAGE} earlier messages" in card
     url = LOADER.search(card)
@@ -128,12 +130,14 @@ def test_a_deep_link_opens_an_old_step_with_the_steps_between_left_to_load(ledge
     assert 'data-step="100"' in steps and 'id="step-100"' in steps
     shown = [int(x) for x in STEP.findall(steps)]
     head = list(range(last, last - feeds.STEP_PAGE, -1))
-    assert shown[:feeds.STEP_PAGE] == head
-    around = shown[feeds.STEP_PAGE:]
+    assert shown[: feeds.STEP_PAGE] == head
+    around = shown[feeds.STEP_PAGE :]
     assert around == list(range(100 + feeds.STEP_PAGE // 2, 100 + feeds.STEP_PAGE // 2 - feeds.STEP_PAGE, -1))
     loaders = [u.replace("&amp;", "&") for u in LOADER.findall(steps)]
-    assert loaders == [f"/runs/{run_id}/steps/?before={head[-1]}&after={around[0]}",
-                       f"/runs/{run_id}/steps/?before={around[-1]}"]
+    assert loaders == [
+        f"/runs/{run_id}/steps/?before={head[-1]}&after={around[0]}",
+        f"/runs/{run_id}/steps/?before={around[-1]}",
+    ]
     assert sorted(follow(client, steps, STEP), reverse=True) == list(range(last, 0, -1)), "no step twice, none lost"
     step_text = JournalEntry.objects.get(run_id=run_id, seq=100).kind
     assert step_text in ("gate", "advance")
@@ -145,9 +149,14 @@ def test_a_deep_link_opens_an_old_step_with_the_steps_between_left_to_load(ledge
     assert [int(x) for x in STEP.findall(steps)] == head, "a step the head shows needs no other page"
 
 
-@pytest.mark.parametrize("step, says", [("0", "there is no step 0 in this run"),
-                                        ("9999", "there is no step 9999 in this run"),
-                                        ("x1", "step must be a whole number of 0 or more, not &#x27;x1&#x27;")])
+@pytest.mark.parametrize(
+    "step, says",
+    [
+        ("0", "there is no step 0 in this run"),
+        ("9999", "there is no step 9999 in this run"),
+        ("x1", "step must be a whole number of 0 or more, not &#x27;x1&#x27;"),
+    ],
+)
 def test_a_deep_link_to_no_such_step_says_so_and_opens_the_run(step: str, says: str, ledger_folder: Path) -> None:
     run_id = ledger_run(notes=2, lap=5, steps=0)
     response = logged_in("olga").get(f"/runs/{run_id}/?step={step}")
@@ -191,18 +200,20 @@ def test_a_live_page_gets_the_new_steps_as_a_head_to_merge(ledger_folder: Path) 
             await host.deliver(run_id, "gate", gate="desk", event="tick", params={})
             seq = await host.db(lambda: Run.objects.get(id=run_id).seq)
             moved = await receive_until(socket, f'id="step-{seq}"')
-            head = moved[moved.index('id="run-steps-head"'):]
+            head = moved[moved.index('id="run-steps-head"') :]
             assert "the Gate desk got tick" in head and f'data-prev="{seq - feeds.STEP_HEAD}"' in head
             assert len(STEP.findall(head)) == feeds.STEP_HEAD, "a live update carries the newest steps only"
             assert 'id="run-turns-head"' not in moved, "the Turns did not change, so they are not sent again"
             await socket.disconnect()
         finally:
             await host.stop()
+
     asyncio.run(main())
 
 
-def test_the_queries_of_a_commit_are_the_same_for_1_10_and_100_open_pages(ledger_folder: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_queries_of_a_commit_are_the_same_for_1_10_and_100_open_pages(
+    ledger_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What the hub does for a commit (read the run, render its regions) is counted in the thread it runs in; the
     pages only take their share of the one render."""
     answerer = user_in("ann", "gate-answerers")
@@ -216,6 +227,7 @@ def test_the_queries_of_a_commit_are_the_same_for_1_10_and_100_open_pages(ledger
             counted.append(len(queries.captured_queries))
             renders.append(fn.__name__)
             return out
+
         return run
 
     async def main() -> dict[int, tuple[int, list[str]]]:
@@ -244,6 +256,7 @@ def test_the_queries_of_a_commit_are_the_same_for_1_10_and_100_open_pages(ledger
         finally:
             await host.stop()
         return per
+
     per = asyncio.run(main())
     assert per[1][1] == ["_seats_of", "render_regions"], "one read of the run, one render for one kind of viewer"
     assert per[1][0] > 1

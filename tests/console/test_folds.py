@@ -1,5 +1,6 @@
 """Reading a big Machine: compound states drawn collapsed (by graphviz, as one node), the choice remembered per user
 and workflow, and child Machines' own graphs."""
+
 from __future__ import annotations
 
 import re
@@ -79,12 +80,15 @@ def test_collapsing_is_remembered_per_user_and_workflow(ledger_folder: Path) -> 
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("data, says", [
-    ({"toggle": "ticking"}, '"ticking" is not a state with states inside in Machine "ledger"'),
-    ({"set": "1", "collapsed": ["writing", "nope"]}, "cannot be collapsed: nope"),
-    ({"set": "maybe"}, "say what to collapse"),
-    ({"toggle": "writing", "run": "nosuchrun"}, 'workflow "ledger" has no run nosuchrun'),
-])
+@pytest.mark.parametrize(
+    "data, says",
+    [
+        ({"toggle": "ticking"}, '"ticking" is not a state with states inside in Machine "ledger"'),
+        ({"set": "1", "collapsed": ["writing", "nope"]}, "cannot be collapsed: nope"),
+        ({"set": "maybe"}, "say what to collapse"),
+        ({"toggle": "writing", "run": "nosuchrun"}, 'workflow "ledger" has no run nosuchrun'),
+    ],
+)
 def test_a_wrong_fold_is_refused_and_changes_nothing(data: dict[str, Any], says: str, ledger_folder: Path) -> None:
     olga = logged_in("olga")
     olga.post("/workflows/ledger/graph/folds/", {"toggle": "writing"})
@@ -107,8 +111,11 @@ def test_a_child_machine_has_its_own_graph_page(ledger_folder: Path) -> None:
     assert re.search(r'<g id="state-archiving" class="[^"]*invokes-machine" data-machines="archive">', workflow)
     page = olga.get("/workflows/ledger/machines/archive/")
     html = page.content.decode()
-    assert page.status_code == 200 and set(state_groups(html[html.index("<svg"):html.index("</svg>") + 6])) == {
-        "", "packing", "sealed"}
+    assert page.status_code == 200 and set(state_groups(html[html.index("<svg") : html.index("</svg>") + 6])) == {
+        "",
+        "packing",
+        "sealed",
+    }
     assert 'data-machine="archive"' in html and 'data-machine-base="/workflows/ledger/machines/archive/"' in html
     missing = olga.get("/workflows/ledger/machines/archive/deeper/")
     assert missing.status_code == 404

@@ -1,5 +1,6 @@
 """The Console's fork form, Export and Import: who may use them, the engine's refusals shown in words with nothing
 made, and a fork or an import landing on its new run's page."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,9 @@ def post_fork(user: Any, run_id: str, data: dict[str, Any]) -> Any:
     return post_as(user, f"/runs/{run_id}/fork/", data)
 
 
-def test_the_fork_form_shows_the_context_and_the_gates_open_after_the_step(operator: Any, observer: Any,
-                                                                           runs: dict[str, str]) -> None:
+def test_the_fork_form_shows_the_context_and_the_gates_open_after_the_step(
+    operator: Any, observer: Any, runs: dict[str, str]
+) -> None:
     run_id = runs["waiting"]
     step = asked(run_id)
     page = logged_in(operator).get(f"/runs/{run_id}/fork/?step={step}").content.decode()
@@ -38,14 +40,18 @@ def test_the_fork_form_shows_the_context_and_the_gates_open_after_the_step(opera
     assert logged_in(operator).get("/runs/nosuchrun/fork/").status_code == 404
 
 
-@pytest.mark.parametrize(("data", "words"), [
-    ({"context": "{not json"}, "the context is not JSON"),
-    ({"context": json.dumps({"changes": "x"})}, "context.replies is missing"),
-    ({"answer": "writing.asking|reply", "answer_input": "[]"}, "must be a JSON object; got list"),
-    ({"answer": "writing.asking|reply", "answer_input": "{}"}, "text: Field required"),
-])
-def test_a_refused_fork_is_shown_on_the_form_and_makes_nothing(data: dict[str, Any], words: str, operator: Any,
-                                                              runs: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({"context": "{not json"}, "the context is not JSON"),
+        ({"context": json.dumps({"changes": "x"})}, "context.replies is missing"),
+        ({"answer": "writing.asking|reply", "answer_input": "[]"}, "must be a JSON object; got list"),
+        ({"answer": "writing.asking|reply", "answer_input": "{}"}, "text: Field required"),
+    ],
+)
+def test_a_refused_fork_is_shown_on_the_form_and_makes_nothing(
+    data: dict[str, Any], words: str, operator: Any, runs: dict[str, str]
+) -> None:
     run_id = runs["waiting"]
     count = Run.objects.count()
     response = post_fork(operator, run_id, {"step": asked(run_id), **data})
@@ -56,8 +62,11 @@ def test_a_refused_fork_is_shown_on_the_form_and_makes_nothing(data: dict[str, A
 
 def test_a_fork_with_another_answer_lands_on_its_page_and_runs_on(operator: Any, runs: dict[str, str]) -> None:
     run_id = runs["waiting"]
-    response = post_fork(operator, run_id, {"step": asked(run_id), "answer": "writing.asking|reply",
-                                            "answer_input": json.dumps({"text": "Night owls"})})
+    response = post_fork(
+        operator,
+        run_id,
+        {"step": asked(run_id), "answer": "writing.asking|reply", "answer_input": json.dumps({"text": "Night owls"})},
+    )
     assert response.status_code == 302
     fork = Run.objects.get(id=response["Location"].strip("/").split("/")[-1])
     assert fork.parent_id == run_id and fork.status == "done" and "Night owls" in fork.output["notes"]
@@ -86,16 +95,19 @@ def test_export_then_import_gives_a_read_only_copy(operator: Any, observer: Any,
     assert "Cancel run" in logged_in(operator).get(f"/runs/{run_id}/").content.decode()
 
 
-def test_a_bad_import_is_refused_in_words_and_changes_nothing(operator: Any, observer: Any,
-                                                              runs: dict[str, str]) -> None:
+def test_a_bad_import_is_refused_in_words_and_changes_nothing(
+    operator: Any, observer: Any, runs: dict[str, str]
+) -> None:
     count = Run.objects.count()
     data = json.loads(logged_in(operator).get(f"/runs/{runs['done']}/export.json").content)
     data["journal"][1]["seq"] = 7
     upload = SimpleUploadedFile("bad.json", json.dumps(data).encode(), content_type="application/json")
     response = logged_in(operator).post("/runs/import/", {"file": upload})
     assert response.status_code == 400
-    assert "bad.json: the run export is refused, nothing was imported: journal: the seqs must run" in \
-        response.content.decode()
+    assert (
+        "bad.json: the run export is refused, nothing was imported: journal: the seqs must run"
+        in response.content.decode()
+    )
     garbage = SimpleUploadedFile("x.json", b"<html>", content_type="application/json")
     assert "x.json is not JSON" in logged_in(operator).post("/runs/import/", {"file": garbage}).content.decode()
     denied = logged_in(observer).post("/runs/import/", {"file": SimpleUploadedFile("y.json", b"{}")})

@@ -1,10 +1,12 @@
 """The Console's drawing of a Machine (console/pages/graph.py): a `<g id="state-<path>">` per state, clusters, markers,
 edge labels and kinds, invokes by kind, escaping, `lit_svg` and the cache. The SVG is parsed as XML here, as a
 browser would read it; no database is needed."""
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -33,12 +35,18 @@ def is_ready(context: Any) -> bool:
 
 
 def research_machine() -> Machine:
-    return jr2_setup(events=[ev("found")], actors={
-        "scout": agent(model="script/scout", instructions="Research one topic."),
-    }).create_machine({
-        "id": "research", "initial": "looking",
-        "states": {"looking": {"invoke": {"src": "scout"}, "on": {"found": "done"}}, "done": {"type": "final"}},
-    })
+    return jr2_setup(
+        events=[ev("found")],
+        actors={
+            "scout": agent(model="script/scout", instructions="Research one topic."),
+        },
+    ).create_machine(
+        {
+            "id": "research",
+            "initial": "looking",
+            "states": {"looking": {"invoke": {"src": "scout"}, "on": {"found": "done"}}, "done": {"type": "final"}},
+        }
+    )
 
 
 def kitchen(guard: str = "is_ready") -> Machine:
@@ -47,72 +55,110 @@ def kitchen(guard: str = "is_ready") -> Machine:
     invokes, onError, an Effect, an Agent, a Gate, a child Machine, `fail`, and a targetless `note`."""
     return jr2_setup(
         events=[ev(n) for n in ("go", "pause", "resume", "back", "deeper", "finish", "note", "reply")],
-        actors={"lead": agent(model="script/lead", instructions="Lead the work."),
-                "tests": effect.command(["true"]),
-                "research": research_machine(),
-                "fail": fail()},
+        actors={
+            "lead": agent(model="script/lead", instructions="Lead the work."),
+            "tests": effect.command(["true"]),
+            "research": research_machine(),
+            "fail": fail(),
+        },
         guards={guard: is_ready},
         delays={"patience": 5000},
-    ).create_machine({
-        "id": "kitchen",
-        "initial": "idle",
-        "on": {"agent.fault": ".failed"},
-        "states": {
-            "idle": {"on": {"go": {"target": "work", "guard": guard}}, "after": {1500: "failed"}},
-            "work": {
-                "type": "parallel",
-                "onDone": "finished",
-                "states": {
-                    "left": {"initial": "a", "states": {
-                        "a": {"always": {"target": "b", "guard": lambda context: True}},
-                        "b": {"invoke": {"src": "tests", "onDone": "c", "onError": "a"}},
-                        "c": {"type": "final"},
-                    }},
-                    "right": {"initial": "x", "states": {
-                        "x": {"on": {"pause": "y"}, "after": {"patience": "y"}},
-                        "y": {"on": {"resume": "h", "back": "deep"}},
-                        "h": {"type": "history", "history": "shallow", "target": "x"},
-                        "deep": {"type": "history", "history": "deep"},
-                        "z": {"type": "final"},
-                    }},
+    ).create_machine(
+        {
+            "id": "kitchen",
+            "initial": "idle",
+            "on": {"agent.fault": ".failed"},
+            "states": {
+                "idle": {"on": {"go": {"target": "work", "guard": guard}}, "after": {1500: "failed"}},
+                "work": {
+                    "type": "parallel",
+                    "onDone": "finished",
+                    "states": {
+                        "left": {
+                            "initial": "a",
+                            "states": {
+                                "a": {"always": {"target": "b", "guard": lambda context: True}},
+                                "b": {"invoke": {"src": "tests", "onDone": "c", "onError": "a"}},
+                                "c": {"type": "final"},
+                            },
+                        },
+                        "right": {
+                            "initial": "x",
+                            "states": {
+                                "x": {"on": {"pause": "y"}, "after": {"patience": "y"}},
+                                "y": {"on": {"resume": "h", "back": "deep"}},
+                                "h": {"type": "history", "history": "shallow", "target": "x"},
+                                "deep": {"type": "history", "history": "deep"},
+                                "z": {"type": "final"},
+                            },
+                        },
+                    },
                 },
-            },
-            "desk": {
-                "invoke": {"src": "lead"}, "initial": "thinking",
-                "on": {"finish": "finished", "note": {}},
-                "states": {
-                    "thinking": {"on": {"deeper": "asking"}},
-                    "asking": {"invoke": {"src": "gate", "id": "ask"}, "on": {"reply": "studying"}},
-                    "studying": {"invoke": {"src": "research", "onDone": "thinking", "onError": "#kitchen.failed"}},
+                "desk": {
+                    "invoke": {"src": "lead"},
+                    "initial": "thinking",
+                    "on": {"finish": "finished", "note": {}},
+                    "states": {
+                        "thinking": {"on": {"deeper": "asking"}},
+                        "asking": {"invoke": {"src": "gate", "id": "ask"}, "on": {"reply": "studying"}},
+                        "studying": {"invoke": {"src": "research", "onDone": "thinking", "onError": "#kitchen.failed"}},
+                    },
                 },
+                "finished": {"type": "final"},
+                "failed": {"invoke": {"src": "fail", "input": {"reason": "no"}}},
             },
-            "finished": {"type": "final"},
-            "failed": {"invoke": {"src": "fail", "input": {"reason": "no"}}},
-        },
-    })
+        }
+    )
 
 
-KITCHEN_PATHS = ["", "idle", "work", "work.left", "work.left.a", "work.left.b", "work.left.c", "work.right",
-                 "work.right.x", "work.right.y", "work.right.h", "work.right.deep", "work.right.z", "desk",
-                 "desk.thinking", "desk.asking", "desk.studying", "finished", "failed"]
+KITCHEN_PATHS = [
+    "",
+    "idle",
+    "work",
+    "work.left",
+    "work.left.a",
+    "work.left.b",
+    "work.left.c",
+    "work.right",
+    "work.right.x",
+    "work.right.y",
+    "work.right.h",
+    "work.right.deep",
+    "work.right.z",
+    "desk",
+    "desk.thinking",
+    "desk.asking",
+    "desk.studying",
+    "finished",
+    "failed",
+]
 
-NASTY = "<script>alert(\"x\")</script> & &amp; ' javascript:alert(1)"
+NASTY = '<script>alert("x")</script> & &amp; \' javascript:alert(1)'
 BACKSLASH = "back\\N\\l\\"
 NASTY_EVENT = 'xstate.<script>x"&amp;'  # engine events (xstate.*) need no define_event, so any name passes
 
 
 def nasty_machine() -> Machine:
     """Names from a workflow that would be markup, entities, DOT escapes or a script if not escaped."""
-    return jr2_setup(events=[], actors={NASTY: agent(model="script/x", instructions="Do it.")},
-                     guards={'ok<script>"&': is_ready}).create_machine({
-        "id": "m<script>&", "initial": BACKSLASH,
-        "states": {
-            BACKSLASH: {"on": {"xstate.go\\N": "b"}},
-            NASTY: {"invoke": {"src": NASTY}, "on": {NASTY_EVENT: {"target": "b", "guard": 'ok<script>"&'},
-                                                       "xstate.<b>": {"guard": 'ok<script>"&'}}},
-            "b": {"invoke": {"src": "gate", "id": '<gate>&"'}, "on": {"xstate.<script>": NASTY}},
-        },
-    })
+    return jr2_setup(
+        events=[], actors={NASTY: agent(model="script/x", instructions="Do it.")}, guards={'ok<script>"&': is_ready}
+    ).create_machine(
+        {
+            "id": "m<script>&",
+            "initial": BACKSLASH,
+            "states": {
+                BACKSLASH: {"on": {"xstate.go\\N": "b"}},
+                NASTY: {
+                    "invoke": {"src": NASTY},
+                    "on": {
+                        NASTY_EVENT: {"target": "b", "guard": 'ok<script>"&'},
+                        "xstate.<b>": {"guard": 'ok<script>"&'},
+                    },
+                },
+                "b": {"invoke": {"src": "gate", "id": '<gate>&"'}, "on": {"xstate.<script>": NASTY}},
+            },
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -240,13 +286,22 @@ def test_other_guards_by_name() -> None:
     def tested(context: Any) -> bool:
         return True
 
-    machine = jr2_setup(events=[ev("a"), ev("b"), ev("c")], guards={"ready": is_ready}).create_machine({
-        "id": "guards", "initial": "s",
-        "states": {"s": {"on": {"a": {"target": "t", "guard": tested}, "b": {"target": "t", "guard": not_("ready")},
-                                "c": {"target": "t", "guard": {"type": "ready", "params": {"n": 1}}}}},
-                   "t": {"invoke": {"src": "gate", "id": "desk"},
-                         "on": {"a": {"target": "s", "guard": sent_by("desk")}}}},
-    })
+    machine = jr2_setup(events=[ev("a"), ev("b"), ev("c")], guards={"ready": is_ready}).create_machine(
+        {
+            "id": "guards",
+            "initial": "s",
+            "states": {
+                "s": {
+                    "on": {
+                        "a": {"target": "t", "guard": tested},
+                        "b": {"target": "t", "guard": not_("ready")},
+                        "c": {"target": "t", "guard": {"type": "ready", "params": {"n": 1}}},
+                    }
+                },
+                "t": {"invoke": {"src": "gate", "id": "desk"}, "on": {"a": {"target": "s", "guard": sent_by("desk")}}},
+            },
+        }
+    )
     svg = machine_svg(machine)
     for label in ("a [tested]", "b [not(ready)]", "c [ready]", "a [sent_by(desk)]"):
         edge_labelled(svg, label)
@@ -358,7 +413,7 @@ def test_names_from_the_workflow_are_escaped() -> None:
     nasty = by_id[state_dom_id(NASTY)]
     assert texts(nasty)[0] == NASTY
     assert f"Agent {NASTY}" in texts(nasty)
-    assert "↺ xstate.<b> [ok<script>\"&]" in texts(nasty)
+    assert '↺ xstate.<b> [ok<script>"&]' in texts(nasty)
     assert nasty.findtext(SVG + "title") == NASTY
     assert texts(by_id[state_dom_id(BACKSLASH)]) == [BACKSLASH]  # not `\N` expanded to graphviz's node name
     assert texts(by_id["state-b"]) == ["b", 'Gate <gate>&"']
@@ -413,9 +468,9 @@ def test_lit_svg_marks_the_asked_groups_of_a_big_machine_again_and_again() -> No
     paths = state_paths(machine)
     lit_svg(svg, paths[:5], ())  # indexes this SVG once
     for count in (12, 3, 40):
-        lit = lit_svg(svg, paths[:count], paths[count:count + 10])
+        lit = lit_svg(svg, paths[:count], paths[count : count + 10])
         assert lit_groups(lit, "active") == {state_dom_id(p) for p in paths[:count]}
-        assert lit_groups(lit, "visited") == {state_dom_id(p) for p in paths[count:count + 10]}
+        assert lit_groups(lit, "visited") == {state_dom_id(p) for p in paths[count : count + 10]}
 
 
 # ----------------------------------------------------------------------------------------------------------------

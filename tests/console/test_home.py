@@ -1,4 +1,5 @@
 """The Console's first page lists each Workflow with what the engine derives for it, escaped."""
+
 import pytest
 
 pytestmark = pytest.mark.django_db

@@ -1,12 +1,14 @@
 """The Gate inbox: every open Gate with its form, filters and order in the URL, answers one by one or several at
 once (each delivered on its own, the page saying which had closed and who answered them), the header's count,
 and the live sockets."""
+
 from __future__ import annotations
 
 import asyncio
 import json
 import re
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 from django.test import AsyncClient, Client
@@ -36,6 +38,7 @@ def with_host(body: Callable[[Host], Awaitable[Any]]) -> Any:
             return await body(host)
         finally:
             await host.stop()
+
     return asyncio.run(main())
 
 
@@ -56,11 +59,12 @@ async def post(user: Any, data: dict[str, Any], htmx: bool = False) -> Any:
 
 # -- the page ----------------------------------------------------------------------------------------------------
 
+
 def test_the_inbox_lists_every_open_gate_with_its_run_state_meta_and_form(answerer: Any, runs: dict[str, str]) -> None:
     page = logged_in(answerer).get("/gates/").content.decode()
     shown = items(page)
     assert shown == [str(record(runs["waiting"]).pk), str(record(runs["triage"]).pk)], "oldest first, open only"
-    notes_item = page[page.index(f'id="gate-item-{shown[0]}"'):page.index(f'id="gate-item-{shown[1]}"')]
+    notes_item = page[page.index(f'id="gate-item-{shown[0]}"') : page.index(f'id="gate-item-{shown[1]}"')]
     assert f'href="/runs/{runs["waiting"]}/"' in notes_item and "writing.asking" in notes_item
     assert "Who reads these notes, and what should they know first?" in notes_item
     assert "waiting under a minute" in notes_item
@@ -76,7 +80,7 @@ def test_filters_and_order_live_in_the_url(answerer: Any, runs: dict[str, str]) 
     newest = items(client.get("/gates/?order=newest").content.decode())
     assert newest == [str(record(runs["triage"]).pk), str(record(runs["waiting"]).pk)]
     page = client.get("/gates/?workflow=triage&order=newest").content.decode()
-    assert "ws-connect=\"/ws/gates/?workflow=triage&amp;order=newest&amp;shown=" in page
+    assert 'ws-connect="/ws/gates/?workflow=triage&amp;order=newest&amp;shown=' in page
     wrong = client.get("/gates/?order=sideways")
     assert wrong.status_code == 400
     assert escape('order: "sideways" is not one of oldest, newest') in wrong.content.decode()
@@ -84,17 +88,20 @@ def test_filters_and_order_live_in_the_url(answerer: Any, runs: dict[str, str]) 
 
 def test_a_rejecting_event_takes_its_reason_first(answerer: Any, runs: dict[str, str]) -> None:
     page = logged_in(answerer).get("/gates/?workflow=triage").content.decode()
-    form = page[page.index('data-event="withdraw"'):]
-    form = form[:form.index("</form>")]
-    assert "rejecting" in page[page.rindex("<form", 0, page.index('data-event="withdraw"')):page.index(
-        'data-event="withdraw"')]
+    form = page[page.index('data-event="withdraw"') :]
+    form = form[: form.index("</form>")]
+    assert (
+        "rejecting"
+        in page[page.rindex("<form", 0, page.index('data-event="withdraw"')) : page.index('data-event="withdraw"')]
+    )
     assert 'class="send danger"' in form
     assert form.index('name="reason"') < form.index("</p>", form.index('name="reason"')), "the reason field is there"
     assert "takes no reason" not in form
 
 
 def test_an_observer_reads_the_inbox_but_gets_no_form_and_an_anonymous_visitor_logs_in(
-        observer: Any, client: Client, runs: dict[str, str]) -> None:
+    observer: Any, client: Client, runs: dict[str, str]
+) -> None:
     page = logged_in(observer).get("/gates/").content.decode()
     assert len(items(page)) == 2 and "You may read these Gates but not answer them." in page
     assert "Send reply" not in page and 'class="inbox-select"' not in page
@@ -110,6 +117,7 @@ def test_the_header_counts_open_gates_on_every_page(observer: Any, runs: dict[st
 
 # -- answering -----------------------------------------------------------------------------------------------------
 
+
 def test_answering_one_gate_delivers_it_and_records_who(answerer: Any, settings: Any) -> None:
     settings.JR2_SCRIPTED = True
 
@@ -119,6 +127,7 @@ def test_answering_one_gate_delivers_it_and_records_who(answerer: Any, settings:
         response = await post(answerer, {"_event": "reply", "gate": gate.pk, "text": "Admins"}, htmx=True)
         await _until(host, run_id, "done")
         return response, run_id
+
     response, run_id = with_host(body)
     html = response.content.decode()
     assert response.status_code == 200 and "1 delivered" in html
@@ -141,6 +150,7 @@ def test_a_batch_delivers_each_and_says_which_had_already_closed(answerer: Any, 
         for run_id in made:
             await _until(host, run_id, "done")
         return response, made
+
     response, made = with_host(body)
     html = response.content.decode()
     assert "2 delivered</strong>, 1 already closed" in html
@@ -153,11 +163,14 @@ def test_a_batch_delivers_each_and_says_which_had_already_closed(answerer: Any, 
 def test_a_batch_of_different_kinds_or_a_wrong_input_delivers_nothing(answerer: Any, runs: dict[str, str]) -> None:
     async def body(host: Host) -> list[Any]:
         notes_gate, desk = await host.db(lambda: (record(runs["waiting"]).pk, record(runs["triage"]).pk))
-        return [await post(answerer, {"_event": "reply", "gate": [notes_gate, desk], "text": "x"}),
-                await post(answerer, {"_event": "reply", "gate": [notes_gate]}, htmx=True),
-                await post(answerer, {"_event": "label", "gate": [notes_gate], "text": "x"}),
-                await post(answerer, {"_event": "reply", "gate": ["12; drop"], "text": "x"}),
-                await post(answerer, {"_event": "reply", "text": "x"})]
+        return [
+            await post(answerer, {"_event": "reply", "gate": [notes_gate, desk], "text": "x"}),
+            await post(answerer, {"_event": "reply", "gate": [notes_gate]}, htmx=True),
+            await post(answerer, {"_event": "label", "gate": [notes_gate], "text": "x"}),
+            await post(answerer, {"_event": "reply", "gate": ["12; drop"], "text": "x"}),
+            await post(answerer, {"_event": "reply", "text": "x"}),
+        ]
+
     mixed, empty, wrong_event, bad_id, none = with_host(body)
     assert mixed.status_code == 400 and "select Gates of one kind" in mixed.content.decode()
     assert "Nothing was delivered." in mixed.content.decode()
@@ -177,8 +190,10 @@ def test_only_those_who_may_answer_can_post(observer: Any, runs: dict[str, str])
 
 # -- live ----------------------------------------------------------------------------------------------------------
 
-def test_a_gate_that_opens_appears_and_one_answered_elsewhere_says_who(answerer: Any, settings: Any,
-                                                                       channel_layer: str) -> None:
+
+def test_a_gate_that_opens_appears_and_one_answered_elsewhere_says_who(
+    answerer: Any, settings: Any, channel_layer: str
+) -> None:
     settings.JR2_SCRIPTED = True
 
     async def body(host: Host) -> None:
@@ -205,6 +220,7 @@ def test_a_gate_that_opens_appears_and_one_answered_elsewhere_says_who(answerer:
         whole = await again.receive_from(timeout=5)
         assert "closed: answered by bob with reply" in whole, "a page that connects is told what changed since"
         await again.disconnect()
+
     with_host(body)
 
 
@@ -217,4 +233,5 @@ def test_the_inbox_sockets_refuse_an_anonymous_visitor(runs: dict[str, str]) -> 
             socket = communicator(path, AnonymousUser())
             out.append(await socket.connect())
         return out
+
     assert all(not connected for connected, _ in asyncio.run(main()))

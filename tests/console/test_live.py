@@ -1,4 +1,5 @@
 """The live pages' websockets: the whole view on connect, fragments after each commit, permissions checked."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,9 +11,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from console.routing import websocket_urlpatterns
-from engine.web.middleware import refuse_nul_websockets
 from engine.models import Run
 from engine.runtime.host import Host
+from engine.web.middleware import refuse_nul_websockets
 from tests.console.conftest import NOTES_DOOR, WORKFLOWS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,8 +38,9 @@ async def receive_until(socket: WebsocketCommunicator, text: str, timeout: float
             return message
 
 
-def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(answerer: Any, settings: Any,
-                                                                                channel_layer: str) -> None:
+def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(
+    answerer: Any, settings: Any, channel_layer: str
+) -> None:
     settings.JR2_SCRIPTED = True
 
     async def main() -> None:
@@ -50,8 +52,18 @@ def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(
             connected, _ = await socket.connect()
             assert connected
             first = await receive_until(socket, 'id="run-gates"')
-            for region in ("run-status", "run-lit", "run-gates", "run-seats", "run-now", "run-output", "run-turns-head",
-                           "run-context", "run-summary", "run-steps-head"):
+            for region in (
+                "run-status",
+                "run-lit",
+                "run-gates",
+                "run-seats",
+                "run-now",
+                "run-output",
+                "run-turns-head",
+                "run-context",
+                "run-summary",
+                "run-steps-head",
+            ):
                 assert f'id="{region}"' in first
             assert first.count('hx-swap-oob="true"') == 8
             if 'id="run-status-badge">waiting<' not in first:
@@ -64,11 +76,13 @@ def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(
             again = communicator(f"/ws/runs/{run_id}/", answerer)
             assert (await again.connect())[0]
             whole = await again.receive_from(timeout=5)
-            assert 'id="run-status-badge">done<' in whole and 'id="run-turns-head"' in whole, \
+            assert 'id="run-status-badge">done<' in whole and 'id="run-turns-head"' in whole, (
                 "a reconnected page is whole at once"
+            )
             await again.disconnect()
         finally:
             await host.stop()
+
     asyncio.run(main())
 
 
@@ -81,29 +95,35 @@ def test_a_run_socket_refuses_an_anonymous_visitor_unless_reads_are_open(setting
         accepted = await opened.connect()
         await opened.disconnect()
         return refused, accepted
+
     refused, accepted = asyncio.run(main())
     assert refused[0] is False and accepted[0] is True
 
 
-@pytest.mark.parametrize("path", ["/ws/runs/%00/", "/ws/runs/ab%00/timeline/", "/ws/workflows/no%00tes/",
-                                  "/ws/gates/?q=%00"])
-def test_a_socket_whose_address_holds_nul_is_closed_before_anything_is_looked_up(path: str, observer: Any,
-                                                                                 transactional_db: Any) -> None:
+@pytest.mark.parametrize(
+    "path", ["/ws/runs/%00/", "/ws/runs/ab%00/timeline/", "/ws/workflows/no%00tes/", "/ws/gates/?q=%00"]
+)
+def test_a_socket_whose_address_holds_nul_is_closed_before_anything_is_looked_up(
+    path: str, observer: Any, transactional_db: Any
+) -> None:
     async def main() -> tuple[Any, ...]:
         socket = WebsocketCommunicator(refuse_nul_websockets(APP), path)
         socket.scope["user"] = observer
         return await socket.connect()
+
     assert asyncio.run(main()) == (False, 4404)
 
 
-def test_the_gate_form_in_a_fragment_is_only_for_those_who_may_answer(observer: Any, answerer: Any,
-                                                                     runs: dict[str, str]) -> None:
+def test_the_gate_form_in_a_fragment_is_only_for_those_who_may_answer(
+    observer: Any, answerer: Any, runs: dict[str, str]
+) -> None:
     async def whole(user: Any) -> str:
         socket = communicator(f"/ws/runs/{runs['waiting']}/", user)
         await socket.connect()
         message = await socket.receive_from(timeout=5)
         await socket.disconnect()
         return message
+
     assert 'name="text"' in asyncio.run(whole(answerer))
     observed = asyncio.run(whole(observer))
     assert 'name="text"' not in observed and "may read this Gate but not answer it" in observed
@@ -124,6 +144,7 @@ def test_a_workflow_page_socket_counts_live_runs(observer: Any, settings: Any, c
             await socket.disconnect()
         finally:
             await host.stop()
+
     asyncio.run(main())
     assert Run.objects.count() == 1
 
@@ -151,4 +172,5 @@ def test_a_page_is_sent_only_the_regions_that_changed(answerer: Any, settings: A
             await socket.disconnect()
         finally:
             await host.stop()
+
     asyncio.run(main())

@@ -1,4 +1,5 @@
 """The Console's pages for every example workflow and every run status, who may see and do what, and escaping."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,13 +27,16 @@ def group_of(page: str, path: str) -> str:
 
 # -- who may read ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("url", ["/", "/workflows/notes/", "/workflows/notes/graph.svg", "/runs/"])
 def test_an_anonymous_visitor_is_sent_to_the_login_page(url: str, client: Client) -> None:
     response = client.get(url)
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=")
 
 
-def test_open_reads_let_anyone_read_but_show_no_form_to_act(client: Client, settings: Any, runs: dict[str, str]) -> None:
+def test_open_reads_let_anyone_read_but_show_no_form_to_act(
+    client: Client, settings: Any, runs: dict[str, str]
+) -> None:
     settings.JR2_CONSOLE_OPEN_READS = True
     page = client.get(f"/runs/{runs['waiting']}/").content.decode()
     assert "writing.asking" in page and "You may read this Gate but not answer it." in page
@@ -49,17 +53,19 @@ def test_the_login_page_logs_a_user_in(client: Client, observer: Any) -> None:
 
 # -- workflows ------------------------------------------------------------------------------------------------
 
+
 def test_home_lists_each_workflow_with_its_live_runs_gates_and_warnings(observer: Any, runs: dict[str, str]) -> None:
     page = logged_in(observer).get("/").content.decode()
     for name in WORKFLOWS:
         assert f'id="workflow-{name}"' in page
-    row = page[page.index('id="workflow-notes"'):page.index('id="workflow-triage"')]
+    row = page[page.index('id="workflow-notes"') : page.index('id="workflow-triage"')]
     assert re.search(r"status=running,waiting\">1</a>", row), "notes has one live run"
     assert '<span class="badge waiting">1</span>' in row, "and one open Gate"
 
 
-def test_home_shows_a_workflow_that_fails_to_load_with_its_file_and_line(observer: Any, settings: Any,
-                                                                         tmp_path: Any) -> None:
+def test_home_shows_a_workflow_that_fails_to_load_with_its_file_and_line(
+    observer: Any, settings: Any, tmp_path: Any
+) -> None:
     settings.JR2_WORKFLOWS = str(tmp_path)
     (tmp_path / "broken.py").write_text("x = 1\nimport jr2_no_such_module  # <script>\n")
     page = logged_in(observer).get("/").content.decode()
@@ -71,13 +77,14 @@ def test_home_shows_a_workflow_that_fails_to_load_with_its_file_and_line(observe
 def test_a_workflow_page_draws_its_graph_seats_menus_and_start_form(name: str, operator: Any) -> None:
     machine = WORKFLOWS[name]
     page = logged_in(operator).get(f"/workflows/{name}/").content.decode()
-    svg = page[page.index("<svg"):page.index("</svg>") + 6]
+    svg = page[page.index("<svg") : page.index("</svg>") + 6]
     ids = {g.get("id") for g in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}g")}
     for node in machine.nodes:
         if node.path:
             assert "state-" + ".".join(node.path) in ids
-    assert machine.seats_text(name).replace("—", "&mdash;") in page or \
-        all(line.strip() in page for line in machine.seats_text(name).splitlines()[1:])
+    assert machine.seats_text(name).replace("—", "&mdash;") in page or all(
+        line.strip() in page for line in machine.seats_text(name).splitlines()[1:]
+    )
     for tools in (machine.menu(agent) for agent in machine.menus()):
         for tool in tools:
             assert f"<code>{tool['name']}</code>" in page
@@ -112,6 +119,7 @@ def test_the_graph_svg_is_served_as_svg(observer: Any) -> None:
 
 # -- runs -----------------------------------------------------------------------------------------------------
 
+
 def test_the_runs_list_filters_by_workflow_and_status_and_counts(observer: Any, runs: dict[str, str]) -> None:
     client = logged_in(observer)
     page = client.get("/runs/").content.decode()
@@ -125,6 +133,7 @@ def test_the_runs_list_filters_by_workflow_and_status_and_counts(observer: Any, 
 
 def test_the_runs_list_pages(observer: Any, runs: dict[str, str], monkeypatch: Any) -> None:
     import console.views.runs
+
     monkeypatch.setattr(console.views.runs, "PAGE_SIZE", 4)
     client = logged_in(observer)
     first, second = client.get("/runs/").content.decode(), client.get("/runs/?page=2").content.decode()
@@ -133,8 +142,9 @@ def test_the_runs_list_pages(observer: Any, runs: dict[str, str], monkeypatch: A
     assert shown == set(runs.values())
 
 
-def test_a_waiting_run_shows_its_lit_state_its_gate_form_and_the_agents_turn(answerer: Any,
-                                                                           runs: dict[str, str]) -> None:
+def test_a_waiting_run_shows_its_lit_state_its_gate_form_and_the_agents_turn(
+    answerer: Any, runs: dict[str, str]
+) -> None:
     page = logged_in(answerer).get(f"/runs/{runs['waiting']}/").content.decode()
     assert "active" in group_of(page, "writing.asking") and "active" in group_of(page, "writing")
     assert "active" not in group_of(page, "published")
@@ -147,8 +157,9 @@ def test_a_waiting_run_shows_its_lit_state_its_gate_form_and_the_agents_turn(ans
     assert 'ws-connect="/ws/runs/' in page
 
 
-def test_a_seat_names_the_model_that_plays_it_not_only_the_declared_one(observer: Any, runs: dict[str, str],
-                                                                       settings: Any) -> None:
+def test_a_seat_names_the_model_that_plays_it_not_only_the_declared_one(
+    observer: Any, runs: dict[str, str], settings: Any
+) -> None:
     declared = notes.machine.agents["writer"].model
     page = logged_in(observer).get(f"/runs/{runs['waiting']}/").content.decode()
     assert f"script/notes.writer (scripted stand-in for {declared})" in page
@@ -190,6 +201,7 @@ def test_a_run_page_for_no_such_run_is_404(observer: Any, transactional_db: Any)
 
 # -- acting -----------------------------------------------------------------------------------------------------
 
+
 def test_answering_a_gate_in_the_browser_moves_the_run(answerer: Any, runs: dict[str, str]) -> None:
     run_id = runs["waiting"]
     response = post_as(answerer, f"/runs/{run_id}/gates/writing.asking/", {"_event": "reply", "text": "Ops people"})
@@ -198,8 +210,9 @@ def test_answering_a_gate_in_the_browser_moves_the_run(answerer: Any, runs: dict
     assert run.status == "done" and "Ops people" in run.output["notes"]
 
 
-def test_a_bad_gate_answer_shows_the_error_at_the_field_and_changes_nothing(answerer: Any,
-                                                                         runs: dict[str, str]) -> None:
+def test_a_bad_gate_answer_shows_the_error_at_the_field_and_changes_nothing(
+    answerer: Any, runs: dict[str, str]
+) -> None:
     run_id = runs["waiting"]
     before = JournalEntry.objects.filter(run_id=run_id).count()
     response = post_as(answerer, f"/runs/{run_id}/gates/writing.asking/", {"_event": "reply"})
@@ -208,19 +221,27 @@ def test_a_bad_gate_answer_shows_the_error_at_the_field_and_changes_nothing(answ
 
 
 def test_an_htmx_gate_answer_gets_the_new_regions_back(answerer: Any, runs: dict[str, str]) -> None:
-    response = post_as(answerer, f"/runs/{runs['waiting']}/gates/writing.asking/",
-                       {"_event": "reply", "text": "Ops"}, headers={"HX-Request": "true"})
+    response = post_as(
+        answerer,
+        f"/runs/{runs['waiting']}/gates/writing.asking/",
+        {"_event": "reply", "text": "Ops"},
+        headers={"HX-Request": "true"},
+    )
     body = response.content.decode()
     assert response.status_code == 200 and 'id="run-status"' in body and 'hx-swap-oob="true"' in body
 
 
-@pytest.mark.parametrize("who, url, data", [
-    ("observer", "gates/writing.asking/", {"_event": "reply", "text": "x"}),
-    ("observer", "cancel/", {}),
-    ("answerer", "cancel/", {}),
-])
-def test_acting_without_the_permission_is_403_and_changes_nothing(who: str, url: str, data: dict[str, Any],
-                                                                  runs: dict[str, str], request: Any) -> None:
+@pytest.mark.parametrize(
+    "who, url, data",
+    [
+        ("observer", "gates/writing.asking/", {"_event": "reply", "text": "x"}),
+        ("observer", "cancel/", {}),
+        ("answerer", "cancel/", {}),
+    ],
+)
+def test_acting_without_the_permission_is_403_and_changes_nothing(
+    who: str, url: str, data: dict[str, Any], runs: dict[str, str], request: Any
+) -> None:
     user = request.getfixturevalue(who)
     run_id = runs["waiting"]
     response = post_as(user, f"/runs/{run_id}/{url}", data)
@@ -273,6 +294,7 @@ def test_what_a_user_or_an_agent_wrote_is_escaped_everywhere(operator: Any, sett
             return run_id
         finally:
             await host.stop()
+
     run_id = asyncio.run(main())
     client = logged_in(operator)
     for url in (f"/runs/{run_id}/", f"/runs/{run_id}/replay/?step=4", "/runs/"):
@@ -283,6 +305,7 @@ def test_what_a_user_or_an_agent_wrote_is_escaped_everywhere(operator: Any, sett
 
 
 # -- replay -----------------------------------------------------------------------------------------------------
+
 
 def test_replay_steps_through_the_journal_in_words(observer: Any, runs: dict[str, str]) -> None:
     run_id = runs["done"]
@@ -302,12 +325,15 @@ def test_rerunning_against_the_current_machine_says_same(observer: Any, runs: di
     assert re.search(r'id="rerun-verdict">same \(\d+ steps\)<', page)
 
 
-def test_rerunning_against_an_edited_machine_names_the_first_divergence(observer: Any, runs: dict[str, str],
-                                                                       monkeypatch: Any) -> None:
+def test_rerunning_against_an_edited_machine_names_the_first_divergence(
+    observer: Any, runs: dict[str, str], monkeypatch: Any
+) -> None:
     import console.pages.runview
     from engine import jr2_setup
-    strict = jr2_setup(events=list(notes.machine.events.values()), actors=dict(notes.machine.slots)) \
-        .create_machine({**_notes_config(), "states": {**_notes_config()["states"]}})
+
+    strict = jr2_setup(events=list(notes.machine.events.values()), actors=dict(notes.machine.slots)).create_machine(
+        {**_notes_config(), "states": {**_notes_config()["states"]}}
+    )
     monkeypatch.setattr(console.pages.runview, "machine_of", lambda name: strict)
     monkeypatch.setattr("console.pages.replaying.machine_of", lambda name: strict)
     page = logged_in(observer).get(f"/runs/{runs['done']}/replay/?rerun=1").content.decode()
@@ -317,6 +343,7 @@ def test_rerunning_against_an_edited_machine_names_the_first_divergence(observer
 def _notes_config() -> dict[str, Any]:
     """The notes Machine with `done` allowed only after two replies: an edit that real history no longer fits."""
     import copy
+
     config = copy.copy(notes.machine.statechart.config)
     writing = dict(config["states"]["writing"])
     done = dict(writing["on"]["done"])
@@ -328,8 +355,10 @@ def _notes_config() -> dict[str, Any]:
 
 # -- playing a seat -------------------------------------------------------------------------------------------
 
-def test_starting_a_run_playing_the_writer_shows_the_menu_as_forms_with_the_allowed_picks(operator: Any,
-                                                                                          settings: Any) -> None:
+
+def test_starting_a_run_playing_the_writer_shows_the_menu_as_forms_with_the_allowed_picks(
+    operator: Any, settings: Any
+) -> None:
     settings.JR2_SCRIPTED = True
     assert "play <strong>writer</strong> myself" in logged_in(operator).get("/workflows/notes/").content.decode()
     response = post_as(operator, "/workflows/notes/runs/", {"changes": "One fix.", "_play": "writer"})
@@ -368,6 +397,7 @@ def test_a_pick_in_the_seat_goes_through_the_turn_loop(operator: Any, settings: 
             return run_id
         finally:
             await host.stop()
+
     run_id = asyncio.run(main())
     picks = [(e.entry["event"], e.entry["player"]) for e in JournalEntry.objects.filter(run_id=run_id, kind="pick")]
     assert picks == [("ask", "human/oscar")]

@@ -1,5 +1,6 @@
 """Runs search: every filter and its exclusion is a query on the server, lives in the URL, and the page says how
 many runs match; a wrong filter is refused in words and matches nothing. The API's runs list takes the same."""
+
 from __future__ import annotations
 
 import re
@@ -28,8 +29,9 @@ def client(observer: Any) -> Client:
     return signed_in
 
 
-def test_each_filter_and_its_exclusion_finds_the_right_runs(client: Client,
-                                                           runs_with_code_review: dict[str, str]) -> None:
+def test_each_filter_and_its_exclusion_finds_the_right_runs(
+    client: Client, runs_with_code_review: dict[str, str]
+) -> None:
     runs = runs_with_code_review
     notes_runs = {runs[k] for k in ("waiting", "done", "cancelled", "failed")}
     cases = {
@@ -66,10 +68,12 @@ def test_filters_live_in_the_url_and_the_form_shows_them(client: Client, runs: d
 
 
 def test_a_wrong_filter_is_named_and_matches_nothing(client: Client, runs: dict[str, str]) -> None:
-    for query, words in {"status=sleeping": "status: unknown status sleeping",
-                         "after=yesterday": 'after: "yesterday" is not a date or time',
-                         "after=2030-01-01&before=2020-01-01": "after must be earlier than before",
-                         "event=" + "x" * 301: "event: a value is longer than 300 characters"}.items():
+    for query, words in {
+        "status=sleeping": "status: unknown status sleeping",
+        "after=yesterday": 'after: "yesterday" is not a date or time',
+        "after=2030-01-01&before=2020-01-01": "after must be earlier than before",
+        "event=" + "x" * 301: "event: a value is longer than 300 characters",
+    }.items():
         response = client.get(f"/runs/?{query}")
         page = response.content.decode()
         assert response.status_code == 400 and escape(words) in page, query
@@ -86,14 +90,18 @@ def test_the_api_runs_list_takes_the_same_filters(client: Client, settings: Any,
     api = Client()
     body = api.get("/api/runs?workflow=notes&not_event=reply&passed=writing.asking").json()
     assert body["count"] == 3 and {r["id"] for r in body["results"]} == {
-        runs["waiting"], runs["cancelled"], runs["failed"]}
+        runs["waiting"],
+        runs["cancelled"],
+        runs["failed"],
+    }
     assert api.get("/api/runs?gate=desk").json()["results"][0]["id"] == runs["triage"]
     wrong = api.get("/api/runs?status=sleeping,done")
     assert wrong.status_code == 400 and "unknown status sleeping" in wrong.json()["detail"]
 
 
-def test_waiting_is_its_own_status_in_the_list_the_run_page_and_the_api(client: Client, settings: Any,
-                                                                        runs: dict[str, str]) -> None:
+def test_waiting_is_its_own_status_in_the_list_the_run_page_and_the_api(
+    client: Client, settings: Any, runs: dict[str, str]
+) -> None:
     settings.JR2_OPEN_READS = True
     assert Run.objects.get(id=runs["waiting"]).status == "waiting"
     _, page = found(client, "status=waiting")

@@ -1,5 +1,6 @@
 """The Console and workspaces: a Turn shows its workspace tool calls apart from its picks, and a Gate made with
 `gate(workspace=..., files=...)` shows the files it names, escaped."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,13 +12,13 @@ import pytest
 from django.test import Client
 
 from engine.models import Run
-from engine.runtime.registry import workflows
 from engine.runtime.host import Host
+from engine.runtime.registry import workflows
 from tests.console.test_pages import HOSTILE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-DESK = '''
+DESK = """
 from pydantic import BaseModel, Field
 
 from engine import agent, define_event, gate, jr2_setup, scripted
@@ -60,7 +61,7 @@ def write(turn):
     if len(turn.answers) < len(STEPS):
         return STEPS[len(turn.answers)]
     return ("done", {{"summary": "page.html"}})
-'''
+"""
 
 
 def desk_run(tmp_path: Path, settings: Any) -> str:
@@ -83,31 +84,37 @@ def desk_run(tmp_path: Path, settings: Any) -> str:
             raise AssertionError("the desk run never reached its Gate")
         finally:
             await host.stop()
+
     return asyncio.run(main())
 
 
 def test_a_turn_shows_workspace_calls_apart_from_picks_and_the_gate_shows_its_files(
-        tmp_path: Path, settings: Any, operator: Any) -> None:
+    tmp_path: Path, settings: Any, operator: Any
+) -> None:
     run_id = desk_run(tmp_path, settings)
     assert Run.objects.get(id=run_id).status == "waiting"
     client = Client()
     client.force_login(operator)
     page = client.get(f"/runs/{run_id}/").content.decode()
 
-    turns = page[page.index('id="run-turns"'):]
-    lines = re.findall(r'<li class="line (\w+)">\s*<span class="who">([^<]*)</span>(?:\s*<code>([^<]*)</code>)?',
-                       turns)
+    turns = page[page.index('id="run-turns"') :]
+    lines = re.findall(r'<li class="line (\w+)">\s*<span class="who">([^<]*)</span>(?:\s*<code>([^<]*)</code>)?', turns)
     said = [(kind, who, name) for kind, who, name in lines if kind != "prompt"]
     assert said == [
-        ("workspace", "workspace", "workspace_write"), ("workspace_answer", "workspace answer", ""),
-        ("workspace", "workspace", "workspace_write"), ("workspace_answer", "workspace answer", ""),
-        ("workspace", "workspace", "workspace_write"), ("workspace_answer", "workspace answer", ""),
-        ("workspace", "workspace", "workspace_read"), ("workspace_refused", "workspace refused", ""),
-        ("pick", "picked", "done"), ("answer", "answer", ""),
+        ("workspace", "workspace", "workspace_write"),
+        ("workspace_answer", "workspace answer", ""),
+        ("workspace", "workspace", "workspace_write"),
+        ("workspace_answer", "workspace answer", ""),
+        ("workspace", "workspace", "workspace_write"),
+        ("workspace_answer", "workspace answer", ""),
+        ("workspace", "workspace", "workspace_read"),
+        ("workspace_refused", "workspace refused", ""),
+        ("pick", "picked", "done"),
+        ("answer", "answer", ""),
     ]
     assert "refused: &quot;/etc/passwd&quot; is an absolute path, which leaves the workspace" in turns
 
-    gates = page[page.index('id="run-gates"'):page.index('id="run-turns"')]
+    gates = page[page.index('id="run-gates"') : page.index('id="run-turns"')]
     shown = re.findall(r"<summary><code>([^<]*)</code></summary>", gates)
     assert shown == ["notes/todo.txt", "page.html"]
     assert "check the links" in gates and "not on the Gate" not in gates
@@ -117,6 +124,7 @@ def test_a_turn_shows_workspace_calls_apart_from_picks_and_the_gate_shows_its_fi
 
 def test_a_gate_whose_files_are_not_there_yet_says_so(tmp_path: Path, settings: Any, operator: Any) -> None:
     from engine.runtime.workspace.sandbox import remove_run_folder
+
     run_id = desk_run(tmp_path, settings)
     remove_run_folder(run_id)
     client = Client()

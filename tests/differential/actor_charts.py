@@ -152,7 +152,9 @@ class _ActorGen(_Gen):
         super().decorate(root)
         r = self.r
         nodes = self.all_nodes(root)
-        parallels = [n for n in nodes if n.kind == "parallel" and len([c for c in n.children if c.kind != "history"]) >= 2]
+        parallels = [
+            n for n in nodes if n.kind == "parallel" and len([c for c in n.children if c.kind != "history"]) >= 2
+        ]
         live = [n for n in nodes if n.kind not in ("history", "final")]
         if not self.is_child:
             for i in range(r.choice([0, 1, 1, 2])):
@@ -233,8 +235,13 @@ def generate(seed: int) -> dict:
         children[src] = _context(child, child.emit(child_root))
     root = gen.build()
     gen.decorate(root)
-    return {"seed": seed, "config": _context(gen, gen.emit(root)), "children": children, "spawns": gen.spawns,
-            "events": gen.steps()}
+    return {
+        "seed": seed,
+        "config": _context(gen, gen.emit(root)),
+        "children": children,
+        "spawns": gen.spawns,
+        "events": gen.steps(),
+    }
 
 
 if __name__ == "__main__":

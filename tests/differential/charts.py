@@ -168,7 +168,7 @@ class _Gen:
                     targetable = [d for d in targetable if d.kind != "final" or r.random() < 0.5]
                 if targetable:
                     t = r.choice(targetable)
-                    h.history_target = ".".join(t.path[len(node.path):])
+                    h.history_target = ".".join(t.path[len(node.path) :])
             node.children.append(h)
 
     # --- behaviour -----------------------------------------------------------------------------------------------
@@ -216,14 +216,14 @@ class _Gen:
             if target.parent is source.parent:
                 options += [target.key] * 3
             elif target.is_descendant_of(source.parent):
-                options.append(".".join(target.path[len(source.parent.path):]))
+                options.append(".".join(target.path[len(source.parent.path) :]))
         if target.is_descendant_of(source):
-            options += ["." + ".".join(target.path[len(source.path):])] * 2
+            options += ["." + ".".join(target.path[len(source.path) :])] * 2
         if target.explicit_id:
             options += ["#" + target.explicit_id] * 2
         for anc in target.ancestors():
             if anc.explicit_id:
-                options.append("#" + anc.explicit_id + "." + ".".join(target.path[len(anc.path):]))
+                options.append("#" + anc.explicit_id + "." + ".".join(target.path[len(anc.path) :]))
                 break
         if target.explicit_id is None:
             root_id = self.root_id or DEFAULT_ROOT_ID
@@ -286,7 +286,9 @@ class _Gen:
     def decorate(self, root: Node) -> None:
         r = self.r
         nodes = self.all_nodes(root)
-        parallels = [n for n in nodes if n.kind == "parallel" and len([c for c in n.children if c.kind != "history"]) >= 2]
+        parallels = [
+            n for n in nodes if n.kind == "parallel" and len([c for c in n.children if c.kind != "history"]) >= 2
+        ]
         for node in nodes:
             if node.kind == "history":
                 continue

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -52,8 +52,9 @@ def check_regressions(mode: Mode) -> None:
         ours = mode.run_ours(case)
         step = first_mismatch(theirs, ours)
         if step is not None:
-            failures.append(f"[{case['name']}] {case['note']}\n"
-                            + mode.describe({**case, "seed": case["name"]}, theirs, ours, step))
+            failures.append(
+                f"[{case['name']}] {case['note']}\n" + mode.describe({**case, "seed": case["name"]}, theirs, ours, step)
+            )
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
 
@@ -77,8 +78,9 @@ def check_differential(mode: Mode, seeds: list[int], max_reported: int) -> None:
         if step is not None:
             failures.append((chart, theirs, ours, step))
 
-    assert not invalid, (f"{mode.generator} made charts xstate throws on (fix the generator):\n"
-                         + "\n".join(invalid[:20]))
+    assert not invalid, f"{mode.generator} made charts xstate throws on (fix the generator):\n" + "\n".join(
+        invalid[:20]
+    )
     if failures:
         kinds: dict[str, list[int]] = {}
         for chart, theirs, ours, step in failures:

@@ -46,16 +46,16 @@ def _engine():
         def bump(context):
             return {"count": context["count"] + 1}
 
-        def countIs(context, params):  # noqa: N802 (xstate's names)
+        def countIs(context, params):
             return context["count"] == params["n"]
 
-        def countLt(context, params):  # noqa: N802
+        def countLt(context, params):
             return context["count"] < params["n"]
 
-        def countGe(context, params):  # noqa: N802
+        def countGe(context, params):
             return context["count"] >= params["n"]
 
-        def countOdd(context):  # noqa: N802
+        def countOdd(context):
             return context["count"] % 2 == 1
 
         def raised(params):

@@ -36,7 +36,16 @@ def run_xstate(charts: list[dict]) -> list[list[dict]]:
 
 def _implementations(out: list[str], chart: dict) -> tuple[dict, dict]:
     from engine.core.statechart import (
-        cancel, emit, enqueue_actions, log, raise_, send_parent, send_to, spawn_child, state_in, stop_child,
+        cancel,
+        emit,
+        enqueue_actions,
+        log,
+        raise_,
+        send_parent,
+        send_to,
+        spawn_child,
+        state_in,
+        stop_child,
     )
 
     _, actions, guards = harness._engine()
@@ -90,9 +99,14 @@ def _view(actor: Any, out: list[str]) -> dict:
         child = ref.get_snapshot()
         children.append([child_id, getattr(child, "status", None), getattr(child, "value", None)])
     # a machine that fails while it builds its initial snapshot has only a status and an error
-    raw = {"value": getattr(snapshot, "value", None), "status": snapshot.status,
-           "context": getattr(snapshot, "context", None), "output": snapshot.output, "children": children,
-           "log": list(out)}
+    raw = {
+        "value": getattr(snapshot, "value", None),
+        "status": snapshot.status,
+        "context": getattr(snapshot, "context", None),
+        "output": snapshot.output,
+        "children": children,
+        "log": list(out),
+    }
     out.clear()
     return json.loads(json.dumps(raw, default=repr))
 
@@ -105,12 +119,18 @@ def run_ours(chart: dict) -> list[dict]:
     with xstate.time_limit():
         try:
             actions, guards = _implementations(out, chart)
-            children = {src: create_machine(copy.deepcopy(cfg), actions=actions, guards=guards)
-                        for src, cfg in (chart.get("children") or {}).items()}
+            children = {
+                src: create_machine(copy.deepcopy(cfg), actions=actions, guards=guards)
+                for src, cfg in (chart.get("children") or {}).items()
+            }
             machine = create_machine(copy.deepcopy(chart["config"]), actions=actions, guards=guards, actors=children)
             clock = SimulatedClock()
-            actor = create_actor(machine, id="root", clock=clock,
-                                 logger=lambda *args: out.append("log:" + " ".join(str(a) for a in args)))
+            actor = create_actor(
+                machine,
+                id="root",
+                clock=clock,
+                logger=lambda *args: out.append("log:" + " ".join(str(a) for a in args)),
+            )
             actor.subscribe(error=lambda err: None)
             actor.on("*", lambda event: out.append(f"emit:{event['type']}"))
             actor.start()

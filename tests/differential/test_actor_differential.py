@@ -19,9 +19,16 @@ from tests.differential.checks import Mode, check_differential, check_generator,
 
 DEFAULT_CHARTS = 300
 MAX_REPORTED = 3
-ACTORS = Mode(noun="actor chart", generator="actor_charts.py", generate=generate, run_xstate=harness_actors.run_xstate,
-              run_ours=harness_actors.run_ours, describe=harness_actors.describe,
-              mismatch_kind=harness_actors.mismatch_kind, regressions=xstate.HERE / "actor_regressions.json")
+ACTORS = Mode(
+    noun="actor chart",
+    generator="actor_charts.py",
+    generate=generate,
+    run_xstate=harness_actors.run_xstate,
+    run_ours=harness_actors.run_ours,
+    describe=harness_actors.describe,
+    mismatch_kind=harness_actors.mismatch_kind,
+    regressions=xstate.HERE / "actor_regressions.json",
+)
 
 
 def test_actor_generator_is_deterministic_and_valid():

@@ -19,9 +19,16 @@ from tests.differential.checks import Mode, check_differential, check_generator,
 
 DEFAULT_CHARTS = 500
 MAX_REPORTED = 5
-PURE = Mode(noun="chart", generator="charts.py", generate=generate, run_xstate=harness.run_xstate,
-            run_ours=harness.run_ours, describe=harness.describe, mismatch_kind=harness.mismatch_kind,
-            regressions=xstate.HERE / "regressions.json")
+PURE = Mode(
+    noun="chart",
+    generator="charts.py",
+    generate=generate,
+    run_xstate=harness.run_xstate,
+    run_ours=harness.run_ours,
+    describe=harness.describe,
+    mismatch_kind=harness.mismatch_kind,
+    regressions=xstate.HERE / "regressions.json",
+)
 
 
 def test_runner_is_deterministic_and_generator_is_valid():

@@ -32,10 +32,10 @@ def _ours_micro(case: dict) -> list[list[dict] | str]:
         for event in case["events"]:
             try:
                 out.append([row(s) for s in machine.microsteps(snapshot, {"type": event})])
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 out.append(f"microsteps raised {type(exc).__name__}: {exc}")
             snapshot, _ = machine.transition(snapshot, {"type": event})
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         out.append(f"raised {type(exc).__name__}: {exc}")
     return out
 
@@ -52,8 +52,11 @@ def trace(case: dict) -> None:
             print(f"   xstate micro: {json.dumps(m['value'])}  nodes={m['nodes']}  ctx={json.dumps(m['context'])}")
         om = ours_micro[i] if i < len(ours_micro) else "(none)"
         for m in om if isinstance(om, list) else [om]:
-            print(f"   ours   micro: {json.dumps(m['value'])}  nodes={m['nodes']}  ctx={json.dumps(m['context'])}"
-                  if isinstance(m, dict) else f"   ours: {m}")
+            print(
+                f"   ours   micro: {json.dumps(m['value'])}  nodes={m['nodes']}  ctx={json.dumps(m['context'])}"
+                if isinstance(m, dict)
+                else f"   ours: {m}"
+            )
         print(f"   xstate: {json.dumps({k: v for k, v in step.items() if k != 'micro'})}")
         print(f"   ours:   {json.dumps(ours[i]) if i < len(ours) else '(none)'}")
 

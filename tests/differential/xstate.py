@@ -11,10 +11,11 @@ import shutil
 import signal
 import subprocess
 import threading
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = Path(os.environ.get("XSTATE_NODE_MODULES") or HERE / ".node" / "node_modules")
@@ -48,15 +49,21 @@ def require_xstate() -> None:
 def run_runner(runner: Path, charts: list[dict], fields: Mapping[str, Any], batch: int) -> list[list[dict]]:
     """Each chart's steps as `runner` (an .mjs file reading `{"charts": [...]}` on stdin) gives them, in order: one
     node process per `batch` charts, each chart sent as its `fields` (a missing one as its default here)."""
-    return [steps for i in range(0, len(charts), batch)
-            for steps in _run_batch(runner, charts[i : i + batch], fields)]
+    return [steps for i in range(0, len(charts), batch) for steps in _run_batch(runner, charts[i : i + batch], fields)]
 
 
 def _run_batch(runner: Path, charts: list[dict], fields: Mapping[str, Any]) -> list[list[dict]]:
     payload = json.dumps({"charts": [{k: c.get(k, default) for k, default in fields.items()} for c in charts]})
     env = dict(os.environ, XSTATE_NODE_MODULES=str(NODE_MODULES))
-    proc = subprocess.run(["node", "--max-old-space-size=4096", str(runner)], input=payload, capture_output=True,
-                          text=True, env=env, timeout=600, check=False)
+    proc = subprocess.run(
+        ["node", "--max-old-space-size=4096", str(runner)],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{runner.name} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     results = json.loads(proc.stdout)["results"]

@@ -1,9 +1,10 @@
 """A live jr2 server for end-to-end tests (tests/live_server.py): `jr2 up` as a real subprocess on a free port, with
 its own SQLite file and a copy of the workflows folder, and an API token for a user with every run permission."""
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

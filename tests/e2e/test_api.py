@@ -2,6 +2,7 @@
 with its scripted stand-in Agents (a Gate answered over HTTP, code_review's real pytest Effect), every bad input of
 SPEC.md 5 (each answered with JSON whose `detail` names what to fix, and changing nothing), tokens and permissions,
 run listing, and the race of several answers to one Gate at once (exactly one is delivered, the rest get 409)."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,9 @@ import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -22,6 +24,7 @@ QUESTION = "Who reads these notes, and what should they know first?"
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
+
 
 def error(response: httpx.Response, status: int, *names: str) -> str:
     """The response is `status` with a JSON body whose `detail` (a sentence, not a traceback) names each of `names`."""
@@ -60,8 +63,13 @@ def kinds(entries: list[dict[str, Any]]) -> list[str]:
 def marks(client: httpx.Client, run_id: str) -> dict[str, Any]:
     """What must not move when an input is refused: the run's seq, status, open Gates and journal length."""
     run = client.get(f"/api/runs/{run_id}").json()
-    return {"seq": run["seq"], "status": run["status"], "gates": [g["id"] for g in run["gates"]],
-            "journal": len(journal(client, run_id)), "context": run["context"]}
+    return {
+        "seq": run["seq"],
+        "status": run["status"],
+        "gates": [g["id"] for g in run["gates"]],
+        "journal": len(journal(client, run_id)),
+        "context": run["context"],
+    }
 
 
 def run_count(client: httpx.Client) -> int:
@@ -89,12 +97,13 @@ def gate_url(run_id: str, gate: str = NOTES_GATE) -> str:
 
 
 def set_permissions(live: LiveServer, username: str, *codenames: str) -> None:
-    live.shell((
+    live.shell(
         "from django.contrib.auth import get_user_model\n"
         "from django.contrib.auth.models import Permission\n"
         f"user = get_user_model().objects.get(username={username!r})\n"
         f"user.user_permissions.set(Permission.objects.filter(content_type__app_label='engine', "
-        f"codename__in={list(codenames)!r}))\n"))
+        f"codename__in={list(codenames)!r}))\n"
+    )
 
 
 def new_token(live: LiveServer, username: str, *extra: str) -> str:
@@ -119,14 +128,22 @@ def observer(live: LiveServer) -> str:
 
 # -- the OpenAPI document, the docs, addresses ----------------------------------------------------------------------
 
+
 def test_openapi_lists_every_path_and_the_docs_are_html(live: LiveServer) -> None:
     document = httpx.get(f"{live.url}/api/openapi.json")
     assert document.status_code == 200 and document.headers["content-type"].startswith("application/json")
     paths = document.json()["paths"]
-    for path, method in [("/api/workflows", "get"), ("/api/workflows/{name}", "get"),
-                         ("/api/workflows/{name}/runs", "post"), ("/api/runs", "get"), ("/api/runs/{run_id}", "get"),
-                         ("/api/runs/{run_id}/turns", "get"), ("/api/runs/{run_id}/journal", "get"),
-                         ("/api/runs/{run_id}/gates/{gate}/events", "post"), ("/api/runs/{run_id}/cancel", "post")]:
+    for path, method in [
+        ("/api/workflows", "get"),
+        ("/api/workflows/{name}", "get"),
+        ("/api/workflows/{name}/runs", "post"),
+        ("/api/runs", "get"),
+        ("/api/runs/{run_id}", "get"),
+        ("/api/runs/{run_id}/turns", "get"),
+        ("/api/runs/{run_id}/journal", "get"),
+        ("/api/runs/{run_id}/gates/{gate}/events", "post"),
+        ("/api/runs/{run_id}/cancel", "post"),
+    ]:
         assert method in paths.get(path, {}), f"{method.upper()} {path} is not in the OpenAPI document: {sorted(paths)}"
     docs = httpx.get(f"{live.url}/api/docs")
     assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
@@ -153,6 +170,7 @@ def test_a_wrong_method_is_a_json_error_not_an_html_page(client: httpx.Client) -
 
 # -- workflows ------------------------------------------------------------------------------------------------------
 
+
 def test_the_workflows_with_their_seats_warnings_door_and_menus(client: httpx.Client) -> None:
     listed = client.get("/api/workflows")
     assert listed.status_code == 200, listed.text
@@ -160,8 +178,10 @@ def test_the_workflows_with_their_seats_warnings_door_and_menus(client: httpx.Cl
     assert {"notes", "code_review", "triage"} <= set(by_name)
     for workflow in by_name.values():
         assert workflow["loaded"] is True and workflow["warnings"] == [], workflow
-    assert by_name["notes"]["seats"] == ["notes.writing agent:writer: [ask, done]",
-                                         "notes.writing.asking gate: [reply]"]
+    assert by_name["notes"]["seats"] == [
+        "notes.writing agent:writer: [ask, done]",
+        "notes.writing.asking gate: [reply]",
+    ]
     assert "triage.triaging gate:desk: [confirm, label, withdraw]" in by_name["triage"]["seats"]
 
     notes = client.get("/api/workflows/notes").json()
@@ -186,6 +206,7 @@ def test_an_unknown_workflow_is_a_404_naming_it(client: httpx.Client) -> None:
 
 # -- each example workflow through HTTP ---------------------------------------------------------------------------
 
+
 def test_notes_end_to_end_with_its_gate_answered_over_http(live: LiveServer, client: httpx.Client) -> None:
     run_id = notes_waiting(live, client, "Faster start-up.\nA dark theme.")
     run = client.get(f"/api/runs/{run_id}").json()
@@ -208,12 +229,16 @@ def test_notes_end_to_end_with_its_gate_answered_over_http(live: LiveServer, cli
     assert answered.json()["outcome"] == "delivered" and answered.json()["run"] == run_id
 
     done = live.wait_for(run_id, "done")
-    assert done["output"]["notes"] == ("## What's new\n\n- Faster start-up.\n- A dark theme.\n\n"
-                                       "_Written for: Operators of the service_")
+    assert done["output"]["notes"] == (
+        "## What's new\n\n- Faster start-up.\n- A dark theme.\n\n_Written for: Operators of the service_"
+    )
     assert done["value"] == "published" and done["gates"] == [] and done["turns"] == []
     assert done["context"]["replies"] == 1
-    [row] = [r for r in client.get("/api/runs", params={"workflow": "notes", "page_size": 500}).json()["results"]
-             if r["id"] == run_id]
+    [row] = [
+        r
+        for r in client.get("/api/runs", params={"workflow": "notes", "page_size": 500}).json()["results"]
+        if r["id"] == run_id
+    ]
     assert row["status"] == "done" and row["open_gates"] == 0 and row["scripted"] is True
 
 
@@ -280,12 +305,21 @@ def test_code_review_runs_the_real_pytest_effect_and_loops_once(live: LiveServer
     assert seen_testing, "the run never showed its test Effect running"
     assert run["status"] == "done", run
     assert run["value"] == "approved" and run["gates"] == []
-    assert run["output"] == {"summary": "Addressed the review notes in calc.py.",
-                             "verdict": "The tests pass and the notes were addressed.", "rounds": 1}
+    assert run["output"] == {
+        "summary": "Addressed the review notes in calc.py.",
+        "verdict": "The tests pass and the notes were addressed.",
+        "rounds": 1,
+    }
     entries = journal(client, run_id)
     picks = [(e["entry"]["agent"], e["entry"]["event"]) for e in entries if e["kind"] == "pick"]
-    assert picks == [("coder", "submit"), ("reviewer", "run_tests"), ("reviewer", "request_changes"),
-                     ("coder", "submit"), ("reviewer", "run_tests"), ("reviewer", "approve")]
+    assert picks == [
+        ("coder", "submit"),
+        ("reviewer", "run_tests"),
+        ("reviewer", "request_changes"),
+        ("coder", "submit"),
+        ("reviewer", "run_tests"),
+        ("reviewer", "approve"),
+    ]
     checkout, *results = [e["entry"]["output"] for e in entries if e["kind"] == "effect_done"]
     assert checkout["exit_code"] == 0, "the project was copied into the workspace first"
     assert len(results) == 2 and len([e for e in entries if e["kind"] == "effect_started"]) == 3
@@ -296,14 +330,28 @@ def test_code_review_runs_the_real_pytest_effect_and_loops_once(live: LiveServer
     assert [t["agent"] for t in turns] == ["coder", "reviewer", "coder", "reviewer"]
     assert turns[0]["conversation"] == turns[2]["conversation"] != turns[1]["conversation"] == turns[3]["conversation"]
     assert "Name the test after what it checks." in turns[2]["prompt"]
-    test_answers = [m["content"][0]["content"] for t in turns if t["agent"] == "reviewer" for m in t["messages"]
-                    if m["kind"] == "tool_result" and '"exit_code"' in str(m["content"][0].get("content"))]
+    test_answers = [
+        m["content"][0]["content"]
+        for t in turns
+        if t["agent"] == "reviewer"
+        for m in t["messages"]
+        if m["kind"] == "tool_result" and '"exit_code"' in str(m["content"][0].get("content"))
+    ]
     assert len(test_answers) == 2, turns
-    writes = [m["content"][0]["content"] for t in turns if t["agent"] == "coder" for m in t["messages"]
-              if m["kind"] == "workspace"]
+    writes = [
+        m["content"][0]["content"]
+        for t in turns
+        if t["agent"] == "coder"
+        for m in t["messages"]
+        if m["kind"] == "workspace"
+    ]
     assert [w.split("\n")[0].split(" (")[0] for w in writes] == [
-        "calc.py, lines 1-5 of 5:", "calc.py replaced", "test_calc.py replaced", "calc.py replaced",
-        "test_calc.py replaced"], writes
+        "calc.py, lines 1-5 of 5:",
+        "calc.py replaced",
+        "test_calc.py replaced",
+        "calc.py replaced",
+        "test_calc.py replaced",
+    ], writes
 
 
 def test_triage_desk_confirms_the_agents_proposal(live: LiveServer, client: httpx.Client) -> None:
@@ -328,15 +376,17 @@ def test_triage_desk_confirms_the_agents_proposal(live: LiveServer, client: http
 
 def test_triage_desk_labels_the_issue_directly(live: LiveServer, client: httpx.Client) -> None:
     run_id = start(client, "triage", {"title": "Add an export button", "body": "Please let me export to CSV."})
-    labelled = client.post(gate_url(run_id, "desk"),
-                           json={"type": "label", "label": "feature", "reason": "a new capability"})
+    labelled = client.post(
+        gate_url(run_id, "desk"), json={"type": "label", "label": "feature", "reason": "a new capability"}
+    )
     assert labelled.status_code == 200, labelled.text
     done = live.wait_for(run_id, "done")
     assert done["output"] == {"label": "feature", "labelled_by": "desk", "withdrawn": None}
     assert done["value"] == "labelled"
     gates = [e["entry"] for e in journal(client, run_id) if e["kind"] == "gate"]
-    assert gates == [{**gates[0], "gate": "desk", "event": "label",
-                      "params": {"label": "feature", "reason": "a new capability"}}]
+    assert gates == [
+        {**gates[0], "gate": "desk", "event": "label", "params": {"label": "feature", "reason": "a new capability"}}
+    ]
 
 
 def test_triage_desk_withdraws_the_issue(live: LiveServer, client: httpx.Client) -> None:
@@ -350,14 +400,18 @@ def test_triage_desk_withdraws_the_issue(live: LiveServer, client: httpx.Client)
 
 # -- bad inputs: each a JSON `detail` naming what to fix, and nothing changed ---------------------------------------
 
-@pytest.mark.parametrize("workflow, door, field", [
-    ("notes", {}, "changes"),
-    ("notes", {"changes": 5}, "changes"),
-    ("notes", {"changes": ["a", "b"]}, "changes"),
-    ("triage", {"title": "Crash"}, "body"),
-    ("code_review", {"task": {"what": "x"}}, "task"),
-    ("notes", {"changes": "One fix.\x00"}, "changes"),  # PostgreSQL cannot store NUL: refused, not a 500
-])
+
+@pytest.mark.parametrize(
+    "workflow, door, field",
+    [
+        ("notes", {}, "changes"),
+        ("notes", {"changes": 5}, "changes"),
+        ("notes", {"changes": ["a", "b"]}, "changes"),
+        ("triage", {"title": "Crash"}, "body"),
+        ("code_review", {"task": {"what": "x"}}, "task"),
+        ("notes", {"changes": "One fix.\x00"}, "changes"),  # PostgreSQL cannot store NUL: refused, not a 500
+    ],
+)
 def test_a_bad_door_is_a_400_naming_the_field(client: httpx.Client, workflow: str, door: Any, field: str) -> None:
     before = run_count(client)
     response = client.post(f"/api/workflows/{workflow}/runs", json=door)
@@ -366,29 +420,47 @@ def test_a_bad_door_is_a_400_naming_the_field(client: httpx.Client, workflow: st
     assert run_count(client) == before
 
 
-@pytest.mark.parametrize("address, status", [
-    ("/api/runs/%00", 404), ("/api/runs/ab%00cd/turns", 404), ("/api/workflows/no%00tes", 404),
-    ("/api/runs/%00/gates/writing.asking/events", 404), ("/api/runs?workflow=%00", 400),
-    ("/api/runs?status=done&workflow=no%00tes", 400),
-])
-def test_an_address_holding_nul_is_a_404_or_a_400_never_a_500(client: httpx.Client, address: str,
-                                                              status: int) -> None:
+@pytest.mark.parametrize(
+    "address, status",
+    [
+        ("/api/runs/%00", 404),
+        ("/api/runs/ab%00cd/turns", 404),
+        ("/api/workflows/no%00tes", 404),
+        ("/api/runs/%00/gates/writing.asking/events", 404),
+        ("/api/runs?workflow=%00", 400),
+        ("/api/runs?status=done&workflow=no%00tes", 400),
+    ],
+)
+def test_an_address_holding_nul_is_a_404_or_a_400_never_a_500(client: httpx.Client, address: str, status: int) -> None:
     """PostgreSQL cannot compare text holding NUL: such an address is refused before anything looks it up."""
-    sent = client.post(address, json={"type": "reply", "text": "x"}) if address.endswith("/events") \
+    sent = (
+        client.post(address, json={"type": "reply", "text": "x"})
+        if address.endswith("/events")
         else client.get(address)
+    )
     error(sent, status, "NUL character")
 
 
-@pytest.mark.parametrize("address, status", [
-    ("/runs/%00/", 404), ("/runs/ab%00cd/timeline/", 404), ("/workflows/no%00tes/", 404), ("/runs/?workflow=%00", 400),
-    ("/runs/?q=%00", 400), ("/gates/?q=a%00", 400),
-])
-def test_a_console_address_holding_nul_is_a_404_or_a_400_never_a_500(live: LiveServer, address: str,
-                                                                     status: int) -> None:
+@pytest.mark.parametrize(
+    "address, status",
+    [
+        ("/runs/%00/", 404),
+        ("/runs/ab%00cd/timeline/", 404),
+        ("/workflows/no%00tes/", 404),
+        ("/runs/?workflow=%00", 400),
+        ("/runs/?q=%00", 400),
+        ("/gates/?q=a%00", 400),
+    ],
+)
+def test_a_console_address_holding_nul_is_a_404_or_a_400_never_a_500(
+    live: LiveServer, address: str, status: int
+) -> None:
     with httpx.Client(base_url=live.url, trust_env=False) as browser:
         response = browser.get(address)
-    assert response.status_code == status and "NUL character" in response.text, (response.status_code,
-                                                                                   response.text[:300])
+    assert response.status_code == status and "NUL character" in response.text, (
+        response.status_code,
+        response.text[:300],
+    )
 
 
 @pytest.mark.parametrize("door", [["changes"], "One fix.", 5, True])
@@ -402,25 +474,27 @@ def test_a_door_that_is_not_an_object_is_a_400(client: httpx.Client, door: Any) 
 @pytest.mark.parametrize("body", [b"{changes: x}", b"not json", b'{"changes": "x"'])
 def test_a_start_body_that_is_not_json_is_a_400(client: httpx.Client, body: bytes) -> None:
     before = run_count(client)
-    detail = error(client.post("/api/workflows/notes/runs", content=body,
-                               headers={"content-type": "application/json"}), 400)
+    detail = error(
+        client.post("/api/workflows/notes/runs", content=body, headers={"content-type": "application/json"}), 400
+    )
     assert "JSON" in detail, detail
     assert run_count(client) == before
 
 
-def test_an_answer_to_a_gate_that_is_not_open_is_a_404_naming_the_open_gates(live: LiveServer,
-                                                                           client: httpx.Client) -> None:
+def test_an_answer_to_a_gate_that_is_not_open_is_a_404_naming_the_open_gates(
+    live: LiveServer, client: httpx.Client
+) -> None:
     run_id = notes_waiting(live, client)
     before = marks(client, run_id)
     error(client.post(gate_url(run_id, "desk"), json={"type": "reply", "text": "x"}), 404, "desk", NOTES_GATE)
     error(client.post(gate_url(run_id, "writing"), json={"type": "reply", "text": "x"}), 404, NOTES_GATE)
-    error(client.post(gate_url(run_id, "writing.asking/deeper"), json={"type": "reply", "text": "x"}), 404,
-          NOTES_GATE)
+    error(client.post(gate_url(run_id, "writing.asking/deeper"), json={"type": "reply", "text": "x"}), 404, NOTES_GATE)
     assert marks(client, run_id) == before
 
 
-def test_an_event_the_gate_does_not_accept_is_a_400_naming_what_it_accepts(live: LiveServer,
-                                                                          client: httpx.Client) -> None:
+def test_an_event_the_gate_does_not_accept_is_a_400_naming_what_it_accepts(
+    live: LiveServer, client: httpx.Client
+) -> None:
     run_id = notes_waiting(live, client)
     before = marks(client, run_id)
     error(client.post(gate_url(run_id), json={"type": "done", "notes": "x"}), 400, "reply")
@@ -429,19 +503,28 @@ def test_an_event_the_gate_does_not_accept_is_a_400_naming_what_it_accepts(live:
 
     desk = triage_waiting(live, client)
     before = marks(client, desk)
-    error(client.post(gate_url(desk, "desk"), json={"type": "find_duplicates", "query": "crash"}), 400,
-          "confirm", "label", "withdraw")
+    error(
+        client.post(gate_url(desk, "desk"), json={"type": "find_duplicates", "query": "crash"}),
+        400,
+        "confirm",
+        "label",
+        "withdraw",
+    )
     assert marks(client, desk) == before
 
 
-@pytest.mark.parametrize("gate_body, field", [
-    ({"type": "reply"}, "text"),
-    ({"type": "reply", "text": 5}, "text"),
-    ({"type": "reply", "text": {"nested": True}}, "text"),
-    ({"type": "reply", "text": "Ad\x00mins"}, "text"),
-])
-def test_a_bad_gate_payload_is_a_400_naming_the_field(live: LiveServer, client: httpx.Client,
-                                                      gate_body: dict[str, Any], field: str) -> None:
+@pytest.mark.parametrize(
+    "gate_body, field",
+    [
+        ({"type": "reply"}, "text"),
+        ({"type": "reply", "text": 5}, "text"),
+        ({"type": "reply", "text": {"nested": True}}, "text"),
+        ({"type": "reply", "text": "Ad\x00mins"}, "text"),
+    ],
+)
+def test_a_bad_gate_payload_is_a_400_naming_the_field(
+    live: LiveServer, client: httpx.Client, gate_body: dict[str, Any], field: str
+) -> None:
     run_id = notes_waiting(live, client)
     before = marks(client, run_id)
     detail = error(client.post(gate_url(run_id), json=gate_body), 400, field)
@@ -449,13 +532,17 @@ def test_a_bad_gate_payload_is_a_400_naming_the_field(live: LiveServer, client: 
     assert marks(client, run_id) == before
 
 
-@pytest.mark.parametrize("gate_body, field", [
-    ({"type": "label", "label": "urgent", "reason": "x"}, "label"),
-    ({"type": "label", "label": "bug"}, "reason"),
-    ({"type": "withdraw"}, "reason"),
-])
-def test_a_bad_desk_payload_is_a_400_naming_the_field(live: LiveServer, client: httpx.Client,
-                                                      gate_body: dict[str, Any], field: str) -> None:
+@pytest.mark.parametrize(
+    "gate_body, field",
+    [
+        ({"type": "label", "label": "urgent", "reason": "x"}, "label"),
+        ({"type": "label", "label": "bug"}, "reason"),
+        ({"type": "withdraw"}, "reason"),
+    ],
+)
+def test_a_bad_desk_payload_is_a_400_naming_the_field(
+    live: LiveServer, client: httpx.Client, gate_body: dict[str, Any], field: str
+) -> None:
     run_id = triage_waiting(live, client)
     before = marks(client, run_id)
     detail = error(client.post(gate_url(run_id, "desk"), json=gate_body), 400, field)
@@ -471,17 +558,21 @@ def test_a_gate_body_carrying_sender_is_a_400(live: LiveServer, client: httpx.Cl
     assert marks(client, run_id) == before
 
 
-@pytest.mark.parametrize("content, what", [
-    (b"{type: reply}", "JSON"),
-    (b"reply", "JSON"),
-    (b'["reply", "x"]', "type"),
-    (b'"reply"', "type"),
-    (b"null", "type"),
-    (b'{"text": "x"}', "type"),
-    (b'{"type": 5, "text": "x"}', "type"),
-])
-def test_a_gate_body_that_is_not_an_event_object_is_a_400(live: LiveServer, client: httpx.Client, content: bytes,
-                                                          what: str) -> None:
+@pytest.mark.parametrize(
+    "content, what",
+    [
+        (b"{type: reply}", "JSON"),
+        (b"reply", "JSON"),
+        (b'["reply", "x"]', "type"),
+        (b'"reply"', "type"),
+        (b"null", "type"),
+        (b'{"text": "x"}', "type"),
+        (b'{"type": 5, "text": "x"}', "type"),
+    ],
+)
+def test_a_gate_body_that_is_not_an_event_object_is_a_400(
+    live: LiveServer, client: httpx.Client, content: bytes, what: str
+) -> None:
     run_id = notes_waiting(live, client)
     before = marks(client, run_id)
     error(client.post(gate_url(run_id), content=content, headers={"content-type": "application/json"}), 400, what)
@@ -489,10 +580,13 @@ def test_a_gate_body_that_is_not_an_event_object_is_a_400(live: LiveServer, clie
 
 
 def test_an_unknown_run_is_a_404_everywhere(client: httpx.Client) -> None:
-    for response in (client.get("/api/runs/nosuchrun"), client.get("/api/runs/nosuchrun/turns"),
-                     client.get("/api/runs/nosuchrun/journal"),
-                     client.post(gate_url("nosuchrun"), json={"type": "reply", "text": "x"}),
-                     client.post("/api/runs/nosuchrun/cancel")):
+    for response in (
+        client.get("/api/runs/nosuchrun"),
+        client.get("/api/runs/nosuchrun/turns"),
+        client.get("/api/runs/nosuchrun/journal"),
+        client.post(gate_url("nosuchrun"), json={"type": "reply", "text": "x"}),
+        client.post("/api/runs/nosuchrun/cancel"),
+    ):
         error(response, 404, "nosuchrun")
 
 
@@ -503,7 +597,7 @@ def test_an_answer_to_a_gate_of_a_finished_run_is_a_409(live: LiveServer, client
     before = marks(client, run_id)
     detail = error(client.post(gate_url(run_id), json={"type": "reply", "text": "again"}), 409, run_id)
     assert "done" in detail or "ended" in detail, detail
-    error(client.post("/api/runs/{}/cancel".format(run_id)), 409, run_id)
+    error(client.post(f"/api/runs/{run_id}/cancel"), 409, run_id)
     assert marks(client, run_id) == before
 
 
@@ -527,14 +621,16 @@ def test_cancel_ends_the_run_and_closes_its_gates(live: LiveServer, client: http
 
 # -- listing runs -------------------------------------------------------------------------------------------------
 
+
 def test_runs_filter_by_workflow_and_status(live: LiveServer, client: httpx.Client) -> None:
     waiting = notes_waiting(live, client)
     proposed = triage_waiting(live, client)
     by_workflow = client.get("/api/runs", params={"workflow": "triage", "page_size": 500}).json()
     assert by_workflow["count"] == len(by_workflow["results"]) > 0
     assert {r["workflow"] for r in by_workflow["results"]} == {"triage"}
-    assert proposed in [r["id"] for r in by_workflow["results"]] and waiting not in [r["id"] for r in
-                                                                                      by_workflow["results"]]
+    assert proposed in [r["id"] for r in by_workflow["results"]] and waiting not in [
+        r["id"] for r in by_workflow["results"]
+    ]
     by_status = client.get("/api/runs", params={"status": "waiting", "page_size": 500}).json()
     assert {r["status"] for r in by_status["results"]} == {"waiting"}
     assert {waiting, proposed} <= {r["id"] for r in by_status["results"]}
@@ -572,19 +668,32 @@ def test_runs_are_paginated(live: LiveServer, client: httpx.Client) -> None:
 
 # -- tokens and permissions ---------------------------------------------------------------------------------------
 
+
 def every_call(run_id: str) -> list[tuple[str, str, Any]]:
-    return [("GET", "/api/workflows", None), ("GET", "/api/workflows/notes", None), ("GET", "/api/runs", None),
-            ("GET", f"/api/runs/{run_id}", None), ("GET", f"/api/runs/{run_id}/turns", None),
-            ("GET", f"/api/runs/{run_id}/journal", None),
-            ("POST", "/api/workflows/notes/runs", {"changes": "x"}),
-            ("POST", gate_url(run_id), {"type": "reply", "text": "x"}),
-            ("POST", f"/api/runs/{run_id}/cancel", None)]
+    return [
+        ("GET", "/api/workflows", None),
+        ("GET", "/api/workflows/notes", None),
+        ("GET", "/api/runs", None),
+        ("GET", f"/api/runs/{run_id}", None),
+        ("GET", f"/api/runs/{run_id}/turns", None),
+        ("GET", f"/api/runs/{run_id}/journal", None),
+        ("POST", "/api/workflows/notes/runs", {"changes": "x"}),
+        ("POST", gate_url(run_id), {"type": "reply", "text": "x"}),
+        ("POST", f"/api/runs/{run_id}/cancel", None),
+    ]
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer jr2_not-a-real-token"},
-                                     {"Authorization": "Bearer"}, {"Authorization": "Token {token}"},
-                                     {"Authorization": "{token}"}],
-                         ids=["none", "wrong", "empty", "other-scheme", "no-scheme"])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer jr2_not-a-real-token"},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Token {token}"},
+        {"Authorization": "{token}"},
+    ],
+    ids=["none", "wrong", "empty", "other-scheme", "no-scheme"],
+)
 def test_calls_without_a_valid_token_are_401(live: LiveServer, client: httpx.Client, headers: dict[str, str]) -> None:
     run_id = notes_waiting(live, client)
     before, count = marks(client, run_id), run_count(client)
@@ -603,7 +712,7 @@ def test_a_revoked_token_is_401(live: LiveServer, client: httpx.Client) -> None:
     listed = live.jr2("token", "list")
     [line] = [line for line in listed.stdout.splitlines() if line.rstrip().endswith("soon-revoked")]
     prefix = line.split("…")[0].strip()
-    assert prefix == key[:len(prefix)] and len(prefix) >= 8 and "active" in line, line
+    assert prefix == key[: len(prefix)] and len(prefix) >= 8 and "active" in line, line
     revoked = live.jr2("token", "revoke", prefix)
     assert revoked.returncode == 0, revoked.stdout + revoked.stderr
     [line] = [line for line in live.jr2("token", "list").stdout.splitlines() if line.rstrip().endswith("soon-revoked")]
@@ -618,17 +727,16 @@ def test_a_revoked_token_is_401(live: LiveServer, client: httpx.Client) -> None:
     assert client.get("/api/runs").status_code == 200, "revoking one token leaves the others working"
 
 
-def test_a_user_without_the_permissions_reads_but_may_not_start_answer_or_cancel(live: LiveServer,
-                                                                                 client: httpx.Client,
-                                                                                 observer: str) -> None:
+def test_a_user_without_the_permissions_reads_but_may_not_start_answer_or_cancel(
+    live: LiveServer, client: httpx.Client, observer: str
+) -> None:
     run_id = notes_waiting(live, client)
     before, count = marks(client, run_id), run_count(client)
     with live.client(observer) as reader:
         for method, url, _ in every_call(run_id)[:6]:
             assert reader.request(method, url).status_code == 200, url
         error(reader.post("/api/workflows/notes/runs", json={"changes": "x"}), 403, "observer", "engine.start_run")
-        error(reader.post(gate_url(run_id), json={"type": "reply", "text": "x"}), 403, "observer",
-              "engine.answer_gate")
+        error(reader.post(gate_url(run_id), json={"type": "reply", "text": "x"}), 403, "observer", "engine.answer_gate")
         error(reader.post(f"/api/runs/{run_id}/cancel"), 403, "observer", "engine.cancel_run")
     assert marks(client, run_id) == before and run_count(client) == count
 
@@ -670,9 +778,11 @@ def test_open_reads_let_anyone_read_but_not_write(tmp_path: Path) -> None:
 
 # -- the race: several answers to one Gate at once ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("round_", range(5))
-def test_concurrent_answers_to_one_gate_deliver_exactly_one(live: LiveServer, client: httpx.Client,
-                                                            round_: int) -> None:
+def test_concurrent_answers_to_one_gate_deliver_exactly_one(
+    live: LiveServer, client: httpx.Client, round_: int
+) -> None:
     n = 8
     run_id = notes_waiting(live, client)
     clients = [live.client() for _ in range(n)]
@@ -685,7 +795,7 @@ def test_concurrent_answers_to_one_gate_deliver_exactly_one(live: LiveServer, cl
         try:
             barrier.wait(timeout=30)
             responses[i] = clients[i].post(gate_url(run_id), json={"type": "reply", "text": f"answer {i}"})
-        except BaseException as err:  # noqa: BLE001 - reported below
+        except BaseException as err:
             responses[i] = err
 
     threads = [threading.Thread(target=answer, args=(i,)) for i in range(n)]

@@ -7,12 +7,14 @@ the page to change by itself: a test that says "without a reload" checks at its 
 document it loaded. With JR2_SCREENSHOTS=1 (`make screenshots`) every main page is saved to docs/screenshots/
 (1400x1000 viewport, full page) as the tests pass through it; the README shows them.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, ViewportSize, WebSocketRoute, expect
@@ -23,8 +25,8 @@ from tests.live_server import ROOT, LiveServer, served
 SHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT: ViewportSize = {"width": 1400, "height": 1000}
 PASSWORD = "a long test password"
-OPERATOR = "olive"     # in the group "operators": starts, answers, cancels, plays seats
-OBSERVER = "otto"      # in no group: reads only
+OPERATOR = "olive"  # in the group "operators": starts, answers, cancels, plays seats
+OBSERVER = "otto"  # in no group: reads only
 QUESTION = "Who reads these notes, and what should they know first?"
 RUN_URL = re.compile(r"/runs/([a-z0-9]+)/$")
 ACTIVE = re.compile(r"\bactive\b")
@@ -41,15 +43,19 @@ expect.set_options(timeout=15_000)
 
 # -- fixtures ------------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     # The production lease (conftest's 3 s is for the tests that kill servers; this one is never killed). A short
     # lease renews every second, and a run started while a renewal is under way can be dropped by its own host
     # ("lease lost to another host"), a runtime race reported separately.
-    with served(tmp_path_factory.mktemp("browser"), {"JR2_LEASE_SECONDS": "15"},
-                users={OPERATOR: ["operators"], OBSERVER: []}, password=PASSWORD) as live:
+    with served(
+        tmp_path_factory.mktemp("browser"),
+        {"JR2_LEASE_SECONDS": "15"},
+        users={OPERATOR: ["operators"], OBSERVER: []},
+        password=PASSWORD,
+    ) as live:
         yield live
-
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +87,7 @@ def page(operator: BrowserContext) -> Iterator[Page]:
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------
+
 
 def watch_errors(tab: Page) -> list[str]:
     errors: list[str] = []
@@ -129,8 +136,9 @@ def settled(tab: Page, quiet_ms: int = 300) -> None:
     swapped is lost and text typed before it is wiped (a known defect of the live page). A person reads the page
     before acting; the tests wait for it to be quiet the same way."""
     # A function, not an expression: Playwright evals an expression inside the page, which the CSP forbids.
-    tab.wait_for_function("quiet => window.__ws.opens > 0 && performance.now() - window.__ws.last > quiet",
-                          arg=quiet_ms)
+    tab.wait_for_function(
+        "quiet => window.__ws.opens > 0 && performance.now() - window.__ws.last > quiet", arg=quiet_ms
+    )
 
 
 def start_from_form(tab: Page, server: LiveServer, changes: str, play: str | None = None) -> str:
@@ -165,6 +173,7 @@ def writer_picks(tab: Page) -> Locator:
 
 
 # -- the tests -----------------------------------------------------------------------------------------------------
+
 
 def test_log_in_and_read_the_notes_workflow(browser: Browser, server: LiveServer) -> None:
     """A visitor who opens a workflow is sent to the login page, logs in, and lands on the workflow: its graph with
@@ -286,7 +295,7 @@ def test_play_the_writers_seat_through_a_whole_run(page: Page, server: LiveServe
     expect(page.locator("#run-now")).to_contain_text("Allowed picks: ask")
     turn = page.locator(WRITER + " header")
     expect(turn).to_contain_text(f"human/{OPERATOR}")
-    expect(turn).to_contain_text("1 call,")          # the Turn's request waits for this user
+    expect(turn).to_contain_text("1 call,")  # the Turn's request waits for this user
     settled(page)
     shot(page, "run-seat")
 
@@ -304,12 +313,15 @@ def test_play_the_writers_seat_through_a_whole_run(page: Page, server: LiveServe
     settled(page)
     gate.locator("textarea[name=text]").fill("Analysts who live in spreadsheets.")
     gate.get_by_role("button", name="Send reply").click()
-    expect(page.locator(WRITER + " li.line.answer").filter(
-        has_text="The editor replied: Analysts who live in spreadsheets.")).to_be_visible()
+    expect(
+        page.locator(WRITER + " li.line.answer").filter(
+            has_text="The editor replied: Analysts who live in spreadsheets."
+        )
+    ).to_be_visible()
     expect(page.locator("#run-gates")).to_contain_text("No Gate is open.")
     done = seat.locator("form.pick-form[data-event=done]")
     expect(done.get_by_role("button", name="Pick done")).to_be_enabled()
-    expect(turn).to_contain_text("2 calls,")         # the Turn's next request waits for this user
+    expect(turn).to_contain_text("2 calls,")  # the Turn's next request waits for this user
     settled(page)
     done.locator("textarea[name=notes]").fill("## New\n- Dark mode\n- CSV export, for analysts")
     done.get_by_role("button", name="Pick done").click()
@@ -339,7 +351,7 @@ def confirm_cancel(page: Page, accept: bool) -> list[str]:
 
 
 def test_cancel_asks_first(page: Page, server: LiveServer) -> None:
-    """"Cancel run" asks for confirmation, naming the run; dismissed, nothing happens."""
+    """ "Cancel run" asks for confirmation, naming the run; dismissed, nothing happens."""
     run_id = waiting_run(server, "Keep me.")
     page.goto(f"{server.url}/runs/{run_id}/")
     expect(gate_form(page)).to_be_visible()
@@ -448,13 +460,13 @@ def test_dropped_websocket_reconnects_whole(page: Page, server: LiveServer) -> N
     settled(page)
     expect(page.locator("#run-status-badge")).to_have_text("waiting")
 
-    cut["now"] = True                                       # the network stops delivering
+    cut["now"] = True  # the network stops delivering
     reply_through_api(server, run_id, "Whoever reads the changelog.")
     server.wait_for(run_id, "done")
     time.sleep(0.3)
-    expect(page.locator("#run-status-badge")).to_have_text("waiting")   # the page missed it
+    expect(page.locator("#run-status-badge")).to_have_text("waiting")  # the page missed it
     cut["now"] = False
-    sockets[-1].close(code=1006, reason="dropped")                      # the connection drops
+    sockets[-1].close(code=1006, reason="dropped")  # the connection drops
     expect(page.locator("body")).to_have_class(re.compile(r"\boffline\b"))
 
     expect(page.locator("#run-status-badge")).to_have_text("done", timeout=20_000)
@@ -462,8 +474,9 @@ def test_dropped_websocket_reconnects_whole(page: Page, server: LiveServer) -> N
     assert len(sockets) == 2
     expect(page.locator("body")).not_to_have_class(re.compile(r"\boffline\b"))
     expect(state(page, "published")).to_have_class(ACTIVE)
-    expect(page.locator(WRITER + " li.line.answer").filter(
-        has_text="The editor replied: Whoever reads the changelog.")).to_be_visible()
+    expect(
+        page.locator(WRITER + " li.line.answer").filter(has_text="The editor replied: Whoever reads the changelog.")
+    ).to_be_visible()
     expect(writer_picks(page)).to_have_text(["ask", "done"])
     expect(page.locator("#run-gates")).to_contain_text("No Gate is open.")
     expect(page.locator("#run-output")).to_contain_text("Reconnect me.")
@@ -491,8 +504,9 @@ def test_an_observer_reads_but_cannot_act(observer: BrowserContext, server: Live
 
         reply_through_api(server, run_id, "Observers too.")
         expect(tab.locator("#run-status-badge")).to_have_text("done")
-        expect(tab.locator(WRITER + " li.line.answer").filter(
-            has_text="The editor replied: Observers too.")).to_be_visible()
+        expect(
+            tab.locator(WRITER + " li.line.answer").filter(has_text="The editor replied: Observers too.")
+        ).to_be_visible()
         same_document(tab)
 
         tab.goto(f"{server.url}/workflows/notes/")
@@ -523,8 +537,7 @@ def test_what_users_wrote_is_shown_as_text(page: Page, server: LiveServer) -> No
     form.locator("textarea[name=text]").fill(XSS_REPLY)
     form.get_by_role("button", name="Send reply").click()
     expect(page.locator("#run-status-badge")).to_have_text("done")
-    expect(page.locator(WRITER + " li.line.answer").filter(has_text="The editor replied: " + XSS_REPLY)) \
-        .to_be_visible()
+    expect(page.locator(WRITER + " li.line.answer").filter(has_text="The editor replied: " + XSS_REPLY)).to_be_visible()
     expect(page.locator("#run-output")).to_contain_text("<script>window.__pwned=1</script>")
     expect(page.locator("#run-live img")).to_have_count(0)
     expect(page.locator("#run-live b")).to_have_count(0)
@@ -532,7 +545,7 @@ def test_what_users_wrote_is_shown_as_text(page: Page, server: LiveServer) -> No
     same_document(page)
 
     page.goto(f"{server.url}/runs/{run_id}/replay/?step=1")
-    expect(page.locator("#step-words")).to_contain_text('<script>window.__pwned=1</script>')
+    expect(page.locator("#step-words")).to_contain_text("<script>window.__pwned=1</script>")
     page.goto(f"{server.url}/runs/{run_id}/replay/")
     expect(page.locator("main")).to_contain_text(XSS_REPLY)
     assert page.evaluate("typeof window.__pwned") == "undefined"
@@ -546,8 +559,9 @@ def test_workflows_and_runs_lists(page: Page, server: LiveServer) -> None:
     cancelled = waiting_run(server, "Cancelled from the API.")
     with server.client() as client:
         assert client.post(f"/api/runs/{cancelled}/cancel").status_code == 200
-        triage = client.post("/api/workflows/triage/runs", json={"title": "Crash on save",
-                                                                 "body": "It crashes when I save a file."})
+        triage = client.post(
+            "/api/workflows/triage/runs", json={"title": "Crash on save", "body": "It crashes when I save a file."}
+        )
         assert triage.status_code == 201, triage.text
     server.wait_for(str(triage.json()["id"]), "waiting")
     page.goto(f"{server.url}/")

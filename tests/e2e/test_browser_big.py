@@ -7,18 +7,19 @@ The server runs this worktree's code (PYTHONPATH) with the ledger workflow (benc
 benchmark's 300-state Machine (bench/graph.py) in its workflows folder. With JR2_SCREENSHOTS=1 (`make screenshots`)
 the pages are saved to docs/screenshots/.
 """
+
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect
 
+from tests.e2e.test_browser import OPERATOR, PASSWORD, SHOTS, log_in, new_context, page, settled  # noqa: F401 - page is a fixture, used by name
 from tests.live_server import ROOT, LiveServer, served
-from tests.e2e.test_browser import (  # noqa: F401 - page is a fixture, used by name
-    OPERATOR, PASSWORD, SHOTS, log_in, new_context, page, settled)
 
 STEP_PAGE = 50  # console/pages/feeds.py STEP_PAGE
 STEP_HEAD = 10  # console/pages/feeds.py STEP_HEAD: the newest steps a live update carries
@@ -37,10 +38,17 @@ def shot(tab: Page, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    files = {"ledger.py": "from bench.ledger import machine  # noqa: F401\n",
-             "big.py": "from bench.graph import big_machine\n\nmachine = big_machine()\n"}
-    with served(tmp_path_factory.mktemp("browser-big"), {"JR2_LEASE_SECONDS": "15", "PYTHONPATH": str(ROOT)},
-                files=files, users={OPERATOR: ["operators"]}, password=PASSWORD) as live:
+    files = {
+        "ledger.py": "from bench.ledger import machine  # noqa: F401\n",
+        "big.py": "from bench.graph import big_machine\n\nmachine = big_machine()\n",
+    }
+    with served(
+        tmp_path_factory.mktemp("browser-big"),
+        {"JR2_LEASE_SECONDS": "15", "PYTHONPATH": str(ROOT)},
+        files=files,
+        users={OPERATOR: ["operators"]},
+        password=PASSWORD,
+    ) as live:
         yield live
 
 
@@ -78,8 +86,9 @@ def step_ids(tab: Page) -> list[int]:
     return [int(x) for x in found]
 
 
-def test_a_big_run_opens_newest_first_and_loads_older_steps_as_the_user_scrolls(page: Page, server: LiveServer,
-                                                                                big_run: dict[str, Any]) -> None:
+def test_a_big_run_opens_newest_first_and_loads_older_steps_as_the_user_scrolls(
+    page: Page, server: LiveServer, big_run: dict[str, Any]
+) -> None:
     run_id, last = big_run["id"], big_run["seq"]
     page.goto(f"{server.url}/runs/{run_id}/")
     expect(page.locator("#run-summary")).to_contain_text(f"{last} steps")
@@ -114,15 +123,17 @@ def test_new_steps_arrive_live_at_the_top_once(page: Page, server: LiveServer, b
     expect(page.locator(f"#step-{last}")).to_be_attached()
     expect(page.locator("#run-summary")).to_contain_text(f"{last} steps")
     now = step_ids(page)
-    assert now[:last - shown[0]] == list(range(last, shown[0], -1)) and now[last - shown[0]:] == shown, \
+    assert now[: last - shown[0]] == list(range(last, shown[0], -1)) and now[last - shown[0] :] == shown, (
         "the new steps on top, in order, and nothing twice"
+    )
     expect(page.locator("#run-steps-list li.step").first).to_contain_text("the Gate desk got tick")
     assert page.evaluate("window.__sameDocument") == "yes"
     big_run["seq"] = last
 
 
-def test_steps_a_page_missed_while_its_socket_was_held_are_loaded_in_the_gap(page: Page, server: LiveServer,
-                                                                           big_run: dict[str, Any]) -> None:
+def test_steps_a_page_missed_while_its_socket_was_held_are_loaded_in_the_gap(
+    page: Page, server: LiveServer, big_run: dict[str, Any]
+) -> None:
     """The socket's messages are held (the page misses updates) while the run moves more steps than a live update
     carries; when they flow again the page gets the newest steps on top and a loader for exactly those between,
     which fills the gap as it scrolls into view: every step once, in order, no reload."""
@@ -139,7 +150,7 @@ def test_steps_a_page_missed_while_its_socket_was_held_are_loaded_in_the_gap(pag
     page.evaluate("window.__sameDocument = 'yes'")
     shown = step_ids(page)
     held["now"] = True
-    tick(server, run_id, STEP_HEAD)                      # 2 steps a tick: twice what one update carries
+    tick(server, run_id, STEP_HEAD)  # 2 steps a tick: twice what one update carries
     page.wait_for_timeout(300)
     assert step_ids(page) == shown, "the page missed them"
     held["now"] = False
@@ -156,8 +167,9 @@ def test_steps_a_page_missed_while_its_socket_was_held_are_loaded_in_the_gap(pag
     big_run["seq"] = last
 
 
-def test_a_deep_link_opens_an_old_step_marked_and_copy_link_copies_its_address(page: Page, server: LiveServer,
-                                                                              big_run: dict[str, Any]) -> None:
+def test_a_deep_link_opens_an_old_step_marked_and_copy_link_copies_its_address(
+    page: Page, server: LiveServer, big_run: dict[str, Any]
+) -> None:
     run_id = big_run["id"]
     page.goto(f"{server.url}/runs/{run_id}/?step=30")
     target = page.locator("#step-30")
@@ -175,8 +187,9 @@ def test_a_deep_link_opens_an_old_step_marked_and_copy_link_copies_its_address(p
     expect(page.locator("#step-12")).to_have_class(re.compile(r"\btarget\b"))
 
 
-def test_collapsing_a_state_is_remembered_and_a_child_machine_opens_its_graph(page: Page, server: LiveServer,
-                                                                             big_run: dict[str, Any]) -> None:
+def test_collapsing_a_state_is_remembered_and_a_child_machine_opens_its_graph(
+    page: Page, server: LiveServer, big_run: dict[str, Any]
+) -> None:
     page.goto(f"{server.url}/workflows/ledger/")
     writing = page.locator('#graph g[id="state-writing"]')
     expect(page.locator('#graph g[id="state-writing.asking"]')).to_be_attached()
@@ -209,8 +222,9 @@ def test_a_300_state_machine_opens_at_its_size_with_an_overview(page: Page, serv
     graph, overview = page.locator("#graph"), page.locator("#graph-minimap")
     expect(overview).to_be_visible()
     expect(overview.locator("svg")).to_be_attached()
-    assert page.evaluate("document.getElementById('graph').scrollWidth > 3 * document.getElementById('graph')"
-                         ".clientWidth")
+    assert page.evaluate(
+        "document.getElementById('graph').scrollWidth > 3 * document.getElementById('graph').clientWidth"
+    )
     box = overview.bounding_box()
     assert box is not None
     page.mouse.click(box["x"] + box["width"] * 0.9, box["y"] + box["height"] / 2)
@@ -218,8 +232,9 @@ def test_a_300_state_machine_opens_at_its_size_with_an_overview(page: Page, serv
     shot(page, "workflow-big")
     page.get_by_role("button", name="whole Machine").click()
     expect(overview).to_be_hidden()
-    assert page.evaluate("document.getElementById('graph').scrollWidth <= document.getElementById('graph')"
-                         ".clientWidth + 1")
+    assert page.evaluate(
+        "document.getElementById('graph').scrollWidth <= document.getElementById('graph').clientWidth + 1"
+    )
     page.get_by_role("button", name="actual size").click()
     expect(overview).to_be_visible()
     page.locator('#graph g[id="state-team3"] .fold-toggle').click()

@@ -2,20 +2,20 @@
 against `jr2 up` (its own server here, with the workflows folder plus a small `greet` workflow whose output is made
 from its context). With JR2_SCREENSHOTS=1 each new page is saved to docs/screenshots/, as tests/e2e/test_browser.py
 does for the others."""
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.live_server import LiveServer, served
-from tests.e2e.test_browser import (  # noqa: F401 - operator and page are fixtures, used by name
-    OPERATOR, PASSWORD, operator, page, settled, shot, waiting_run)
+from tests.e2e.test_browser import OPERATOR, PASSWORD, operator, page, settled, shot, waiting_run  # noqa: F401 - operator and page are fixtures, used by name
 from tests.e2e.test_cli_forks import GREET
+from tests.live_server import LiveServer, served
 
 RUN_URL = re.compile(r"/runs/([a-z0-9]+)/$")
 
@@ -24,8 +24,13 @@ expect.set_options(timeout=15_000)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with served(tmp_path_factory.mktemp("browser-forks"), {"JR2_LEASE_SECONDS": "15"}, files={"greet.py": GREET},
-                users={OPERATOR: ["operators"]}, password=PASSWORD) as live:
+    with served(
+        tmp_path_factory.mktemp("browser-forks"),
+        {"JR2_LEASE_SECONDS": "15"},
+        files={"greet.py": GREET},
+        users={OPERATOR: ["operators"]},
+        password=PASSWORD,
+    ) as live:
         yield live
 
 
@@ -83,8 +88,10 @@ def test_a_fork_with_an_edited_context_runs_to_a_different_output(page: Page, se
 def test_the_compare_view_marks_the_first_difference(page: Page, server: LiveServer) -> None:
     parent = server.start_run("greet", {"name": "Grace"}, "waiting")
     with server.client() as client:
-        made = client.post(f"/api/runs/{parent}/fork", json={"step": 1, "context": {
-            "name": "Grace", "greeting": "Hi"}, "answer": {"gate": "desk", "event": "go"}})
+        made = client.post(
+            f"/api/runs/{parent}/fork",
+            json={"step": 1, "context": {"name": "Grace", "greeting": "Hi"}, "answer": {"gate": "desk", "event": "go"}},
+        )
         assert made.status_code == 201, made.text
     fork = made.json()["id"]
     server.wait_for(fork, "done")

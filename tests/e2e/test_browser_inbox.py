@@ -3,6 +3,7 @@ in test_browser.py, whose fixtures and helpers these tests share): a Gate that o
 tab that is already open; a Gate answered with the keyboard; a batch where one Gate closed before the page heard;
 a search whose filters live in the URL. With JR2_SCREENSHOTS=1 the inbox and the search are saved to
 docs/screenshots/."""
+
 from __future__ import annotations
 
 import re
@@ -10,10 +11,17 @@ from typing import Any
 
 from playwright.sync_api import Page, WebSocketRoute, expect
 
-from tests.live_server import LiveServer
 from tests.e2e.test_browser import (  # noqa: F401 - the fixtures are used by name
-    OPERATOR, operator, page, reply_through_api, server, settled, shot, waiting_run,
+    OPERATOR,
+    operator,
+    page,
+    reply_through_api,
+    server,
+    settled,
+    shot,
+    waiting_run,
 )
+from tests.live_server import LiveServer
 
 INBOX_ITEM = "#inbox-items article.inbox-item"
 
@@ -30,8 +38,9 @@ def header_count(tab: Page) -> int:
     return int(tab.locator("#gate-count-n").inner_text())
 
 
-def test_a_gate_opened_in_a_run_appears_in_an_open_inbox_and_leaves_with_who_answered(page: Page,
-                                                                                     server: LiveServer) -> None:
+def test_a_gate_opened_in_a_run_appears_in_an_open_inbox_and_leaves_with_who_answered(
+    page: Page, server: LiveServer
+) -> None:
     page.goto(f"{server.url}/gates/?workflow=notes")
     settled(page)
     page.evaluate("window.__sameDocument = 'yes'")

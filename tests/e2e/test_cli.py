@@ -1,6 +1,7 @@
 """The command line against a live server: `jr2 run`, `runs`, `status`, `send`, `cancel` and `replay`, each run as
 the installed console script in a subprocess (JR2_URL and JR2_TOKEN point it at the module's `jr2 up`), with what
 they print and their exit codes checked."""
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ from tests.live_server import LiveServer, free_port, jr2_script
 
 CHANGES = "One fix.\nTwo fix."
 NOTES_INPUT = json.dumps({"changes": CHANGES})
-SEND_REPLY = "--gate writing.asking --event reply --input '{\"text\": \"...\"}'"
+SEND_REPLY = '--gate writing.asking --event reply --input \'{"text": "..."}\''
 
 
 class Following:
@@ -32,9 +33,15 @@ class Following:
 
     def __init__(self, live: LiveServer, *args: str) -> None:
         # Ctrl-C as from a terminal: a suite run as a background job ignores SIGINT, and a child would inherit that.
-        self.process = subprocess.Popen([jr2_script(), "run", *args], cwd=live.folder, env=live.env, text=True,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        self.process = subprocess.Popen(
+            [jr2_script(), "run", *args],
+            cwd=live.folder,
+            env=live.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -103,8 +110,11 @@ def test_run_follows_a_notes_run_through_its_gate_to_the_end(live: LiveServer) -
     follow = Following(live, "notes", "--input", NOTES_INPUT)
     try:
         head = follow.until(r"^jr2 run: started run ")
-        run_id = re.match(r"jr2 run: started run (\w+) of notes; following it \(Ctrl-C stops following, the run goes "
-                          r"on\)$", head).group(1)  # type: ignore[union-attr]
+        run_id = re.match(
+            r"jr2 run: started run (\w+) of notes; following it \(Ctrl-C stops following, the run goes "
+            r"on\)$",
+            head,
+        ).group(1)  # type: ignore[union-attr]
         command = follow.until(r"^  jr2 send ")
         assert command == f"  jr2 send {run_id} {SEND_REPLY}"
         # answer it as the line says, with the placeholder filled in
@@ -117,9 +127,13 @@ def test_run_follows_a_notes_run_through_its_gate_to_the_end(live: LiveServer) -
         follow.kill()
     assert code == 0, follow.lines
     final = json.loads(out)
-    assert final == {"id": run_id, "workflow": "notes", "status": "done",
-                     "output": {"notes": "## What's new\n\n- One fix.\n- Two fix.\n\n_Written for: Ops people_"},
-                     "reason": ""}
+    assert final == {
+        "id": run_id,
+        "workflow": "notes",
+        "status": "done",
+        "output": {"notes": "## What's new\n\n- One fix.\n- Two fix.\n\n_Written for: Ops people_"},
+        "reason": "",
+    }
     lines = follow.lines
     expected_in_order = [
         f"jr2 run: started run {run_id} of notes; following it (Ctrl-C stops following, the run goes on)",
@@ -162,10 +176,13 @@ def test_run_exits_3_when_the_run_it_follows_is_cancelled(live: LiveServer) -> N
     finally:
         follow.kill()
     assert code == 3, follow.lines
-    assert json.loads(out) == {"id": run_id, "workflow": "notes", "status": "cancelled", "output": None,
-                               "reason": ""}
-    assert follow.lines[-4:] == ["the run was cancelled", "Turn turn-1 of writer ended", "Gate writing.asking closed",
-                                 "status: cancelled"]
+    assert json.loads(out) == {"id": run_id, "workflow": "notes", "status": "cancelled", "output": None, "reason": ""}
+    assert follow.lines[-4:] == [
+        "the run was cancelled",
+        "Turn turn-1 of writer ended",
+        "Gate writing.asking closed",
+        "status: cancelled",
+    ]
 
 
 def test_while_following_ctrl_c_is_taken_between_polls_and_a_second_one_at_once() -> None:
@@ -202,8 +219,9 @@ def test_ctrl_c_stops_following_and_the_run_goes_on(live: LiveServer) -> None:
         follow.kill()
     assert code == 130
     assert out == ""
-    assert follow.lines[-1] == (f"jr2 run: stopped following run {run_id}; it goes on. Look again with "
-                                f"`jr2 status {run_id}`")
+    assert follow.lines[-1] == (
+        f"jr2 run: stopped following run {run_id}; it goes on. Look again with `jr2 status {run_id}`"
+    )
     assert "Traceback" not in "\n".join(follow.lines)
     assert live.wait_for(run_id, "waiting")["status"] == "waiting"
 
@@ -222,14 +240,17 @@ def test_run_input_errors_are_one_line_and_exit_2(live: LiveServer, tmp_path: Pa
         before = client.get("/api/runs").json()["count"]
     bad = live.jr2("run", "notes", "--input", "{changes: 1}")
     assert bad.returncode == 2 and bad.stdout == ""
-    assert only_line(bad.stderr).startswith("jr2 run: --input is not JSON (Expecting property name enclosed in "
-                                            "double quotes: line 1 column 2 (char 1)): ")
+    assert only_line(bad.stderr).startswith(
+        "jr2 run: --input is not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1)): "
+    )
     door = live.jr2("run", "notes", "--input", '{"change": "x"}')
     assert door.returncode == 2 and door.stdout == ""
     assert only_line(door.stderr) == 'jr2 run: 400: the input of workflow "notes" is not valid: changes: Field required'
     unknown = live.jr2("run", "nope", "--input", "{}")
     assert unknown.returncode == 2
-    assert only_line(unknown.stderr) == 'jr2 run: 404: no workflow "nope" (workflows: code_review, notes, release, triage)'
+    assert (
+        only_line(unknown.stderr) == 'jr2 run: 404: no workflow "nope" (workflows: code_review, notes, release, triage)'
+    )
     with live.client() as client:
         assert client.get("/api/runs").json()["count"] == before  # nothing was started
     # @FILE reads the input from a file
@@ -262,7 +283,9 @@ def test_runs_lists_a_table_and_json(live: LiveServer) -> None:
     assert {r["workflow"] for r in page["results"]} == {"triage"} and page["page"] == 1
     bad = live.jr2("runs", "--status", "sleeping")
     assert bad.returncode == 2
-    assert only_line(bad.stderr).startswith("jr2 runs: 400: status: unknown status sleeping (statuses: running, waiting, ")
+    assert only_line(bad.stderr).startswith(
+        "jr2 runs: 400: status: unknown status sleeping (statuses: running, waiting, "
+    )
 
 
 def test_status_by_prefix_shows_state_gates_and_turns(live: LiveServer) -> None:
@@ -273,15 +296,18 @@ def test_status_by_prefix_shows_state_gates_and_turns(live: LiveServer) -> None:
     assert lines[0] == f"run {run_id}: workflow notes, waiting (scripted Agents)"
     assert "state: notes.writing.asking" in lines
     assert f"  jr2 send {run_id} {SEND_REPLY}" in lines
-    assert ("Turn turn-1: writer in notes.writing [script/notes.writer (scripted stand-in for "
-            "anthropic/claude-haiku-5-5)]: waiting on its pick ask (pick-1)") in lines
+    assert (
+        "Turn turn-1: writer in notes.writing [script/notes.writer (scripted stand-in for "
+        "anthropic/claude-haiku-5-5)]: waiting on its pick ask (pick-1)"
+    ) in lines
     raw = live.jr2("status", run_id, "--json")
     assert raw.returncode == 0
     assert json.loads(raw.stdout)["gates"][0]["id"] == "writing.asking"
     short = live.jr2("status", run_id[:3])
     assert short.returncode == 2
-    assert only_line(short.stderr) == (f"jr2 status: a run id or a prefix of at least 4 characters is needed; got "
-                                       f"{run_id[:3]!r}")
+    assert only_line(short.stderr) == (
+        f"jr2 status: a run id or a prefix of at least 4 characters is needed; got {run_id[:3]!r}"
+    )
     none = live.jr2("status", "zzzzzzzz")
     assert none.returncode == 2
     assert only_line(none.stderr) == "jr2 status: no run id starts with 'zzzzzzzz' (see `jr2 runs`)"
@@ -290,8 +316,12 @@ def test_status_by_prefix_shows_state_gates_and_turns(live: LiveServer) -> None:
 def test_status_of_a_finished_run_shows_the_output_and_exits_by_status(live: LiveServer) -> None:
     run_id = waiting_notes_run(live)
     with live.client() as client:
-        assert client.post(f"/api/runs/{run_id}/gates/writing.asking/events",
-                           json={"type": "reply", "text": "Ops"}).status_code == 200
+        assert (
+            client.post(
+                f"/api/runs/{run_id}/gates/writing.asking/events", json={"type": "reply", "text": "Ops"}
+            ).status_code
+            == 200
+        )
     live.wait_for(run_id, "done")
     done = live.jr2("status", run_id)
     assert done.returncode == 0
@@ -312,16 +342,18 @@ def test_send_delivers_and_its_errors_are_the_apis_detail_on_one_line(live: Live
     prefix = run_id[:4]
     unknown = live.jr2("send", prefix, "--gate", "nope", "--event", "reply", "--input", '{"text": "x"}')
     assert unknown.returncode == 2 and unknown.stdout == ""
-    assert only_line(unknown.stderr) == (f'jr2 send: 404: run {run_id} has no open Gate "nope" (open Gates: '
-                                         "writing.asking)")
+    assert only_line(unknown.stderr) == (
+        f'jr2 send: 404: run {run_id} has no open Gate "nope" (open Gates: writing.asking)'
+    )
     invalid = live.jr2("send", prefix, "--gate", "writing.asking", "--event", "reply", "--input", '{"txt": "x"}')
     assert invalid.returncode == 2
     assert only_line(invalid.stderr).startswith('jr2 send: 400: the input of "reply" is not valid: ')
     assert "text" in invalid.stderr and "Field required" in invalid.stderr
     not_object = live.jr2("send", prefix, "--gate", "writing.asking", "--event", "reply", "--input", '["x"]')
     assert not_object.returncode == 2
-    assert only_line(not_object.stderr) == ('jr2 send: --input must be a JSON object, like \'{"text": "..."}\'; got '
-                                            "list")
+    assert only_line(not_object.stderr) == (
+        'jr2 send: --input must be a JSON object, like \'{"text": "..."}\'; got list'
+    )
     good = live.jr2("send", prefix, "--gate", "writing.asking", "--event", "reply", "--input", '{"text": "Ops"}')
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)["outcome"] == "delivered"
@@ -347,8 +379,10 @@ def test_cancel_then_cancel_again(live: LiveServer) -> None:
 def test_a_bad_or_missing_token_is_the_401_line(live: LiveServer) -> None:
     bad = live.jr2("runs", env={"JR2_TOKEN": "jr2_not-a-token"})
     assert bad.returncode == 2 and bad.stdout == ""
-    assert only_line(bad.stderr) == ("jr2 runs: 401: a valid API token is needed: send `Authorization: Bearer "
-                                     "<token>` (create one with `jr2 token create <username>`)")
+    assert only_line(bad.stderr) == (
+        "jr2 runs: 401: a valid API token is needed: send `Authorization: Bearer "
+        "<token>` (create one with `jr2 token create <username>`)"
+    )
     flag = live.jr2("status", "abcd", "--token", "jr2_not-a-token")
     assert flag.returncode == 2 and flag.stderr.startswith("jr2 status: 401: ")
     missing = live.jr2("run", "notes", "--input", NOTES_INPUT, env={"JR2_TOKEN": ""})
@@ -370,8 +404,10 @@ def test_a_server_that_is_down_is_named_with_how_to_start_it(live: LiveServer) -
 
 def test_several_runs_for_one_prefix_are_listed() -> None:
     """In-process, over a stand-in transport: two runs share a prefix (random ids rarely do on a live server)."""
-    rows = [{"id": "abcd2345xy", "workflow": "notes", "status": "done"},
-            {"id": "abcd9876zz", "workflow": "triage", "status": "waiting"}]
+    rows = [
+        {"id": "abcd2345xy", "workflow": "notes", "status": "done"},
+        {"id": "abcd9876zz", "workflow": "triage", "status": "waiting"},
+    ]
 
     def answer(request: httpx.Request) -> httpx.Response:
         found = [row for row in rows if row["id"].startswith(request.url.params["prefix"])]
@@ -381,14 +417,22 @@ def test_several_runs_for_one_prefix_are_listed() -> None:
     with pytest.raises(CliError) as err:
         api.resolve("abcd")
     assert err.value.code == 2
-    assert err.value.message == ("jr2 status: 2 runs start with 'abcd': abcd2345xy (notes, done), abcd9876zz "
-                                 "(triage, waiting); give more characters")
+    assert err.value.message == (
+        "jr2 status: 2 runs start with 'abcd': abcd2345xy (notes, done), abcd9876zz "
+        "(triage, waiting); give more characters"
+    )
     assert api.resolve("abcd9") == "abcd9876zz"
 
 
 def test_an_error_that_is_not_json_is_still_one_line() -> None:
-    api = Client("runs", "http://jr2.test", "t", transport=httpx.MockTransport(
-        lambda request: httpx.Response(502, text="<html>\n<body>Bad gateway</body>\n</html>")))
+    api = Client(
+        "runs",
+        "http://jr2.test",
+        "t",
+        transport=httpx.MockTransport(
+            lambda request: httpx.Response(502, text="<html>\n<body>Bad gateway</body>\n</html>")
+        ),
+    )
     with pytest.raises(CliError) as err:
         api.get("/api/runs")
     assert err.value.message == "jr2 runs: 502: <html>; <body>Bad gateway</body>; </html>"
@@ -400,8 +444,12 @@ def test_an_error_that_is_not_json_is_still_one_line() -> None:
 def finished_notes_run(live: LiveServer, reply: str = "Ops") -> str:
     run_id = waiting_notes_run(live)
     with live.client() as client:
-        assert client.post(f"/api/runs/{run_id}/gates/writing.asking/events",
-                           json={"type": "reply", "text": reply}).status_code == 200
+        assert (
+            client.post(
+                f"/api/runs/{run_id}/gates/writing.asking/events", json={"type": "reply", "text": reply}
+            ).status_code
+            == 200
+        )
     live.wait_for(run_id, "done")
     return run_id
 
@@ -416,8 +464,10 @@ def test_replay_of_a_finished_run_is_the_same(live: LiveServer) -> None:
     proc = live.jr2("replay", run_id[:6])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"same ({n} steps)\n"
-    assert only_line(proc.stderr).startswith(f"jr2 replay: run {run_id} (notes, done, {n} journal entries) against "
-                                             f"{live.workflows / 'notes.py'} (the same shape ")
+    assert only_line(proc.stderr).startswith(
+        f"jr2 replay: run {run_id} (notes, done, {n} journal entries) against "
+        f"{live.workflows / 'notes.py'} (the same shape "
+    )
     through_api = live.jr2("replay", run_id, "--url", live.url)
     assert through_api.returncode == 0, through_api.stderr
     assert through_api.stdout == f"same ({n} steps)\n"
@@ -443,12 +493,16 @@ def test_replay_against_an_edited_guard_names_the_first_divergence(live: LiveSer
         (live.workflows / "notes.py").write_text(source)
     assert proc.returncode == 1, proc.stderr
     line = only_line(proc.stdout)
-    assert line.startswith(f'step {gate}: the Gate writing.asking got reply {{text: "Ops"}}: now produces different '
-                           "outputs (now: the Gate writing.asking closes; the pick ask is answered \"The editor "
-                           'replied: Ops" (allowed then: ask); then in notes.writing.drafting)'), line
-    assert line.endswith(f'; later, step {done}: writer picked done {{notes: "## What\'s new\\n\\n- One fix.\\n- Two '
-                         'fix.\\n\\n_W…"}: now unmoved: not allowed in notes.writing.drafting (allowed now: '
-                         "ask)"), line
+    assert line.startswith(
+        f'step {gate}: the Gate writing.asking got reply {{text: "Ops"}}: now produces different '
+        'outputs (now: the Gate writing.asking closes; the pick ask is answered "The editor '
+        'replied: Ops" (allowed then: ask); then in notes.writing.drafting)'
+    ), line
+    assert line.endswith(
+        f"; later, step {done}: writer picked done {{notes: \"## What's new\\n\\n- One fix.\\n- Two "
+        'fix.\\n\\n_W…"}: now unmoved: not allowed in notes.writing.drafting (allowed now: '
+        "ask)"
+    ), line
     assert "(the same shape " in proc.stderr  # a guard is not part of the shape
 
 
@@ -465,15 +519,20 @@ def test_replay_of_a_changed_shape_needs_against_current(live: LiveServer, tmp_p
     refused = live.jr2("replay", run_id, "--workflows", str(edited))
     assert refused.returncode == 1
     line = only_line(refused.stdout)
-    match = re.fullmatch(rf'run {run_id} was written under workflow "notes" with shape {recorded[:12]}, but notes.py '
-                         r"now has shape ([0-9a-f]{12}): not replayed\. Pass --against-current to replay it against "
-                         r"the current Machine and see where it diverges", line)
+    match = re.fullmatch(
+        rf'run {run_id} was written under workflow "notes" with shape {recorded[:12]}, but notes.py '
+        r"now has shape ([0-9a-f]{12}): not replayed\. Pass --against-current to replay it against "
+        r"the current Machine and see where it diverges",
+        line,
+    )
     assert match and match.group(1) != recorded[:12], line
     replayed = live.jr2("replay", run_id, "--workflows", str(edited), "--against-current")
     assert replayed.returncode == 1, replayed.stderr
     line = only_line(replayed.stdout)
-    assert line.startswith(f'step {gate}: the Gate writing.asking got reply {{text: "Ops"}}: now produces different '
-                           "outputs (now: the Gate writing.asking closes; writer's Turn ends; "), line
+    assert line.startswith(
+        f'step {gate}: the Gate writing.asking got reply {{text: "Ops"}}: now produces different '
+        "outputs (now: the Gate writing.asking closes; writer's Turn ends; "
+    ), line
     assert "the run ends done" in line and "then in notes.published" in line
     assert f"its shape changed: the run's {recorded[:12]}, now {match.group(1)}" in replayed.stderr
 
@@ -481,15 +540,17 @@ def test_replay_of_a_changed_shape_needs_against_current(live: LiveServer, tmp_p
 def test_replay_errors_exit_2(live: LiveServer, tmp_path: Path) -> None:
     missing = live.jr2("replay", "zzzzzzzz")
     assert missing.returncode == 2
-    assert only_line(missing.stderr) == ("jr2 replay: no run id starts with 'zzzzzzzz' in the database "
-                                         f"({live.database_name})")
+    assert only_line(missing.stderr) == (
+        f"jr2 replay: no run id starts with 'zzzzzzzz' in the database ({live.database_name})"
+    )
     run_id = finished_notes_run(live)
     elsewhere = tmp_path / "empty"
     elsewhere.mkdir()
     gone = live.jr2("replay", run_id, "--workflows", str(elsewhere))
     assert gone.returncode == 2
-    assert only_line(gone.stderr) == (f'jr2 replay: run {run_id} is a run of workflow "notes", which is not in '
-                                      f"{elsewhere} (workflows: none)")
+    assert only_line(gone.stderr) == (
+        f'jr2 replay: run {run_id} is a run of workflow "notes", which is not in {elsewhere} (workflows: none)'
+    )
 
 
 FAILING = '''"""A workflow that fails as it starts: for the command line's exit code 1."""

@@ -1,18 +1,19 @@
 """`jr2 fork`, `jr2 export` and `jr2 import` as the installed console script against a live `jr2 up` (a fork goes
 through the API; export and import read and write the server's database, or its API with --url), with what they
 print and their exit codes; and the API refusing to move an imported run."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from tests.live_server import LiveServer, served
 
 #: A Gate, then an output made from the context: a fork with another greeting ends with another output.
-GREET = '''
+GREET = """
 from pydantic import BaseModel, Field
 from engine import define_event, jr2_setup
 
@@ -38,7 +39,7 @@ machine = jr2_setup(events=[go]).create_machine({
     },
     "output": lambda context: {"text": context["greeting"] + ", " + context["name"] + "!"},
 })
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +63,9 @@ def count(live: LiveServer) -> int:
 
 def test_jr2_fork_with_an_edited_context_runs_to_another_output(live: LiveServer) -> None:
     parent = started(live)
-    forked = live.jr2("fork", parent[:6], "--step", "1", "--context",
-                      json.dumps({"name": "Ada", "greeting": "Bonjour"}))
+    forked = live.jr2(
+        "fork", parent[:6], "--step", "1", "--context", json.dumps({"name": "Ada", "greeting": "Bonjour"})
+    )
     assert forked.returncode == 0, forked.stderr
     fork = json.loads(forked.stdout)
     assert fork["parent"] == parent and fork["parent_step"] == 1 and fork["status"] == "waiting"
@@ -77,13 +79,18 @@ def test_jr2_fork_with_an_edited_context_runs_to_another_output(live: LiveServer
         assert client.get(f"/api/runs/{parent}").json()["forks"] == [fork["id"]]
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (["--context", '{"name": 1, "greeting": "Hi"}'],
-     'jr2 fork: 400: the edited context is refused: context.name must be a string like "Ada"; got a number'),
-    (["--context", "[1]"], "jr2 fork: --context must be a JSON object; got list"),
-    (["--gate", "desk"], "jr2 fork: --gate and --event go together"),
-    (["--gate", "desk", "--event", "nope"], "jr2 fork: 400: the Gate answer is refused after step 1"),
-])
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (
+            ["--context", '{"name": 1, "greeting": "Hi"}'],
+            'jr2 fork: 400: the edited context is refused: context.name must be a string like "Ada"; got a number',
+        ),
+        (["--context", "[1]"], "jr2 fork: --context must be a JSON object; got list"),
+        (["--gate", "desk"], "jr2 fork: --gate and --event go together"),
+        (["--gate", "desk", "--event", "nope"], "jr2 fork: 400: the Gate answer is refused after step 1"),
+    ],
+)
 def test_a_refused_fork_says_why_exits_2_and_makes_nothing(live: LiveServer, args: list[str], words: str) -> None:
     parent = started(live)
     before = count(live)
@@ -92,8 +99,9 @@ def test_a_refused_fork_says_why_exits_2_and_makes_nothing(live: LiveServer, arg
     assert count(live) == before
 
 
-def test_export_then_import_makes_a_read_only_copy_and_a_bad_file_changes_nothing(live: LiveServer,
-                                                                               tmp_path: Path) -> None:
+def test_export_then_import_makes_a_read_only_copy_and_a_bad_file_changes_nothing(
+    live: LiveServer, tmp_path: Path
+) -> None:
     run_id = started(live)
     target = tmp_path / "run.json"
     exported = live.jr2("export", run_id, "-o", str(target))
@@ -122,8 +130,10 @@ def test_export_then_import_makes_a_read_only_copy_and_a_bad_file_changes_nothin
     bad.write_text(json.dumps(data))
     refused = live.jr2("import", str(bad))
     assert refused.returncode == 2
-    assert "jr2 import: " + str(bad) + ": the run export is refused, nothing was imported: journal.0.kind" in \
-        refused.stderr
+    assert (
+        "jr2 import: " + str(bad) + ": the run export is refused, nothing was imported: journal.0.kind"
+        in refused.stderr
+    )
     missing = live.jr2("import", str(tmp_path / "nope.json"))
     assert missing.returncode == 2 and "No such file" in missing.stderr
     assert count(live) == before

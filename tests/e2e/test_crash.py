@@ -4,17 +4,19 @@ Four moments (the issue's): while an Effect runs, while a model request is in fl
 Gate, and between an input's commit and its notification. Each time the run finishes with the same output as an
 undisturbed run, every journal entry written before the kill is still there, in order, and a non-idempotent
 Effect has not run twice (each Effect counts its runs in a file it appends to)."""
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.live_server import LiveServer, make_server
 from tests.fakes.model_server import ModelServer, tool_call
+from tests.live_server import LiveServer, make_server
 
 CRASHY = (Path(__file__).parent / "crashy.py").read_text()
 EXPECTED = {"result": "reply: yes"}
@@ -45,8 +47,9 @@ def until(check: Callable[[], Any], timeout: float = 30, what: str = "") -> Any:
 def assert_kept(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
     """Nothing journaled before the kill was lost, and the journal has no gap or duplicate."""
     assert [e["seq"] for e in after] == list(range(1, len(after) + 1))
-    assert [(e["seq"], e["kind"], e["entry"]) for e in after[:len(before)]] == \
-        [(e["seq"], e["kind"], e["entry"]) for e in before]
+    assert [(e["seq"], e["kind"], e["entry"]) for e in after[: len(before)]] == [
+        (e["seq"], e["kind"], e["entry"]) for e in before
+    ]
 
 
 def finish(server: LiveServer, run_id: str) -> dict[str, Any]:
@@ -146,10 +149,13 @@ def test_killed_between_a_gate_answers_commit_and_its_notification(tmp_path: Pat
 def test_killed_while_a_model_request_is_in_flight_it_is_asked_again(tmp_path: Path) -> None:
     ask = {"question": "Who reads these?"}
     with ModelServer() as model:
-        model.queue(tool_call("ask", ask, delay=30), tool_call("ask", ask),
-                    tool_call("done", {"notes": "- Faster start-up."}))
-        server = make_server(tmp_path, {"ANTHROPIC_API_KEY": "test-key", "JR2_ANTHROPIC_BASE_URL": model.url,
-                                        "JR2_PROVIDER_MAX_RETRIES": "0"})
+        model.queue(
+            tool_call("ask", ask, delay=30), tool_call("ask", ask), tool_call("done", {"notes": "- Faster start-up."})
+        )
+        server = make_server(
+            tmp_path,
+            {"ANTHROPIC_API_KEY": "test-key", "JR2_ANTHROPIC_BASE_URL": model.url, "JR2_PROVIDER_MAX_RETRIES": "0"},
+        )
         try:
             run_id = server.start_run("notes", {"changes": "Faster start-up."})
             until(lambda: model.count() == 1, what="the first model request")

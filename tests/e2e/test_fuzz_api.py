@@ -15,13 +15,15 @@ made up, or any text in the Authorization header).
 `JR2_FUZZ_EXAMPLES` sets the examples per operation, mode and caller (default 5: about a minute in the normal
 suite); the figures of a long run are in docs/reliability.md ("API fuzz").
 """
+
 from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 import time
-from typing import Any, Iterator
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -29,9 +31,15 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    not_a_server_error,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 from schemathesis.core.parameters import ParameterLocation as Location
-from schemathesis.checks import (content_type_conformance, negative_data_rejection, not_a_server_error,
-                                 response_headers_conformance, response_schema_conformance, status_code_conformance)
 
 from engine.web.api import api
 from tests.databases import all_rows
@@ -44,14 +52,27 @@ OPERATIONS = [(method.upper(), path) for path, ops in DOCUMENT["paths"].items() 
 #: Columns that change while nothing is asked: lease renewals, and a token's last use (a refused call with a valid
 #: token still used it).
 VOLATILE = {("engine_run", "lease_expires"), ("engine_run", "lease_owner"), ("engine_apitoken", "last_used_at")}
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
-          response_schema_conformance]
-DOORS = {"notes": {"changes": "One fix.\nA dark theme."},
-         "triage": {"title": "Crash on save", "body": "It crashes when I save."},
-         "code_review": {"task": "Add a docstring to add()."}}
-GATE_ANSWERS = [{"type": "reply", "text": "Everyone"}, {"type": "confirm"}, {"type": "withdraw", "reason": "dup"},
-                {"type": "label", "label": "bug", "reason": "a crash"}, {"type": "label", "label": "nonsense"},
-                {"type": "reply"}, {"type": "reply", "text": 3, "sender": {"party": "gate", "id": "x"}}]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+DOORS = {
+    "notes": {"changes": "One fix.\nA dark theme."},
+    "triage": {"title": "Crash on save", "body": "It crashes when I save."},
+    "code_review": {"task": "Add a docstring to add()."},
+}
+GATE_ANSWERS = [
+    {"type": "reply", "text": "Everyone"},
+    {"type": "confirm"},
+    {"type": "withdraw", "reason": "dup"},
+    {"type": "label", "label": "bug", "reason": "a crash"},
+    {"type": "label", "label": "nonsense"},
+    {"type": "reply"},
+    {"type": "reply", "text": 3, "sender": {"party": "gate", "id": "x"}},
+]
 
 
 #: The statuses the fuzz got, by operation; printed at the end of the module (run with -s to see them).
@@ -79,9 +100,13 @@ def tokens(server: LiveServer) -> dict[str, str | None]:
     revoked = server.new_token("e2e", "--name", "revoked")
     gone = server.jr2("token", "revoke", revoked[:10])
     assert gone.returncode == 0, gone.stdout + gone.stderr
-    return {"operator": server.token, "observer": reader, "revoked": revoked, "made-up": "jr2_" + "x" * 43,
-            "nobody": None}
-
+    return {
+        "operator": server.token,
+        "observer": reader,
+        "revoked": revoked,
+        "made-up": "jr2_" + "x" * 43,
+        "nobody": None,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +118,11 @@ def known(server: LiveServer) -> dict[str, list[str]]:
     ended = server.start_run("notes", DOORS["notes"], "waiting")
     with server.client() as client:
         assert client.post(f"/api/runs/{ended}/cancel").status_code == 200
-    return {"name": ["notes", "triage", "code_review", "nope"], "run_id": [*runs, ended],
-            "gate": ["writing.asking", "desk", "writing", "nope"]}
+    return {
+        "name": ["notes", "triage", "code_review", "nope"],
+        "run_id": [*runs, ended],
+        "gate": ["writing.asking", "desk", "writing", "nope"],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +139,7 @@ def schema(server: LiveServer) -> Any:
     return loaded
 
 
-def test_the_live_document_is_the_one_the_fuzz_was_collected_from_and_has_no_duplicate_key(
-        server: LiveServer) -> None:
+def test_the_live_document_is_the_one_the_fuzz_was_collected_from_and_has_no_duplicate_key(server: LiveServer) -> None:
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         keys = [k for k, _ in pairs]
         assert len(keys) == len(set(keys)), f"duplicate keys in the document: {keys}"
@@ -129,6 +156,7 @@ def test_the_live_document_is_the_one_the_fuzz_was_collected_from_and_has_no_dup
 
 
 # -- the database, before and after ----------------------------------------------------------------------------
+
 
 def database(server: LiveServer) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table (less VOLATILE columns) of the server's database, SQLite or PostgreSQL, read-only."""
@@ -151,30 +179,48 @@ def quiet(server: LiveServer, timeout: float = 60) -> dict[str, list[tuple[Any, 
 
 
 def changed(before: dict[str, list[Any]], after: dict[str, list[Any]]) -> dict[str, Any]:
-    return {t: {"before": [r for r in before.get(t, []) if r not in after.get(t, [])],
-                "after": [r for r in after.get(t, []) if r not in before.get(t, [])]}
-            for t in sorted(set(before) | set(after)) if before.get(t) != after.get(t)}
+    return {
+        t: {
+            "before": [r for r in before.get(t, []) if r not in after.get(t, [])],
+            "after": [r for r in after.get(t, []) if r not in before.get(t, [])],
+        }
+        for t in sorted(set(before) | set(after))
+        if before.get(t) != after.get(t)
+    }
 
 
 # -- the fuzz ------------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("caller", ["operator", "observer", "nobody", "wrong"])
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)
 @pytest.mark.parametrize("method,path", OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
-def test_fuzz(server: LiveServer, schema: Any, tokens: dict[str, str | None], known: dict[str, list[str]],
-              method: str, path: str, mode: GenerationMode, caller: str) -> None:
+def test_fuzz(
+    server: LiveServer,
+    schema: Any,
+    tokens: dict[str, str | None],
+    known: dict[str, list[str]],
+    method: str,
+    path: str,
+    mode: GenerationMode,
+    caller: str,
+) -> None:
     declared = DOCUMENT["paths"][path][method.lower()]
     breakable = "requestBody" in declared or any(p["in"] != "path" for p in declared.get("parameters", []))
     if mode is GenerationMode.NEGATIVE and not breakable:
-        pytest.skip(f"{method} {path} takes nothing a request could break (no body, no query; any path text is a "
-                    "string)")
+        pytest.skip(
+            f"{method} {path} takes nothing a request could break (no body, no query; any path text is a string)"
+        )
     operation = schema[path][method]
     db = server
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                     HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture],
+    )
     @given(case=operation.as_strategy(generation_mode=mode), data=st.data())
     def one(case: Any, data: st.DataObject) -> None:
         # Real values replace generated ones only where the case follows the schema: a negated part stays as
@@ -189,16 +235,22 @@ def test_fuzz(server: LiveServer, schema: Any, tokens: dict[str, str | None], kn
                 case.body = DOORS.get(case.path_parameters["name"], {"changes": "x"})
             if path.endswith("/events") and data.draw(st.booleans(), label="a Gate answer"):
                 case.body = dict(data.draw(st.sampled_from(GATE_ANSWERS), label="answer"))
-        who = data.draw(st.sampled_from(["revoked", "made-up", "garbage"]), label="wrong") \
-            if caller == "wrong" else caller
+        who = (
+            data.draw(st.sampled_from(["revoked", "made-up", "garbage"]), label="wrong")
+            if caller == "wrong"
+            else caller
+        )
         headers = dict(case.headers or {})
         if who == "garbage":
             # Any header text (without the outer blanks HTTP clients refuse to send) but U+0085: daphne's HTTP
             # parser (Twisted) takes it for a line break and answers 400 in HTML itself, before the request reaches
             # jr2 (docs/reliability.md).
-            headers["Authorization"] = data.draw(st.text(st.characters(min_codepoint=32, max_codepoint=255,
-                                                                       exclude_characters="\x85"),
-                                                         max_size=80).map(str.strip), label="garbage")
+            headers["Authorization"] = data.draw(
+                st.text(st.characters(min_codepoint=32, max_codepoint=255, exclude_characters="\x85"), max_size=80).map(
+                    str.strip
+                ),
+                label="garbage",
+            )
         elif tokens[who] is not None:
             headers["Authorization"] = f"Bearer {tokens[who]}"
         before = quiet(db)
@@ -208,8 +260,10 @@ def test_fuzz(server: LiveServer, schema: Any, tokens: dict[str, str | None], kn
         case.validate_response(response, checks=checks, headers=headers)
         if 400 <= response.status_code < 500:
             after = database(db)
-            assert after == before, (f"{method} {case.formatted_path} as {who} was refused "
-                                     f"({response.status_code}: {response.text[:300]}) but the database changed: "
-                                     f"{changed(before, after)}")
+            assert after == before, (
+                f"{method} {case.formatted_path} as {who} was refused "
+                f"({response.status_code}: {response.text[:300]}) but the database changed: "
+                f"{changed(before, after)}"
+            )
 
     one()

@@ -1,4 +1,5 @@
 """The live server fixture itself: `jr2 up` answers, and a notes run goes through the API with a Gate answer."""
+
 from tests.live_server import LiveServer
 
 

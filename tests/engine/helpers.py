@@ -1,5 +1,6 @@
 """What the tests of the run core share: events and Machines made inline, a started Session, and reading what it
 tells the world."""
+
 import copy
 
 from pydantic import create_model
@@ -9,8 +10,9 @@ from engine import Session, agent, define_event, jr2_setup
 
 def event(name, audience=None, description=None, **fields):
     """An event whose input has `fields` (each a type, all required)."""
-    model = create_model(f"{name.title().replace('_', '').replace('-', '')}Input",
-                         **{key: (kind, ...) for key, kind in fields.items()})
+    model = create_model(
+        f"{name.title().replace('_', '').replace('-', '')}Input", **{key: (kind, ...) for key, kind in fields.items()}
+    )
     return define_event(name=name, input=model, description=description or f"Send {name}.", audience=audience)
 
 

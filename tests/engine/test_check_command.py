@@ -4,6 +4,7 @@ The command is run for real, as a subprocess, through both entry points (the ins
 `python manage.py jr2`), with JR2_WORKFLOWS pointed at temporary folders outside the project. The loader is also
 called in-process.
 """
+
 from __future__ import annotations
 
 import os
@@ -74,8 +75,9 @@ HELPER_MODULE = textwrap.dedent('''\
 HELPERS = '"""Not a workflow: no `machine` here."""\nHELPER = 42\n'
 
 BROKEN_LAST_LINE = "ModuleNotFoundError: No module named 'jr2_no_such_module_for_the_check_test'"
-REFUSAL = ('MachineError: machine "gatekeeper": state "gatekeeper.working" has an `on` key "stop" that no listed '
-           "event has")
+REFUSAL = (
+    'MachineError: machine "gatekeeper": state "gatekeeper.working" has an `on` key "stop" that no listed event has'
+)
 
 
 @pytest.fixture
@@ -127,8 +129,9 @@ def test_check_passes_on_the_real_workflows(real_folder: Path, tmp_path: Path, v
     summary = [line for line in out.splitlines() if line.startswith("summary:")]
     count, warnings = len(found.machines), sum(len(m.warnings()) for m in found.machines.values())
     plural = {True: "", False: "s"}
-    assert summary == [f"summary: {count} workflow{plural[count == 1]}: {count} ok "
-                       f"({warnings} warning{plural[warnings == 1]})"]
+    assert summary == [
+        f"summary: {count} workflow{plural[count == 1]}: {count} ok ({warnings} warning{plural[warnings == 1]})"
+    ]
     assert "CommandError" not in proc.stderr
 
 
@@ -150,8 +153,10 @@ def test_check_fails_naming_file_workflow_and_reason(mixed_folder: Path, tmp_pat
     # the `_` file is imported for its registrations and is not a workflow; a module without `machine` is not one
     assert "_helper.py: helper module (imported for what it registers; not a workflow)" in out
     assert "helpers.py: not a workflow (defines no `machine`)" in out
-    assert ("summary: 3 workflows: 1 ok (0 warnings), 1 refused, 1 failed to import; not workflows: 1 module "
-            "without `machine`, 1 helper module (`_` prefix)") in out
+    assert (
+        "summary: 3 workflows: 1 ok (0 warnings), 1 refused, 1 failed to import; not workflows: 1 module "
+        "without `machine`, 1 helper module (`_` prefix)"
+    ) in out
     # the error message that ends the command names each file and Workflow with its reason
     assert "CommandError: jr2 check failed: 2 of 3 workflows did not load:" in err
     assert f'bad.py: workflow "bad" was refused: {REFUSAL}' in err
@@ -167,21 +172,37 @@ def test_check_tracebacks_show_the_whole_traceback(mixed_folder: Path, tmp_path:
 
 
 @pytest.mark.parametrize("via", VIAS)
-def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(real_folder: Path, tmp_path: Path,
-                                                                          via: str) -> None:
+def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(
+    real_folder: Path, tmp_path: Path, via: str
+) -> None:
     from engine import __version__
     from engine.management.commands.jr2 import SUBCOMMANDS, Command
 
-    implemented = ["check", "up", "web", "worker", "token", "run", "runs", "status", "send", "cancel", "replay", "fork",
-                   "export", "import"]
+    implemented = [
+        "check",
+        "up",
+        "web",
+        "worker",
+        "token",
+        "run",
+        "runs",
+        "status",
+        "send",
+        "cancel",
+        "replay",
+        "fork",
+        "export",
+        "import",
+    ]
     assert [sub.name for sub in SUBCOMMANDS] == implemented
     assert all(callable(getattr(Command, "handle_" + name, None)) for name in implemented)
     helped = _jr2("--help", folder=real_folder, via=via, cwd=tmp_path)
     assert helped.returncode == 0, helped.stderr
     listed = helped.stdout.split("subcommands:", 1)[1]
     # each subcommand's line starts with its name, indented by four spaces (help text wraps deeper)
-    names = [line.split()[0] for line in listed.splitlines()
-             if line.startswith("    ") and not line.startswith("     ")]
+    names = [
+        line.split()[0] for line in listed.splitlines() if line.startswith("    ") and not line.startswith("     ")
+    ]
     assert names == implemented
     assert "not implemented" not in helped.stdout
     version = _jr2("--version", folder=real_folder, via=via, cwd=tmp_path)
@@ -194,16 +215,30 @@ def test_up_checks_migrates_and_serves_the_console(real_folder: Path, tmp_path: 
 
     port = free_port()
     script = jr2_script()
-    env = {**os.environ, "JR2_WORKFLOWS": str(real_folder), "JR2_SQLITE_PATH": str(tmp_path / "up.sqlite3"),
-           "PYTHONUNBUFFERED": "1", "JR2_CONSOLE_OPEN_READS": "1"}
+    env = {
+        **os.environ,
+        "JR2_WORKFLOWS": str(real_folder),
+        "JR2_SQLITE_PATH": str(tmp_path / "up.sqlite3"),
+        "PYTHONUNBUFFERED": "1",
+        "JR2_CONSOLE_OPEN_READS": "1",
+    }
     database = fresh_database_url()
     if database is not None:
         env["DATABASE_URL"] = database
-    server = subprocess.Popen([script, "up", f"127.0.0.1:{port}"], cwd=tmp_path, env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [script, "up", f"127.0.0.1:{port}"],
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
-        page = answered(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode(),
-                        process=server, interval=0.2)
+        page = answered(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode(),
+            process=server,
+            interval=0.2,
+        )
         assert page is not None, "the Console never answered"
         assert "notes.writing" in page and "agent:writer" in page
         if database is None:
@@ -237,8 +272,16 @@ def test_check_refuses_a_missing_folder(tmp_path: Path) -> None:
         call_command("jr2", "check", "--workflows", str(tmp_path / "nowhere"), stdout=StringIO())
 
 
-@pytest.mark.parametrize("subcommand", [["runs"], ["run", "notes"], ["status", "r123"], ["cancel", "r123"],
-                                        ["send", "r123", "--gate", "g", "--event", "reply"]])
+@pytest.mark.parametrize(
+    "subcommand",
+    [
+        ["runs"],
+        ["run", "notes"],
+        ["status", "r123"],
+        ["cancel", "r123"],
+        ["send", "r123", "--gate", "g", "--event", "reply"],
+    ],
+)
 def test_the_server_commands_run_in_process_too_and_name_a_server_that_is_down(subcommand: list[str]) -> None:
     """Through call_command as well as the console script: an error is one line on stderr and exit code 2
     (the commands against a server are tested end to end in tests/e2e/test_cli.py)."""
@@ -258,8 +301,12 @@ def test_loader_reports_every_file(mixed_folder: Path) -> None:
     found = load_workflows(mixed_folder)
     assert found.folder == mixed_folder.resolve()
     assert [(f.file, f.status) for f in found.files] == [
-        ("_helper.py", "helper"), ("bad.py", "refused"), ("broken.py", "import-failed"),
-        ("helpers.py", "not-a-workflow"), ("notes.py", "ok")]
+        ("_helper.py", "helper"),
+        ("bad.py", "refused"),
+        ("broken.py", "import-failed"),
+        ("helpers.py", "not-a-workflow"),
+        ("notes.py", "ok"),
+    ]
     assert [f.name for f in found.workflows] == ["bad", "broken", "notes"]
     assert list(found.machines) == ["notes"]
     assert isinstance(found.machines["notes"], Machine)
@@ -270,8 +317,9 @@ def test_loader_reports_every_file(mixed_folder: Path) -> None:
     assert bad.where == "bad.py, line 17"  # the refused state's `on` key, not `create_machine(`
     assert bad.message().startswith(f'bad.py: workflow "bad" was refused: {REFUSAL}')
     assert broken.error == BROKEN_LAST_LINE
-    assert broken.message() == (f'broken.py: workflow "broken" failed to import: {BROKEN_LAST_LINE} '
-                                "(broken.py, line 4)")
+    assert broken.message() == (
+        f'broken.py: workflow "broken" failed to import: {BROKEN_LAST_LINE} (broken.py, line 4)'
+    )
     assert broken.traceback is not None and broken.traceback.rstrip().endswith(BROKEN_LAST_LINE)
     assert found.failures == [bad, broken]
 
@@ -299,7 +347,8 @@ def test_loader_imports_afresh_each_time(tmp_path: Path) -> None:
 def test_loader_lets_siblings_share_a_helper_module(tmp_path: Path) -> None:
     folder = tmp_path / "shared"
     folder.mkdir()
-    (folder / "_events.py").write_text(textwrap.dedent('''\
+    (folder / "_events.py").write_text(
+        textwrap.dedent("""\
         from pydantic import BaseModel
         from engine import define_event
 
@@ -307,8 +356,10 @@ def test_loader_lets_siblings_share_a_helper_module(tmp_path: Path) -> None:
             pass
 
         go = define_event(name="go", input=Empty, description="Go on.")
-    '''))
-    (folder / "flow.py").write_text(textwrap.dedent('''\
+    """)
+    )
+    (folder / "flow.py").write_text(
+        textwrap.dedent("""\
         from engine import agent, jr2_setup
         from ._events import go
 
@@ -317,7 +368,8 @@ def test_loader_lets_siblings_share_a_helper_module(tmp_path: Path) -> None:
             "id": "flow", "initial": "working",
             "states": {"working": {"invoke": {"src": "worker"}, "on": {"go": "end"}}, "end": {"type": "final"}},
         })
-    '''))
+    """)
+    )
     found = load_workflows(folder)
     assert [(f.file, f.status) for f in found.files] == [("_events.py", "helper"), ("flow.py", "ok")]
     assert found.machines["flow"].seats_text().splitlines()[1] == "  flow.working agent:worker: [go]"

@@ -1,5 +1,6 @@
 """A child Machine has its own events and Agents: it runs as a nested Session whose parties are named
 `<invoke id>/<name>`, and its end is the invoke's done (a reply) or error."""
+
 from pydantic import BaseModel, Field
 
 from engine import Session, agent, answer, assign, define_event, jr2_setup
@@ -20,48 +21,75 @@ class Report(BaseModel):
 
 def build():
     found = define_event(name="found", input=Finding, description="Report what you found. Then stop.")
-    researcher = jr2_setup(events=[found], actors={
-        "scout": agent(model="script/scout", instructions="You research one topic."),
-    }).create_machine({
-        "id": "research",
-        "context": lambda input: {"topic": input["topic"]},
-        "initial": "looking",
-        "states": {
-            "looking": {"invoke": {"src": "scout", "input": lambda context: {"prompt": "Research " + context["topic"]}},
-                        "on": {"found": {"target": "done", "actions": assign(finding=lambda event: event.finding)}}},
-            "done": {"type": "final"},
+    researcher = jr2_setup(
+        events=[found],
+        actors={
+            "scout": agent(model="script/scout", instructions="You research one topic."),
         },
-        "output": lambda context: {"finding": context["finding"]},
-    })
+    ).create_machine(
+        {
+            "id": "research",
+            "context": lambda input: {"topic": input["topic"]},
+            "initial": "looking",
+            "states": {
+                "looking": {
+                    "invoke": {"src": "scout", "input": lambda context: {"prompt": "Research " + context["topic"]}},
+                    "on": {"found": {"target": "done", "actions": assign(finding=lambda event: event.finding)}},
+                },
+                "done": {"type": "final"},
+            },
+            "output": lambda context: {"finding": context["finding"]},
+        }
+    )
     research = define_event(name="research", input=Topic, description="Send a scout to research a topic.")
     finish = define_event(name="finish", input=Report, description="Finish with the report.")
-    return jr2_setup(events=[research, finish], actors={
-        "lead": agent(model="script/lead", instructions="You lead the research."),
-        "research": researcher,
-    }).create_machine({
-        "id": "study",
-        "on": {"agent.fault": ".halted"},
-        "initial": "leading",
-        "context": {},
-        "states": {
-            "leading": {
-                "invoke": {"src": "lead", "input": {"prompt": "Write a report."}},
-                "initial": "idle",
-                "on": {"finish": {"target": "reported", "actions": assign(report=lambda event: event.report)}},
-                "states": {
-                    "idle": {"on": {"research": {"target": "researching",
-                                                 "actions": assign(topic=lambda event: event.topic)}}},
-                    "researching": {"invoke": {"id": "scouting", "src": "research",
-                                               "input": lambda context: {"topic": context["topic"]},
-                                               "onDone": {"target": "idle", "actions": answer(
-                                                   lambda event, chain: f"{len(chain)} reply: " + event.output["finding"])}}},
-                },
-            },
-            "reported": {"type": "final"},
-            "halted": {"type": "final"},
+    return jr2_setup(
+        events=[research, finish],
+        actors={
+            "lead": agent(model="script/lead", instructions="You lead the research."),
+            "research": researcher,
         },
-        "output": lambda context: {"report": context.get("report")},
-    })
+    ).create_machine(
+        {
+            "id": "study",
+            "on": {"agent.fault": ".halted"},
+            "initial": "leading",
+            "context": {},
+            "states": {
+                "leading": {
+                    "invoke": {"src": "lead", "input": {"prompt": "Write a report."}},
+                    "initial": "idle",
+                    "on": {"finish": {"target": "reported", "actions": assign(report=lambda event: event.report)}},
+                    "states": {
+                        "idle": {
+                            "on": {
+                                "research": {
+                                    "target": "researching",
+                                    "actions": assign(topic=lambda event: event.topic),
+                                }
+                            }
+                        },
+                        "researching": {
+                            "invoke": {
+                                "id": "scouting",
+                                "src": "research",
+                                "input": lambda context: {"topic": context["topic"]},
+                                "onDone": {
+                                    "target": "idle",
+                                    "actions": answer(
+                                        lambda event, chain: f"{len(chain)} reply: " + event.output["finding"]
+                                    ),
+                                },
+                            }
+                        },
+                    },
+                },
+                "reported": {"type": "final"},
+                "halted": {"type": "final"},
+            },
+            "output": lambda context: {"report": context.get("report")},
+        }
+    )
 
 
 def test_a_child_machines_agent_gets_a_turn_and_its_output_answers_the_parents_pick():
@@ -106,20 +134,32 @@ def test_leaving_the_state_stops_the_child_machines_turns():
 def test_a_child_that_finishes_as_it_starts_answers_the_pick_at_once():
     from engine.core.statechart import create_machine
 
-    instant = create_machine({"id": "instant", "initial": "done", "states": {"done": {"type": "final"}},
-                              "output": {"sum": 3}})
+    instant = create_machine(
+        {"id": "instant", "initial": "done", "states": {"done": {"type": "final"}}, "output": {"sum": 3}}
+    )
     add = define_event(name="add", input=Topic, description="Add it up.")
-    machine = jr2_setup(events=[add], actors={
-        "clerk": agent(model="script/clerk", instructions="You add numbers."),
-        "adder": instant,
-    }).create_machine({
-        "id": "ledger", "initial": "working",
-        "states": {"working": {
-            "invoke": {"src": "clerk"}, "initial": "idle",
-            "states": {"idle": {"on": {"add": "adding"}},
-                       "adding": {"invoke": {"src": "adder", "onDone": "idle"}}},
-        }},
-    })
+    machine = jr2_setup(
+        events=[add],
+        actors={
+            "clerk": agent(model="script/clerk", instructions="You add numbers."),
+            "adder": instant,
+        },
+    ).create_machine(
+        {
+            "id": "ledger",
+            "initial": "working",
+            "states": {
+                "working": {
+                    "invoke": {"src": "clerk"},
+                    "initial": "idle",
+                    "states": {
+                        "idle": {"on": {"add": "adding"}},
+                        "adding": {"invoke": {"src": "adder", "onDone": "idle"}},
+                    },
+                }
+            },
+        }
+    )
     session = Session(machine)
     result = session.pick("clerk", "add", {"topic": "sums"})
     assert (result.outcome, result.answer, result.allowed) == ("answered", {"sum": 3}, ("add",))
@@ -137,6 +177,7 @@ def test_ids_are_unique_in_the_whole_run_child_machines_included():
 
 def test_a_run_with_a_child_machine_restores_from_json_and_goes_on():
     import json
+
     machine = build()
     session = Session(machine)
     session.pick("lead", "research", {"topic": "tides"})

@@ -1,6 +1,7 @@
 """The release workflow (workflows/release.py), the docs' example of a child Machine with its own Agents: driven
 by hand through a `Session`, played by its own scripted stand-ins, and loaded by the loader as `jr2 check` loads
 it."""
+
 from __future__ import annotations
 
 from io import StringIO
@@ -87,13 +88,22 @@ def _play(session: Session) -> list:
             if turn.outstanding is not None:
                 continue
             slot = session.machine.agent_slot(turn.agent)
-            name = slot.model.removeprefix("script/") if slot.model.startswith("script/") else \
-                f"{session.machine.id}.{turn.agent}"
+            name = (
+                slot.model.removeprefix("script/")
+                if slot.model.startswith("script/")
+                else f"{session.machine.id}.{turn.agent}"
+            )
             script = script_named(name)
             assert script is not None, f"no scripted model {name} for {turn.agent}"
-            view = TurnView(agent=turn.agent, turn=turn.id, prompt=turn.prompt, menu=tuple(session.menu(turn.agent)),
-                            allowed_picks=tuple(session.allowed_picks(turn.agent)),
-                            answers=tuple(answers.get(turn.id, ())), notices=turn.notices)
+            view = TurnView(
+                agent=turn.agent,
+                turn=turn.id,
+                prompt=turn.prompt,
+                menu=tuple(session.menu(turn.agent)),
+                allowed_picks=tuple(session.allowed_picks(turn.agent)),
+                answers=tuple(answers.get(turn.id, ())),
+                notices=turn.notices,
+            )
             pick = script(view)
             if pick is not None:
                 result = session.pick(turn.agent, *pick)
@@ -115,8 +125,11 @@ def test_the_scripted_stand_ins_play_a_release_to_its_end():
     assert session.send_gate("approval", "approve", {}).outcome == "delivered"
     [ended] = of(session.drain(), RunEnded)
     assert ended.status == "done"
-    assert session.output == {"version": "2.4.0", "changelog": "- Changed: Faster start-up\n- Changed: A --quiet flag",
-                              "summary": "Release 2.4.0: the changelog is written and checked."}
+    assert session.output == {
+        "version": "2.4.0",
+        "changelog": "- Changed: Faster start-up\n- Changed: A --quiet flag",
+        "summary": "Release 2.4.0: the changelog is written and checked.",
+    }
     replayed = Session.replay(release.machine, session.journal)
     assert replayed.snapshot == session.snapshot
 
@@ -127,8 +140,9 @@ def test_a_childs_fault_is_told_to_the_manager_by_the_onerror_answer():
     session.drain()
     session.fault("changelog/drafter", "the model kept refusing")
     [answered] = of(session.drain(), PickAnswered)
-    assert answered.answer == ("The changelog could not be written: a changelog Agent's Turn could not go on: the "
-                               "model kept refusing")
+    assert answered.answer == (
+        "The changelog could not be written: a changelog Agent's Turn could not go on: the model kept refusing"
+    )
     assert session.allowed_picks("manager") == ["write_changelog"]
 
 

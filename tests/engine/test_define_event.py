@@ -1,4 +1,5 @@
 """`define_event`: what it refuses (SPEC.md 3, the defineEvent seed) and the tool it becomes on a Menu."""
+
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -23,17 +24,20 @@ def _machine_taking(event, machine_id="findings"):
     return jr2_setup(
         events=[event],
         actors={"scout": agent(model="script/scout", instructions="Report what you find.")},
-    ).create_machine({
-        "id": machine_id,
-        "initial": "looking",
-        "states": {
-            "looking": {"invoke": {"src": "scout"}, "on": {event.name: "reported"}},
-            "reported": {"type": "final"},
-        },
-    })
+    ).create_machine(
+        {
+            "id": machine_id,
+            "initial": "looking",
+            "states": {
+                "looking": {"invoke": {"src": "scout"}, "on": {event.name: "reported"}},
+                "reported": {"type": "final"},
+            },
+        }
+    )
 
 
 # -- the name -------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["report finding", "report.finding", "", "report!", "naïve", "a/b", "tab\there"])
 def test_a_name_with_a_character_other_than_letter_digit_underscore_or_dash_is_refused(name):
@@ -60,6 +64,7 @@ def test_a_name_that_is_not_a_string_is_refused():
 
 # -- the input ------------------------------------------------------------------------------------------------
 
+
 def test_an_input_with_a_sender_field_is_refused_because_the_engine_writes_it():
     class WithSender(BaseModel):
         text: str
@@ -84,6 +89,7 @@ def test_an_input_with_a_sender_field_under_an_alias_is_still_refused_by_its_fie
 
 def test_an_input_whose_payload_key_is_sender_through_an_alias_is_refused():
     """The payload key an Agent or a Gate's caller writes is the alias; `sender` there would collide too."""
+
     class SenderByAlias(BaseModel):
         who: str = Field(alias="sender")
 
@@ -98,14 +104,18 @@ class NotAModel:
     text: str
 
 
-@pytest.mark.parametrize("bad_input", [
-    {"text": str},
-    Finding(summary="an instance, not the class"),
-    NotAModel,
-    None,
-    str,
-    dict,
-], ids=["dict", "model-instance", "dataclass", "none", "str", "dict-type"])
+@pytest.mark.parametrize(
+    "bad_input",
+    [
+        {"text": str},
+        Finding(summary="an instance, not the class"),
+        NotAModel,
+        None,
+        str,
+        dict,
+    ],
+    ids=["dict", "model-instance", "dataclass", "none", "str", "dict-type"],
+)
 def test_an_input_that_is_not_a_pydantic_model_class_is_refused(bad_input):
     with pytest.raises(EventDefError) as err:
         define_event(name="report", input=bad_input)
@@ -121,6 +131,7 @@ def test_an_input_with_no_fields_is_accepted_as_an_event_without_payload():
 
 
 # -- retired arguments and semantics --------------------------------------------------------------------------
+
 
 def test_an_output_argument_is_refused_as_retired():
     with pytest.raises(EventDefError) as err:
@@ -159,6 +170,7 @@ def test_an_unknown_audience_is_refused():
 
 
 # -- what the definition is -----------------------------------------------------------------------------------
+
 
 def test_an_event_definition_is_frozen():
     event = define_event(name="report", input=Finding, description="Report one finding.")

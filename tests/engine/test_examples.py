@@ -4,6 +4,7 @@ Each run is driven only by scripted inputs: picks, Gate events, Effect results a
 Session tells the world (`drain()`), the Allowed picks, the seats and Menus, and check that the journal replays to
 the same snapshot.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,16 @@ import pytest
 
 from engine import Session
 from engine.core.outputs import (
-    EffectCancelled, EffectRequested, GateClosed, GateOpened, NoticeKept, PickAnswered, PickStopped, RunEnded,
-    TurnEnded, TurnStarted,
+    EffectCancelled,
+    EffectRequested,
+    GateClosed,
+    GateOpened,
+    NoticeKept,
+    PickAnswered,
+    PickStopped,
+    RunEnded,
+    TurnEnded,
+    TurnStarted,
 )
 from tests.engine.helpers import of
 from workflows import code_review, notes, triage
@@ -110,7 +119,12 @@ def test_notes_whole_run_asks_twice_then_publishes():
     session, started = start_notes()
     turn = one(started, TurnStarted)
     assert (turn.agent, turn.state, turn.continues, turn.notices, turn.allowed) == (
-        "writer", "notes.writing", False, (), ("ask",))
+        "writer",
+        "notes.writing",
+        False,
+        (),
+        ("ask",),
+    )
     assert turn.prompt == "Write the release notes for these changes:\n" + CHANGES
     assert session.menu("writer") == notes.machine.menu("writer")
 
@@ -122,8 +136,9 @@ def test_notes_whole_run_asks_twice_then_publishes():
     assert session.pick("writer", "reply", {"text": "hi"}).outcome == "refused"
     assert session.drain() == []
 
-    for round_, (question, text) in enumerate([("Who reads these?", "Operators."),
-                                               ("Mention the flag's default?", "Yes, it is off.")], start=1):
+    for round_, (question, text) in enumerate(
+        [("Who reads these?", "Operators."), ("Mention the flag's default?", "Yes, it is off.")], start=1
+    ):
         picked = session.pick("writer", "ask", {"question": question})
         assert picked.outcome == "outstanding"
         opened = one(session.drain(), GateOpened)
@@ -149,8 +164,11 @@ def test_notes_whole_run_asks_twice_then_publishes():
     assert [(t.turn, t.state) for t in of(outputs, TurnEnded)] == [(turn.turn, "notes.writing")]
     run_end = one(outputs, RunEnded)
     assert (run_end.status, run_end.output) == ("done", {"notes": "## 1.1\n- Faster start-up"})
-    assert (session.status, session.output, session.value) == ("done", {"notes": "## 1.1\n- Faster start-up"},
-                                                                "published")
+    assert (session.status, session.output, session.value) == (
+        "done",
+        {"notes": "## 1.1\n- Faster start-up"},
+        "published",
+    )
     assert session.turns == []
     assert session.pick("writer", "ask", {"question": "more?"}).outcome == "refused"
     assert_replays(session)
@@ -163,8 +181,7 @@ def test_notes_pick_with_bad_input_is_refused_with_the_error_and_allowed_picks()
     assert bad.outcome == "refused"
     assert "question" in bad.error
     assert bad.allowed == ("ask",)
-    assert session.pick("writer", "ask", {"question": "q", "sender": {"party": "gate", "id": "x"}}).outcome \
-        == "refused"
+    assert session.pick("writer", "ask", {"question": "q", "sender": {"party": "gate", "id": "x"}}).outcome == "refused"
     assert session.snapshot == before
     assert [entry.kind for entry in session.journal] == ["start"]
 
@@ -183,7 +200,10 @@ def test_notes_fault_while_asking_fails_the_run_and_stops_the_pick():
     assert one(outputs, GateClosed).gate == gate
     assert one(outputs, TurnEnded).state == "notes.writing"
     run_end = one(outputs, RunEnded)
-    assert (run_end.status, run_end.reason) == ("failed", "the Agent's Turn could not go on: the model stopped answering")
+    assert (run_end.status, run_end.reason) == (
+        "failed",
+        "the Agent's Turn could not go on: the model stopped answering",
+    )
     assert (session.status, session.value) == ("failed", "failed")
     assert session.send_gate(gate, "reply", {"text": "late"}).outcome == "refused"
     assert_replays(session)
@@ -211,15 +231,22 @@ def test_code_review_seats_and_menus():
         "  code_review.reviewing agent:reviewer: [approve, note, request_changes, run_tests]\n"
         "  code_review.fixing agent:coder: [submit]"
     )
-    assert code_review.machine.menus() == {"coder": ["submit"],
-                                           "reviewer": ["approve", "note", "request_changes", "run_tests"]}
+    assert code_review.machine.menus() == {
+        "coder": ["submit"],
+        "reviewer": ["approve", "note", "request_changes", "run_tests"],
+    }
 
 
 def test_code_review_whole_run_with_one_round_of_changes():
     session, started = start_review()
     coding = one(started, TurnStarted)
     assert (coding.agent, coding.state, coding.continues, coding.notices, coding.allowed) == (
-        "coder", "code_review.coding", True, (), ("submit",))
+        "coder",
+        "code_review.coding",
+        True,
+        (),
+        ("submit",),
+    )
     assert TASK in coding.prompt
     assert session.allowed_picks("reviewer") == []
     assert session.pick("reviewer", "approve", {"comment": "x"}).outcome == "refused"
@@ -232,7 +259,11 @@ def test_code_review_whole_run_with_one_round_of_changes():
     assert one(outputs, NoticeKept).notice == "Your change went to the reviewer (round 1)."
     review = one(outputs, TurnStarted)
     assert (review.agent, review.state, review.continues, review.notices) == (
-        "reviewer", "code_review.reviewing", True, ())
+        "reviewer",
+        "code_review.reviewing",
+        True,
+        (),
+    )
     assert "Adds --verbose to cli.py." in review.prompt
     # approve waits for the tests
     assert review.allowed == ("note", "request_changes", "run_tests")
@@ -249,7 +280,10 @@ def test_code_review_whole_run_with_one_round_of_changes():
     assert ran.outcome == "outstanding"
     requested = one(session.drain(), EffectRequested)
     assert (requested.slot, requested.effect_kind, requested.state) == (
-        "tests", "command", "code_review.reviewing.testing")
+        "tests",
+        "command",
+        "code_review.reviewing.testing",
+    )
     assert requested.spec["argv"] == [sys.executable, "-m", "pytest", "-q"]
     assert (requested.spec["workspace"], requested.spec["cwd"]) == ("coder", None)
     assert requested.input == {"args": ["tests/test_cli.py"]}
@@ -271,8 +305,9 @@ def test_code_review_whole_run_with_one_round_of_changes():
     # request_changes leaves `reviewing`; `fixing` prompts the coder from the context
     sent_back = session.pick("reviewer", "request_changes", {"notes": "Add help text; fix the failing test."})
     assert sent_back.outcome == "ended"
-    assert sent_back.answer == ("The change went back to the coder with your notes:\n"
-                                "Add help text; fix the failing test.")
+    assert sent_back.answer == (
+        "The change went back to the coder with your notes:\nAdd help text; fix the failing test."
+    )
     outputs = session.drain()
     assert one(outputs, TurnEnded).state == "code_review.reviewing"
     fixing = one(outputs, TurnStarted)
@@ -289,8 +324,9 @@ def test_code_review_whole_run_with_one_round_of_changes():
     assert one(outputs, TurnEnded).state == "code_review.fixing"
     second = one(outputs, TurnStarted)
     assert second.agent == "reviewer"
-    assert second.notices == ("The change went back to the coder with your notes:\n"
-                              "Add help text; fix the failing test.",)
+    assert second.notices == (
+        "The change went back to the coder with your notes:\nAdd help text; fix the failing test.",
+    )
     # a new change: the earlier test run no longer counts
     assert second.allowed == ("note", "request_changes", "run_tests")
 
@@ -381,7 +417,11 @@ def test_triage_start_opens_the_desk_and_the_agent_turn_below_it():
     assert opened.meta == {"title": ISSUE["title"], "body": ISSUE["body"]}
     turn = one(started, TurnStarted)
     assert (turn.agent, turn.state, turn.continues, turn.allowed) == (
-        "triager", "triage.triaging.sorting", False, ("find_duplicates", "label"))
+        "triager",
+        "triage.triaging.sorting",
+        False,
+        ("find_duplicates", "label"),
+    )
     assert ISSUE["body"] in turn.prompt
     # the root `withdraw` is kept from the Agent by its audience
     refused = session.pick("triager", "withdraw", {"reason": "dup"})
@@ -399,15 +439,18 @@ def test_triage_agent_label_is_a_proposal_the_desk_confirms():
     assert searched.outcome == "outstanding"
     requested = one(session.drain(), EffectRequested)
     assert (requested.slot, requested.effect_kind, requested.input, requested.idempotent) == (
-        "duplicates", "call", {"query": "crash save"}, True)
+        "duplicates",
+        "call",
+        {"query": "crash save"},
+        True,
+    )
     assert session.allowed_picks("triager") == []
     assert session.pick("triager", "label", {"label": "bug", "reason": "r"}).outcome == "refused"
 
     matches = [{"id": 7, "title": "Crash on save with long names"}]
     session.effect_done(requested.effect, matches)
     answered = one(session.drain(), PickAnswered)
-    assert (answered.pick, answered.answer, answered.allowed) == (
-        searched.pick, matches, ("find_duplicates", "label"))
+    assert (answered.pick, answered.answer, answered.allowed) == (searched.pick, matches, ("find_duplicates", "label"))
 
     # the Agent's label goes past sent_by("desk") to the proposal; it leaves `sorting`, so the Turn ends
     proposed = session.pick("triager", "label", {"label": "bug", "reason": "Same as #7."})
@@ -435,8 +478,9 @@ def test_triage_desk_label_is_final_and_stops_the_agents_search():
     effect = one(session.drain(), EffectRequested)
 
     # the same `label` from the desk passes sent_by("desk"): it leaves `triaging` while the search runs
-    assert session.send_gate("desk", "label", {"label": "question", "reason": "Works as designed."}).outcome \
-        == "delivered"
+    assert (
+        session.send_gate("desk", "label", {"label": "question", "reason": "Works as designed."}).outcome == "delivered"
+    )
     outputs = session.drain()
     assert one(outputs, EffectCancelled).effect == effect.effect
     stopped = one(outputs, PickStopped)
@@ -492,7 +536,10 @@ def test_triage_fault_fails_the_run():
     assert one(outputs, TurnEnded).state == "triage.triaging.sorting"
     assert one(outputs, GateClosed).gate == "desk"
     run_end = one(outputs, RunEnded)
-    assert (run_end.status, run_end.reason) == ("failed", "the triage Agent's Turn could not go on: no pick after two re-prompts")
+    assert (run_end.status, run_end.reason) == (
+        "failed",
+        "the triage Agent's Turn could not go on: no pick after two re-prompts",
+    )
     assert (session.status, session.value) == ("failed", "failed")
     assert session.send_gate("desk", "confirm", {}).outcome == "refused"
     assert_replays(session)

@@ -1,6 +1,7 @@
 """One type per journal entry (engine/core/journal/entries.py): each kind's JSON goes in and out unchanged, key
 for key and in order, for the journals today's databases and exports hold (tests/fixtures/export-*.json, written
 by the code before the entries had types); the kind tables follow from the types; bad JSON is refused in words."""
+
 from __future__ import annotations
 
 import json
@@ -10,16 +11,29 @@ from typing import Any
 import pytest
 
 from engine.core.journal.entries import (
-    HOST_KINDS, INPUT_KINDS, KINDS, ROOT_KINDS, Advance, Cancel, EffectStarted, Entry, Fork, GateAnswer,
-    JournalError, Pick, Start,
+    HOST_KINDS,
+    INPUT_KINDS,
+    KINDS,
+    ROOT_KINDS,
+    Advance,
+    Cancel,
+    EffectStarted,
+    Entry,
+    Fork,
+    GateAnswer,
+    JournalError,
+    Pick,
+    Start,
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def _journals() -> list[tuple[str, list[dict[str, Any]]]]:
-    return [(path.name, [row["entry"] for row in json.loads(path.read_text())["journal"]])
-            for path in sorted(FIXTURES.glob("export-*.json"))]
+    return [
+        (path.name, [row["entry"] for row in json.loads(path.read_text())["journal"]])
+        for path in sorted(FIXTURES.glob("export-*.json"))
+    ]
 
 
 @pytest.mark.parametrize(("name", "journal"), _journals())
@@ -49,17 +63,26 @@ def test_fields_the_entry_does_not_know_are_kept_and_null_fields_that_are_writte
     assert isinstance(entry, GateAnswer) and entry.params is None and entry.extra == {"via": "mcp"}
     assert json.dumps(entry.to_json()) == json.dumps(data)
     fork = Fork(parent="run1", step=2, session={"now": 1}, at=1.0)
-    assert fork.to_json() == {"kind": "fork", "parent": "run1", "step": 2, "context": None, "session": {"now": 1},
-                              "at": 1.0}
+    assert fork.to_json() == {
+        "kind": "fork",
+        "parent": "run1",
+        "step": 2,
+        "context": None,
+        "session": {"now": 1},
+        "at": 1.0,
+    }
 
 
-@pytest.mark.parametrize(("data", "error"), [
-    ({"agent": "w"}, "unknown kind None"),
-    ({"kind": "teleport"}, "unknown kind 'teleport'"),
-    ({"kind": "pick", "agent": "w"}, "a pick entry has no event"),
-    ({"kind": "advance"}, "an advance entry has no ms"),
-    (["pick"], "a journal entry is a JSON object; got list"),
-])
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        ({"agent": "w"}, "unknown kind None"),
+        ({"kind": "teleport"}, "unknown kind 'teleport'"),
+        ({"kind": "pick", "agent": "w"}, "a pick entry has no event"),
+        ({"kind": "advance"}, "an advance entry has no ms"),
+        (["pick"], "a journal entry is a JSON object; got list"),
+    ],
+)
 def test_json_that_is_not_an_entry_is_refused_in_words(data: Any, error: str) -> None:
     with pytest.raises(JournalError, match=error):
         Entry.from_json(data)
@@ -68,10 +91,16 @@ def test_json_that_is_not_an_entry_is_refused_in_words(data: Any, error: str) ->
 def test_each_kind_says_its_own_words() -> None:
     assert Start(input={"changes": "x"}).describe() == 'the run started with {changes: "x"}'
     assert Pick(agent="writer", event="done", params={"notes": "n"}).describe() == 'writer picked done {notes: "n"}'
-    assert GateAnswer(gate="writing.asking", event="reply", params={"text": "Ops"}).describe() == \
-        'the Gate writing.asking got reply {text: "Ops"}'
-    assert EffectStarted(effect="effect-2", attempt=2).describe({"effect-2": "tests"}) == \
-        "effect-2 (tests) started (attempt 2)"
+    assert (
+        GateAnswer(gate="writing.asking", event="reply", params={"text": "Ops"}).describe()
+        == 'the Gate writing.asking got reply {text: "Ops"}'
+    )
+    assert (
+        EffectStarted(effect="effect-2", attempt=2).describe({"effect-2": "tests"})
+        == "effect-2 (tests) started (attempt 2)"
+    )
     assert Advance(ms=300.0).describe() == "300 ms passed"
     assert Cancel().describe() == "the run was cancelled" and Cancel(by="ann").describe().endswith("by ann")
-    assert Fork(parent="p", step=3, context={"a": 1}).describe() == "forked from run p at step 3 with its context edited"
+    assert (
+        Fork(parent="p", step=3, context={"a": 1}).describe() == "forked from run p at step 3 with its context edited"
+    )

@@ -3,6 +3,7 @@
 Random sequences of picks (Menu names and others, valid and invalid params), Gate events, Effect results and time
 passing never crash the Session, never deliver a pick outside the Allowed picks, and the journal always replays to
 the same snapshot."""
+
 import importlib
 import json
 import os
@@ -38,13 +39,17 @@ def example_machines():
 MACHINES = example_machines()
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=8,
 )
 
-BASIC = {str: st.text(max_size=40), int: st.integers(-1000, 1000), float: st.floats(allow_nan=False),
-         bool: st.booleans()}
+BASIC = {
+    str: st.text(max_size=40),
+    int: st.integers(-1000, 1000),
+    float: st.floats(allow_nan=False),
+    bool: st.booleans(),
+}
 
 
 def value_for(annotation):
@@ -179,10 +184,13 @@ def run_random(machine, data):
 
 
 @pytest.mark.parametrize("machine", MACHINES)
-@settings(max_examples=int(os.environ.get("JR2_PROPERTY_EXAMPLES", "80")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("JR2_PROPERTY_EXAMPLES", "80")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(data=st.data())
-def test_random_inputs_never_crash_never_deliver_a_pick_outside_the_allowed_picks_and_replay_the_same(
-        machine, data):
+def test_random_inputs_never_crash_never_deliver_a_pick_outside_the_allowed_picks_and_replay_the_same(machine, data):
     session = run_random(machine, data)
     replayed = Session.replay(machine, session.journal)
     assert replayed.snapshot == session.snapshot
@@ -194,8 +202,11 @@ def test_there_is_at_least_one_example_workflow():
 
 
 @pytest.mark.parametrize("machine", MACHINES)
-@settings(max_examples=int(os.environ.get("JR2_PROPERTY_EXAMPLES", "80")), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("JR2_PROPERTY_EXAMPLES", "80")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_a_run_restored_from_its_json_at_any_entry_goes_on_exactly_like_the_uninterrupted_run(machine, data):
     session = run_random(machine, data)

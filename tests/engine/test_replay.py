@@ -4,6 +4,7 @@ Runs are recorded by driving a `Session` of a notes-like Machine (an Agent, a Ga
 timer); the journal is then replayed against the same Machine and against edited ones (a guard, a target, the
 door, an Effect taken away), as an engineer checks an edited workflow against real history.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -47,43 +48,65 @@ def spell_check(text: str) -> dict[str, Any]:
     return {"ok": True}
 
 
-def build(*, replies_needed: int = 1, guard: Any = None, ask_target: str = "asking", reply_target: str = "drafting",
-          check: bool = True, prompt: str = "Write the notes.", door: type[BaseModel] = Door) -> Any:
+def build(
+    *,
+    replies_needed: int = 1,
+    guard: Any = None,
+    ask_target: str = "asking",
+    reply_target: str = "drafting",
+    check: bool = True,
+    prompt: str = "Write the notes.",
+    door: type[BaseModel] = Door,
+) -> Any:
     """The Machine under test; each keyword is one edit an engineer might make."""
     actors: dict[str, Any] = {"writer": agent(model="script/writer", instructions="Write release notes.")}
     if check:
         actors["check"] = effect.call(spell_check)
-    checking: dict[str, Any] = {"invoke": {"src": "check", "input": lambda context: {"text": context["notes"]},
-                                           "onDone": "cooling"}} if check else {"always": "cooling"}
-    return jr2_setup(events=[ask, done, reply], actors=actors).create_machine({
-        "id": "notes",
-        "input": door,
-        "context": lambda input: {"changes": input.changes, "replies": 0},
-        "initial": "writing",
-        "states": {
-            "writing": {
-                "invoke": {"src": "writer", "input": {"prompt": prompt}},
-                "on": {"done": {"guard": guard or (lambda context: context["replies"] >= replies_needed),
-                                "target": "checking",
-                                "actions": assign(notes=lambda event: event.notes)}},
-                "initial": "drafting",
-                "states": {
-                    "drafting": {"on": {"ask": ask_target}},
-                    "asking": {
-                        "invoke": {"src": "gate"},
-                        "on": {"reply": {"target": reply_target, "actions": [
-                            assign(replies=lambda context: context["replies"] + 1),
-                            answer(lambda event: "The editor replied: " + event.text),
-                        ]}},
+    checking: dict[str, Any] = (
+        {"invoke": {"src": "check", "input": lambda context: {"text": context["notes"]}, "onDone": "cooling"}}
+        if check
+        else {"always": "cooling"}
+    )
+    return jr2_setup(events=[ask, done, reply], actors=actors).create_machine(
+        {
+            "id": "notes",
+            "input": door,
+            "context": lambda input: {"changes": input.changes, "replies": 0},
+            "initial": "writing",
+            "states": {
+                "writing": {
+                    "invoke": {"src": "writer", "input": {"prompt": prompt}},
+                    "on": {
+                        "done": {
+                            "guard": guard or (lambda context: context["replies"] >= replies_needed),
+                            "target": "checking",
+                            "actions": assign(notes=lambda event: event.notes),
+                        }
+                    },
+                    "initial": "drafting",
+                    "states": {
+                        "drafting": {"on": {"ask": ask_target}},
+                        "asking": {
+                            "invoke": {"src": "gate"},
+                            "on": {
+                                "reply": {
+                                    "target": reply_target,
+                                    "actions": [
+                                        assign(replies=lambda context: context["replies"] + 1),
+                                        answer(lambda event: "The editor replied: " + event.text),
+                                    ],
+                                }
+                            },
+                        },
                     },
                 },
+                "checking": checking,
+                "cooling": {"after": {300: "published"}},
+                "published": {"type": "final"},
             },
-            "checking": checking,
-            "cooling": {"after": {300: "published"}},
-            "published": {"type": "final"},
-        },
-        "output": lambda context: {"notes": context.get("notes", "")},
-    })
+            "output": lambda context: {"notes": context.get("notes", "")},
+        }
+    )
 
 
 def record(machine: Any = None) -> list[dict[str, Any]]:
@@ -99,9 +122,11 @@ def record(machine: Any = None) -> list[dict[str, Any]]:
     assert session.effect_done(pending.id, {"ok": True}).outcome == "delivered"
     session.advance(300)
     assert session.status == "done"
-    journal.extend(session.journal[len(journal) - 1:])
-    return [{"seq": i, "kind": e.kind, "entry": e.to_json(), "out": getattr(e, "out", None) or ""}
-            for i, e in enumerate(journal, 1)]
+    journal.extend(session.journal[len(journal) - 1 :])
+    return [
+        {"seq": i, "kind": e.kind, "entry": e.to_json(), "out": getattr(e, "out", None) or ""}
+        for i, e in enumerate(journal, 1)
+    ]
 
 
 def seq_of(journal: list[dict[str, Any]], kind: str, event: str | None = None) -> int:
@@ -149,9 +174,12 @@ def test_a_stricter_guard_diverges_where_the_answer_changes_then_where_the_pick_
     assert report.message.startswith(
         f'step {gate}: the Gate writing.asking got reply {{text: "Operators"}}: now produces different outputs '
         '(now: the Gate writing.asking closes; the pick ask is answered "The editor replied: Operators" (allowed '
-        "then: ask); then in notes.writing.drafting)")
-    assert report.later == (f'step {finish}: writer picked done {{notes: "## Fixed\\n\\n- One fix, for operators."}}: '
-                            "now unmoved: not allowed in notes.writing.drafting (allowed now: ask)")
+        "then: ask); then in notes.writing.drafting)"
+    )
+    assert report.later == (
+        f'step {finish}: writer picked done {{notes: "## Fixed\\n\\n- One fix, for operators."}}: '
+        "now unmoved: not allowed in notes.writing.drafting (allowed now: ask)"
+    )
     assert report.message.endswith("; later, " + report.later)
 
 
@@ -160,8 +188,9 @@ def test_a_changed_target_makes_an_outstanding_pick_answered_at_once() -> None:
     report = replay(build(ask_target="drafting"), journal)
     ask_seq = seq_of(journal, "pick", "ask")
     assert report.step == ask_seq and report.steps == 2
-    assert report.message == (f'step {ask_seq}: writer picked ask {{question: "Who reads these?"}}: now answered '
-                              "where it was outstanding")
+    assert report.message == (
+        f'step {ask_seq}: writer picked ask {{question: "Who reads these?"}}: now answered where it was outstanding'
+    )
 
 
 def test_a_target_that_ends_the_run_early_says_the_run_had_ended() -> None:
@@ -179,8 +208,9 @@ def test_a_gate_answer_that_finds_no_gate_is_refused_naming_the_state() -> None:
     trimmed = [row for row in journal if not (row["kind"] == "pick" and row["entry"]["event"] == "ask")]
     report = replay(build(), trimmed)
     assert report.step == seq_of(journal, "gate", "reply")
-    assert report.message.endswith("now refused in notes.writing.drafting: no open Gate \"writing.asking\" (open "
-                                   "Gates: [])")
+    assert report.message.endswith(
+        'now refused in notes.writing.drafting: no open Gate "writing.asking" (open Gates: [])'
+    )
 
 
 def test_an_effect_taken_away_refuses_its_result() -> None:
@@ -195,15 +225,18 @@ def test_an_effect_taken_away_refuses_its_result() -> None:
 def test_a_changed_prompt_changes_the_outputs_of_the_start() -> None:
     report = replay(build(prompt="Write short notes."), record())
     assert report.step == 1
-    assert report.message.startswith('step 1: the run started with {changes: "One fix."}: now produces different '
-                                     "outputs (now: writer's Turn starts in notes.writing (allowed: ask)")
+    assert report.message.startswith(
+        'step 1: the run started with {changes: "One fix."}: now produces different '
+        "outputs (now: writer's Turn starts in notes.writing (allowed: ask)"
+    )
     assert report.message.endswith("; every later entry still applies")
 
 
 def test_a_door_that_refuses_the_recorded_input() -> None:
     report = replay(build(door=StrictDoor), record())
-    assert report.message == ('step 1: the run started with {changes: "One fix."}: now refused: the door says '
-                              "audience: Field required")
+    assert report.message == (
+        'step 1: the run started with {changes: "One fix."}: now refused: the door says audience: Field required'
+    )
 
 
 def test_a_journal_that_is_not_a_run_is_a_value_error() -> None:
@@ -223,19 +256,29 @@ def test_a_journal_that_is_not_a_run_is_a_value_error() -> None:
 
 def test_entries_in_words() -> None:
     assert describe({"kind": "start", "input": {"changes": "x"}}) == 'the run started with {changes: "x"}'
-    assert describe({"kind": "pick", "agent": "writer", "event": "done", "params": {"notes": "n" * 60}}) == \
-        f'writer picked done {{notes: "{"n" * 40}…"}}'
-    assert describe({"kind": "gate", "gate": "writing.asking", "event": "reply", "params": {"text": "Ops"}}) == \
-        'the Gate writing.asking got reply {text: "Ops"}'
-    assert describe({"kind": "effect_started", "effect": "effect-2", "attempt": 2}, {"effect-2": "tests"}) == \
-        "effect-2 (tests) started (attempt 2)"
+    assert (
+        describe({"kind": "pick", "agent": "writer", "event": "done", "params": {"notes": "n" * 60}})
+        == f'writer picked done {{notes: "{"n" * 40}…"}}'
+    )
+    assert (
+        describe({"kind": "gate", "gate": "writing.asking", "event": "reply", "params": {"text": "Ops"}})
+        == 'the Gate writing.asking got reply {text: "Ops"}'
+    )
+    assert (
+        describe({"kind": "effect_started", "effect": "effect-2", "attempt": 2}, {"effect-2": "tests"})
+        == "effect-2 (tests) started (attempt 2)"
+    )
     assert describe({"kind": "effect_done", "effect": "effect-2", "output": {}}) == "effect-2 finished"
-    assert describe({"kind": "effect_failed", "effect": "effect-2", "error": {"message": "exit 1"}}) == \
-        "effect-2 failed: exit 1"
+    assert (
+        describe({"kind": "effect_failed", "effect": "effect-2", "error": {"message": "exit 1"}})
+        == "effect-2 failed: exit 1"
+    )
     assert describe({"kind": "advance", "ms": 300.0}) == "300 ms passed"
     assert describe({"kind": "advance", "ms": 12_500.0}) == "12.5 s passed"
-    assert describe({"kind": "fault", "agent": "writer", "reason": "the model is down"}) == \
-        "writer's Turn faulted: the model is down"
+    assert (
+        describe({"kind": "fault", "agent": "writer", "reason": "the model is down"})
+        == "writer's Turn faulted: the model is down"
+    )
     assert describe({"kind": "cancel"}) == "the run was cancelled"
 
 

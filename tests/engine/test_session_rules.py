@@ -2,11 +2,18 @@
 
 Each test builds a small Machine inline with jr2_setup(...).create_machine(...) and drives it only through the
 Session's inputs (pick, send_gate, effect_done, effect_failed, advance, fault)."""
+
 import pytest
 
-from engine import Session, answer, assign, effect, fail, raise_, sent_by
+from engine import Session, answer, assign, effect, raise_, sent_by
 from engine.core.outputs import (
-    EffectCancelled, GateClosed, NoticeKept, PickAnswered, PickStopped, TurnEnded, TurnStarted,
+    EffectCancelled,
+    GateClosed,
+    NoticeKept,
+    PickAnswered,
+    PickStopped,
+    TurnEnded,
+    TurnStarted,
 )
 from tests.engine.helpers import build, event, frozen, of, started
 from workflows import notes
@@ -20,18 +27,30 @@ def lookup(query=None):
 
 # -- a Machine with a mode, a targetless pick, Effects, a timer, and a way out ---------------------------------
 
+
 def steps_machine(after_outside=None):
     work = {
         "invoke": {"src": "writer", "input": {"prompt": "Do the steps."}},
-        "on": {"finish": "done", "count": {"actions": [assign(count=lambda context: context["count"] + 1),
-                                                       answer(lambda context: context["count"])]}},
+        "on": {
+            "finish": "done",
+            "count": {
+                "actions": [
+                    assign(count=lambda context: context["count"] + 1),
+                    answer(lambda context: context["count"]),
+                ]
+            },
+        },
         "initial": "idle",
         "states": {
-            "idle": {"on": {"note": {"actions": assign(notes=lambda context: context["notes"] + 1)},
-                            "polish": "polishing",
-                            "run": "running",
-                            "run_twice": "first",
-                            "wait": "waiting"}},
+            "idle": {
+                "on": {
+                    "note": {"actions": assign(notes=lambda context: context["notes"] + 1)},
+                    "polish": "polishing",
+                    "run": "running",
+                    "run_twice": "first",
+                    "wait": "waiting",
+                }
+            },
             "polishing": {"on": {"back": "idle"}},
             "running": {"invoke": {"src": "job", "onDone": "idle", "onError": "idle"}},
             "first": {"invoke": {"src": "job", "onDone": "second"}},
@@ -41,12 +60,16 @@ def steps_machine(after_outside=None):
     }
     if after_outside is not None:
         work["after"] = {after_outside: "#steps.timed_out"}
-    return build([event(n) for n in ("finish", "count", "note", "polish", "back", "run", "run_twice", "wait")], {
-        "id": "steps",
-        "context": {"count": 0, "notes": 0},
-        "initial": "work",
-        "states": {"work": work, "done": {"type": "final"}, "timed_out": {"type": "final"}},
-    }, job=effect.call(lookup))
+    return build(
+        [event(n) for n in ("finish", "count", "note", "polish", "back", "run", "run_twice", "wait")],
+        {
+            "id": "steps",
+            "context": {"count": 0, "notes": 0},
+            "initial": "work",
+            "states": {"work": work, "done": {"type": "final"}, "timed_out": {"type": "final"}},
+        },
+        job=effect.call(lookup),
+    )
 
 
 def running_effect(session):
@@ -55,6 +78,7 @@ def running_effect(session):
 
 
 # -- the Menu at the door of a pick ---------------------------------------------------------------------------
+
 
 def test_a_pick_not_on_the_menu_is_refused_and_nothing_is_delivered():
     session = started(notes.machine, DOOR)
@@ -89,13 +113,17 @@ def test_a_pick_on_the_menu_but_not_allowed_moves_nothing_and_answers_with_the_a
     assert session.drain() == []
 
 
-@pytest.mark.parametrize("params, field, words", [
-    ({}, "question", "Field required"),
-    ({"question": 3}, "question", "valid string"),
-    ({"question": ["a", "b"]}, "question", "valid string"),
-])
+@pytest.mark.parametrize(
+    "params, field, words",
+    [
+        ({}, "question", "Field required"),
+        ({"question": 3}, "question", "valid string"),
+        ({"question": ["a", "b"]}, "question", "valid string"),
+    ],
+)
 def test_a_pick_whose_input_fails_its_schema_is_refused_with_the_validation_error_and_the_allowed_picks(
-        params, field, words):
+    params, field, words
+):
     session = started(notes.machine, DOOR)
     before = frozen(session)
     result = session.pick("writer", "ask", params)
@@ -128,19 +156,29 @@ def test_a_gate_body_with_a_sender_is_refused_and_nothing_is_delivered():
 
 # -- Allowed picks and guards ---------------------------------------------------------------------------------
 
+
 def test_a_guard_reading_only_the_context_decides_the_allowed_picks_exactly():
-    machine = build([event("spend"), event("stop")], {
-        "id": "budget",
-        "context": {"budget": 2},
-        "initial": "work",
-        "states": {
-            "work": {"invoke": {"src": "writer"},
-                     "on": {"spend": {"guard": lambda context: context["budget"] > 0,
-                                      "actions": assign(budget=lambda context: context["budget"] - 1)},
-                            "stop": "done"}},
-            "done": {"type": "final"},
+    machine = build(
+        [event("spend"), event("stop")],
+        {
+            "id": "budget",
+            "context": {"budget": 2},
+            "initial": "work",
+            "states": {
+                "work": {
+                    "invoke": {"src": "writer"},
+                    "on": {
+                        "spend": {
+                            "guard": lambda context: context["budget"] > 0,
+                            "actions": assign(budget=lambda context: context["budget"] - 1),
+                        },
+                        "stop": "done",
+                    },
+                },
+                "done": {"type": "final"},
+            },
         },
-    })
+    )
     session = started(machine)
     for budget_left in (2, 1):
         assert session.context["budget"] == budget_left
@@ -161,18 +199,27 @@ def test_the_allowed_picks_follow_the_active_mode():
 
 
 def test_a_guard_reading_the_picks_input_keeps_the_pick_allowed_and_decides_when_it_comes():
-    machine = build([event("raise_to", level=int), event("stop")], {
-        "id": "levels",
-        "context": {"level": 0},
-        "initial": "work",
-        "states": {
-            "work": {"invoke": {"src": "writer"},
-                     "on": {"raise_to": {"guard": lambda event: event.level > 3,
-                                         "actions": assign(level=lambda event: event.level)},
-                            "stop": "done"}},
-            "done": {"type": "final"},
+    machine = build(
+        [event("raise_to", level=int), event("stop")],
+        {
+            "id": "levels",
+            "context": {"level": 0},
+            "initial": "work",
+            "states": {
+                "work": {
+                    "invoke": {"src": "writer"},
+                    "on": {
+                        "raise_to": {
+                            "guard": lambda event: event.level > 3,
+                            "actions": assign(level=lambda event: event.level),
+                        },
+                        "stop": "done",
+                    },
+                },
+                "done": {"type": "final"},
+            },
         },
-    })
+    )
     session = started(machine)
     assert "raise_to" in session.allowed_picks("writer")
     low = session.pick("writer", "raise_to", {"level": 1})
@@ -185,6 +232,7 @@ def test_a_guard_reading_the_picks_input_keeps_the_pick_allowed_and_decides_when
 
 
 # -- Turns ----------------------------------------------------------------------------------------------------
+
 
 def test_one_turn_holds_many_picks_a_targetless_pick_and_a_pick_into_a_mode_keep_it_open():
     session = started(steps_machine())
@@ -245,18 +293,28 @@ def test_a_timer_that_would_leave_the_agents_state_does_not_keep_it_from_rest():
 
 
 def test_a_gate_event_without_target_keeps_the_agent_from_rest_until_the_gates_state_exits():
-    machine = build([event("ask"), event("comment"), event("reply", text=str), event("finish")], {
-        "id": "sticky",
-        "initial": "work",
-        "states": {
-            "work": {"invoke": {"src": "writer"}, "on": {"finish": "done"}, "initial": "drafting", "states": {
-                "drafting": {"on": {"ask": "asking"}},
-                "asking": {"invoke": {"src": "gate", "id": "editor"},
-                           "on": {"comment": {}, "reply": "drafting"}},
-            }},
-            "done": {"type": "final"},
+    machine = build(
+        [event("ask"), event("comment"), event("reply", text=str), event("finish")],
+        {
+            "id": "sticky",
+            "initial": "work",
+            "states": {
+                "work": {
+                    "invoke": {"src": "writer"},
+                    "on": {"finish": "done"},
+                    "initial": "drafting",
+                    "states": {
+                        "drafting": {"on": {"ask": "asking"}},
+                        "asking": {
+                            "invoke": {"src": "gate", "id": "editor"},
+                            "on": {"comment": {}, "reply": "drafting"},
+                        },
+                    },
+                },
+                "done": {"type": "final"},
+            },
         },
-    })
+    )
     session = started(machine)
     assert session.pick("writer", "ask", {}).outcome == "outstanding"
     assert session.send_gate("editor", "comment", {}).outcome == "delivered"
@@ -270,25 +328,39 @@ def test_a_gate_event_without_target_keeps_the_agent_from_rest_until_the_gates_s
 
 # -- the answer -----------------------------------------------------------------------------------------------
 
+
 def test_the_route_runs_before_the_answer_and_the_allowed_picks_are_read_after_it():
-    machine = build([event("ask"), event("reply", text=str), event("done")], {
-        "id": "order",
-        "context": {"replies": 0},
-        "initial": "work",
-        "states": {
-            "work": {"invoke": {"src": "writer"}, "initial": "drafting",
-                     "on": {"done": {"guard": lambda context: context["replies"] > 0, "target": "published"}},
-                     "states": {
-                         "drafting": {"on": {"ask": "asking"}},
-                         "asking": {"invoke": {"src": "gate", "id": "editor"},
-                                    "on": {"reply": {"target": "drafting", "actions": [
+    machine = build(
+        [event("ask"), event("reply", text=str), event("done")],
+        {
+            "id": "order",
+            "context": {"replies": 0},
+            "initial": "work",
+            "states": {
+                "work": {
+                    "invoke": {"src": "writer"},
+                    "initial": "drafting",
+                    "on": {"done": {"guard": lambda context: context["replies"] > 0, "target": "published"}},
+                    "states": {
+                        "drafting": {"on": {"ask": "asking"}},
+                        "asking": {
+                            "invoke": {"src": "gate", "id": "editor"},
+                            "on": {
+                                "reply": {
+                                    "target": "drafting",
+                                    "actions": [
                                         answer(lambda context, event: f"{event.text} ({context['replies']})"),
                                         assign(replies=lambda context: context["replies"] + 1),
-                                    ]}}},
-                     }},
-            "published": {"type": "final"},
+                                    ],
+                                }
+                            },
+                        },
+                    },
+                },
+                "published": {"type": "final"},
+            },
         },
-    })
+    )
     session = started(machine)
     session.pick("writer", "ask", {})
     session.drain()
@@ -329,14 +401,23 @@ def test_the_default_answer_is_the_last_of_several_replies():
 
 
 def test_the_default_answer_to_a_pick_that_opened_a_gate_is_the_gates_event():
-    machine = build([event("ask"), event("reply", text=str)], {
-        "id": "plain_reply",
-        "initial": "work",
-        "states": {"work": {"invoke": {"src": "writer"}, "initial": "drafting", "states": {
-            "drafting": {"on": {"ask": "asking"}},
-            "asking": {"invoke": {"src": "gate", "id": "editor"}, "on": {"reply": "drafting"}},
-        }}},
-    })
+    machine = build(
+        [event("ask"), event("reply", text=str)],
+        {
+            "id": "plain_reply",
+            "initial": "work",
+            "states": {
+                "work": {
+                    "invoke": {"src": "writer"},
+                    "initial": "drafting",
+                    "states": {
+                        "drafting": {"on": {"ask": "asking"}},
+                        "asking": {"invoke": {"src": "gate", "id": "editor"}, "on": {"reply": "drafting"}},
+                    },
+                }
+            },
+        },
+    )
     session = started(machine)
     session.pick("writer", "ask", {})
     session.send_gate("editor", "reply", {"text": "Blue."})
@@ -345,22 +426,39 @@ def test_the_default_answer_to_a_pick_that_opened_a_gate_is_the_gates_event():
 
 
 def chain_machine(on_error_answer=False):
-    second = {"invoke": {"src": "job", "onDone": {"target": "idle", "actions": answer(lambda chain: list(chain))},
-                         "onError": "idle"}}
+    second = {
+        "invoke": {
+            "src": "job",
+            "onDone": {"target": "idle", "actions": answer(lambda chain: list(chain))},
+            "onError": "idle",
+        }
+    }
     if on_error_answer:
-        second["invoke"]["onError"] = {"target": "idle",
-                                       "actions": answer(lambda event: f"the lookup failed: {event.error['message']}")}
-    return build([event("run"), event("stop")], {
-        "id": "chained",
-        "initial": "work",
-        "states": {"work": {"invoke": {"src": "writer"}, "on": {"stop": "#chained.done"}, "initial": "idle",
-                            "states": {
-                                "idle": {"on": {"run": "first"}},
-                                "first": {"invoke": {"src": "job", "onDone": "second", "onError": "second"}},
-                                "second": second,
-                            }},
-                   "done": {"type": "final"}},
-    }, job=effect.call(lookup))
+        second["invoke"]["onError"] = {
+            "target": "idle",
+            "actions": answer(lambda event: f"the lookup failed: {event.error['message']}"),
+        }
+    return build(
+        [event("run"), event("stop")],
+        {
+            "id": "chained",
+            "initial": "work",
+            "states": {
+                "work": {
+                    "invoke": {"src": "writer"},
+                    "on": {"stop": "#chained.done"},
+                    "initial": "idle",
+                    "states": {
+                        "idle": {"on": {"run": "first"}},
+                        "first": {"invoke": {"src": "job", "onDone": "second", "onError": "second"}},
+                        "second": second,
+                    },
+                },
+                "done": {"type": "final"},
+            },
+        },
+        job=effect.call(lookup),
+    )
 
 
 def test_answer_fn_reads_the_chain_every_reply_since_the_pick_oldest_first():
@@ -429,29 +527,39 @@ def test_an_answer_below_the_agents_state_answers_that_agents_pick_not_the_gate(
 
 # -- notices --------------------------------------------------------------------------------------------------
 
+
 def notice_machine(continues=True, answer_on_route=True):
     """The writer's `finish` (or its Effect's done route) leaves for a Gate's `review`, whose `reply` comes back."""
+
     def route():
         out = {"target": "#notice.review"}
         if answer_on_route:
             out["actions"] = answer(lambda context: f"sent for review ({context['rounds']})")
         return out
 
-    work = {"invoke": {"src": "writer", "input": {"prompt": "Write.", "continue": continues}},
-            "entry": assign(rounds=lambda context: context["rounds"] + 1),
-            "initial": "idle",
-            "states": {"idle": {"on": {"check": "checking", "finish": route()}},
-                       "checking": {"invoke": {"src": "job", "onDone": route()}}}}
-    return build([event("finish"), event("check"), event("reply"), event("stop")], {
-        "id": "notice",
-        "context": {"rounds": 0},
-        "initial": "work",
+    work = {
+        "invoke": {"src": "writer", "input": {"prompt": "Write.", "continue": continues}},
+        "entry": assign(rounds=lambda context: context["rounds"] + 1),
+        "initial": "idle",
         "states": {
-            "work": work,
-            "review": {"invoke": {"src": "gate", "id": "editor"}, "on": {"reply": "work", "stop": "closed"}},
-            "closed": {"type": "final"},
+            "idle": {"on": {"check": "checking", "finish": route()}},
+            "checking": {"invoke": {"src": "job", "onDone": route()}},
         },
-    }, job=effect.call(lookup))
+    }
+    return build(
+        [event("finish"), event("check"), event("reply"), event("stop")],
+        {
+            "id": "notice",
+            "context": {"rounds": 0},
+            "initial": "work",
+            "states": {
+                "work": work,
+                "review": {"invoke": {"src": "gate", "id": "editor"}, "on": {"reply": "work", "stop": "closed"}},
+                "closed": {"type": "final"},
+            },
+        },
+        job=effect.call(lookup),
+    )
 
 
 def test_a_route_leaving_the_agents_state_keeps_its_answer_as_a_notice_for_the_next_continuing_turn():
@@ -515,6 +623,7 @@ def test_the_default_answer_kept_as_a_notice_is_the_last_reply():
 
 # -- something else leaves the Agent's state ------------------------------------------------------------------
 
+
 def assert_stopped(outputs, turn, event_name):
     [stopped] = of(outputs, PickStopped)
     assert (stopped.turn, stopped.event) == (turn, event_name)
@@ -536,22 +645,41 @@ def test_a_timer_leaving_the_agents_state_while_a_pick_works_stops_the_pick():
 
 
 def test_a_gate_leaving_the_agents_state_while_a_pick_works_stops_the_pick():
-    machine = build([event("run"), event("abort")], {
-        "id": "side_gate",
-        "initial": "live",
-        "states": {
-            "live": {"type": "parallel", "states": {
-                "a": {"initial": "work", "states": {"work": {
-                    "invoke": {"src": "writer"}, "initial": "idle", "states": {
-                        "idle": {"on": {"run": "running"}},
-                        "running": {"invoke": {"src": "job", "onDone": "idle"}},
-                    }}}},
-                "b": {"initial": "desk", "states": {"desk": {"invoke": {"src": "gate", "id": "boss"},
-                                                             "on": {"abort": "#side_gate.aborted"}}}},
-            }},
-            "aborted": {"type": "final"},
+    machine = build(
+        [event("run"), event("abort")],
+        {
+            "id": "side_gate",
+            "initial": "live",
+            "states": {
+                "live": {
+                    "type": "parallel",
+                    "states": {
+                        "a": {
+                            "initial": "work",
+                            "states": {
+                                "work": {
+                                    "invoke": {"src": "writer"},
+                                    "initial": "idle",
+                                    "states": {
+                                        "idle": {"on": {"run": "running"}},
+                                        "running": {"invoke": {"src": "job", "onDone": "idle"}},
+                                    },
+                                }
+                            },
+                        },
+                        "b": {
+                            "initial": "desk",
+                            "states": {
+                                "desk": {"invoke": {"src": "gate", "id": "boss"}, "on": {"abort": "#side_gate.aborted"}}
+                            },
+                        },
+                    },
+                },
+                "aborted": {"type": "final"},
+            },
         },
-    }, job=effect.call(lookup))
+        job=effect.call(lookup),
+    )
     session = started(machine)
     turn = session.turn_of("writer").id
     assert session.pick("writer", "run", {}).outcome == "outstanding"
@@ -573,28 +701,54 @@ def test_an_outside_event_leaving_the_agents_state_while_a_pick_works_stops_the_
 
 # -- the Sender -----------------------------------------------------------------------------------------------
 
+
 def sender_machine(first_branch_for="writer"):
-    record = lambda event: event.get("sender")  # noqa: E731
-    return build([event("stop"), event("poke"), event("self_poke"), event("self_stop")], {
-        "id": "senders",
-        "context": {},
-        "on": {"stop": [{"guard": sent_by(first_branch_for), "target": ".first", "actions": assign(by=record)},
-                        {"target": ".second", "actions": assign(by=record)}]},
-        "initial": "live",
-        "states": {
-            "live": {"type": "parallel", "states": {
-                "a": {"initial": "work", "states": {"work": {
-                    "invoke": {"src": "writer"},
-                    "on": {"poke": {"actions": assign(poked_by=record)},
-                           "self_poke": {"actions": raise_({"type": "poke"})},
-                           "self_stop": {"actions": raise_({"type": "stop"})}}}}},
-                "b": {"initial": "desk", "states": {"desk": {"invoke": {"src": "gate", "id": "editor"},
-                                                             "on": {"poke": {"actions": assign(poked_by=record)}}}}},
-            }},
-            "first": {"type": "final"},
-            "second": {"type": "final"},
+    record = lambda event: event.get("sender")
+    return build(
+        [event("stop"), event("poke"), event("self_poke"), event("self_stop")],
+        {
+            "id": "senders",
+            "context": {},
+            "on": {
+                "stop": [
+                    {"guard": sent_by(first_branch_for), "target": ".first", "actions": assign(by=record)},
+                    {"target": ".second", "actions": assign(by=record)},
+                ]
+            },
+            "initial": "live",
+            "states": {
+                "live": {
+                    "type": "parallel",
+                    "states": {
+                        "a": {
+                            "initial": "work",
+                            "states": {
+                                "work": {
+                                    "invoke": {"src": "writer"},
+                                    "on": {
+                                        "poke": {"actions": assign(poked_by=record)},
+                                        "self_poke": {"actions": raise_({"type": "poke"})},
+                                        "self_stop": {"actions": raise_({"type": "stop"})},
+                                    },
+                                }
+                            },
+                        },
+                        "b": {
+                            "initial": "desk",
+                            "states": {
+                                "desk": {
+                                    "invoke": {"src": "gate", "id": "editor"},
+                                    "on": {"poke": {"actions": assign(poked_by=record)}},
+                                }
+                            },
+                        },
+                    },
+                },
+                "first": {"type": "final"},
+                "second": {"type": "final"},
+            },
         },
-    })
+    )
 
 
 def test_every_event_an_agent_delivers_carries_its_sender():
@@ -649,6 +803,7 @@ def test_sent_by_is_true_for_an_event_with_no_sender():
 
 # -- Gates ----------------------------------------------------------------------------------------------------
 
+
 def test_a_gate_refuses_an_event_it_does_not_accept_naming_what_it_accepts():
     session = started(notes.machine, DOOR)
     session.pick("writer", "ask", {"question": "Which version?"})
@@ -696,6 +851,7 @@ def test_a_gate_lists_its_accepted_events_and_meta_while_its_state_is_active():
 
 # -- the journal ----------------------------------------------------------------------------------------------
 
+
 def test_replaying_the_journal_rebuilds_the_same_finished_run():
     session = started(notes.machine, DOOR)
     session.pick("writer", "done", {"notes": "early"})
@@ -730,21 +886,32 @@ def test_replaying_the_journal_rebuilds_the_same_live_run_with_effects_and_timer
 
 # -- a pick is taken only through keys its Agent owns ----------------------------------------------------------
 
+
 def test_a_pick_never_fires_a_transition_that_belongs_to_another_agent():
-    from engine import Session, agent, define_event, jr2_setup
     from pydantic import BaseModel
+
+    from engine import Session, agent, define_event, jr2_setup
 
     class Empty(BaseModel):
         pass
 
     go = define_event(name="go", input=Empty, description="Move on.")
-    machine = jr2_setup(events=[go], actors={
-        "a": agent(model="script/a", instructions="Agent a."),
-        "b": agent(model="script/b", instructions="Agent b."),
-    }).create_machine({"id": "two", "type": "parallel", "states": {
-        "A": {"invoke": {"src": "a"}, "initial": "x", "states": {"x": {"on": {"go": "y"}}, "y": {}}},
-        "B": {"invoke": {"src": "b"}, "initial": "x", "states": {"x": {}, "y": {"on": {"go": "x"}}}},
-    }})
+    machine = jr2_setup(
+        events=[go],
+        actors={
+            "a": agent(model="script/a", instructions="Agent a."),
+            "b": agent(model="script/b", instructions="Agent b."),
+        },
+    ).create_machine(
+        {
+            "id": "two",
+            "type": "parallel",
+            "states": {
+                "A": {"invoke": {"src": "a"}, "initial": "x", "states": {"x": {"on": {"go": "y"}}, "y": {}}},
+                "B": {"invoke": {"src": "b"}, "initial": "x", "states": {"x": {}, "y": {"on": {"go": "x"}}}},
+            },
+        }
+    )
     session = Session(machine)
     assert session.allowed_picks("a") == ["go"]
     assert session.allowed_picks("b") == []
@@ -772,8 +939,10 @@ def test_replay_names_the_first_journal_entry_whose_outputs_differ():
 
     changed = importlib.reload(notes).machine
     reply_route = changed.statechart.get_state_node_by_id("#notes.writing.asking").transitions["reply"][0]
-    reply_route.actions = tuple(answer(lambda event: "Said: " + event.text).bound("writer")
-                                if getattr(a, "agent", None) == "writer" else a for a in reply_route.actions)
+    reply_route.actions = tuple(
+        answer(lambda event: "Said: " + event.text).bound("writer") if getattr(a, "agent", None) == "writer" else a
+        for a in reply_route.actions
+    )
     with pytest.raises(SessionError, match="journal entry 2 \\(gate\\) produced different outputs"):
         Session.replay(changed, session.journal)
     importlib.reload(notes)

@@ -1,5 +1,6 @@
 """The NUL character (engine/core/text.py): found where it is, replaced in what the world writes, and refused in what a
 party sends, by the Session itself, so a run's journal never holds it on any database."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,11 +11,19 @@ from engine.core.text import nul_at, without_nul
 from workflows import notes
 
 
-@pytest.mark.parametrize("value, where", [
-    ("plain", None), ({"a": ["x", {"b": 1}]}, None), (None, None), (3, None),
-    ("a\x00", ()), ({"a": ["x", {"b": "\x00"}]}, ("a", 1, "b")), ({"k\x00": 1}, ("k\x00",)),
-    (("ok", "n\x00"), (1,)),
-])
+@pytest.mark.parametrize(
+    "value, where",
+    [
+        ("plain", None),
+        ({"a": ["x", {"b": 1}]}, None),
+        (None, None),
+        (3, None),
+        ("a\x00", ()),
+        ({"a": ["x", {"b": "\x00"}]}, ("a", 1, "b")),
+        ({"k\x00": 1}, ("k\x00",)),
+        (("ok", "n\x00"), (1,)),
+    ],
+)
 def test_nul_at_names_the_first_place_holding_it(value: object, where: tuple[object, ...] | None) -> None:
     assert nul_at(value) == where
 

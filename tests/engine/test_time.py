@@ -1,5 +1,6 @@
 """Time from a host's clock (`at=` on every input): it reaches the Session as journaled `advance` entries, so
 replay needs no clock, and a refused input moves nothing, not even the time."""
+
 import copy
 
 from pydantic import BaseModel, Field
@@ -25,9 +26,11 @@ def test_a_refused_input_at_a_later_time_changes_nothing_not_even_the_time():
     session = Session(notes.machine, DOOR)
     session.pick("writer", "ask", {"question": "Tone?"})
     before = copy.deepcopy(session.to_json()), len(session.journal)
-    for delivery in (session.send_gate("writing.asking", "reply", {"text": 3}, at=900),
-                     session.send_gate("nope", "reply", {"text": "x"}, at=900),
-                     session.pick("writer", "done", {"notes": "x"}, at=900)):
+    for delivery in (
+        session.send_gate("writing.asking", "reply", {"text": 3}, at=900),
+        session.send_gate("nope", "reply", {"text": "x"}, at=900),
+        session.pick("writer", "done", {"notes": "x"}, at=900),
+    ):
         assert delivery.outcome == "refused"
     assert (session.to_json(), len(session.journal)) == before
 
@@ -43,12 +46,17 @@ class Text(BaseModel):
 def timed():
     go = define_event(name="go", input=Empty, description="Go.")
     reply = define_event(name="reply", input=Text, description="Reply.")
-    return jr2_setup(events=[go, reply], actors={"w": agent(model="script/w", instructions="Work.")}).create_machine({
-        "id": "timed", "initial": "work",
-        "states": {"work": {"invoke": {"src": "w"}, "after": {1000: "late"}, "on": {"go": "asking"}},
-                   "asking": {"invoke": {"src": "gate", "id": "desk"}, "on": {"reply": "work"}},
-                   "late": {"type": "final"}},
-    })
+    return jr2_setup(events=[go, reply], actors={"w": agent(model="script/w", instructions="Work.")}).create_machine(
+        {
+            "id": "timed",
+            "initial": "work",
+            "states": {
+                "work": {"invoke": {"src": "w"}, "after": {1000: "late"}, "on": {"go": "asking"}},
+                "asking": {"invoke": {"src": "gate", "id": "desk"}, "on": {"reply": "work"}},
+                "late": {"type": "final"},
+            },
+        }
+    )
 
 
 def test_a_timer_due_before_the_input_fires_first_even_if_the_input_is_then_refused():

@@ -1,4 +1,5 @@
 """The Turn protocol with a model (SPEC.md 4): what the model reads, and how a stuck or runaway Turn ends."""
+
 from pydantic import BaseModel
 
 from engine import Session, agent, assign, define_event, jr2_setup
@@ -46,16 +47,28 @@ def test_each_answer_to_a_pick_ends_with_the_allowed_picks_read_after_the_route(
 def test_allowed_picks_that_change_while_the_agent_works_are_told_before_its_next_step():
     go = define_event(name="go", input=Empty, description="Go.")
     open_ = define_event(name="open", input=Empty, description="Open the door.")
-    machine = jr2_setup(events=[go, open_], actors={
-        "walker": agent(model="script/walker", instructions="You walk."),
-    }).create_machine({
-        "id": "door", "type": "parallel", "context": {"open": False},
-        "states": {
-            "walk": {"invoke": {"src": "walker"},
-                     "on": {"go": {"guard": lambda context: context["open"], "actions": assign(gone=lambda: True)}}},
-            "desk": {"invoke": {"src": "gate", "id": "desk"}, "on": {"open": {"actions": assign(open=lambda: True)}}},
+    machine = jr2_setup(
+        events=[go, open_],
+        actors={
+            "walker": agent(model="script/walker", instructions="You walk."),
         },
-    })
+    ).create_machine(
+        {
+            "id": "door",
+            "type": "parallel",
+            "context": {"open": False},
+            "states": {
+                "walk": {
+                    "invoke": {"src": "walker"},
+                    "on": {"go": {"guard": lambda context: context["open"], "actions": assign(gone=lambda: True)}},
+                },
+                "desk": {
+                    "invoke": {"src": "gate", "id": "desk"},
+                    "on": {"open": {"actions": assign(open=lambda: True)}},
+                },
+            },
+        }
+    )
     session = Session(machine)
     session.drain()
     assert session.allowed_picks("walker") == []
@@ -93,6 +106,7 @@ def test_a_runaway_turn_repeating_the_same_call_is_rerolled_once_then_faults():
 def test_too_many_tool_calls_is_a_runaway_and_calls_that_move_the_machine_are_not_repeats():
     watch = TurnPolicy(max_tool_calls=5, max_repeats=3).watch()
     from engine.core.outputs import PickResult
+
     for _ in range(5):
         assert watch.call("spend", {}) is None
         watch.result(PickResult("answered"))

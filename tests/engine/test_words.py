@@ -1,4 +1,5 @@
 """The words made one way everywhere (engine/core/words.py): durations, pydantic errors, error values."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,11 +8,23 @@ from pydantic import BaseModel, ValidationError
 from engine.core.words import duration_text, error_text, exception_text, validation_lines, validation_text
 
 
-@pytest.mark.parametrize(("ms", "text"), [
-    (None, "—"), (0, "0 ms"), (0.4, "0.4 ms"), (0.123, "0.123 ms"), (125.4, "125 ms"), (999.6, "1 s"),
-    (1332.4, "1.33 s"), (12_500, "12.5 s"), (59_999, "1 min"), (150_000, "2.5 min"), (7_200_000, "2 h"),
-    (-5, "0 ms"),
-])
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (None, "—"),
+        (0, "0 ms"),
+        (0.4, "0.4 ms"),
+        (0.123, "0.123 ms"),
+        (125.4, "125 ms"),
+        (999.6, "1 s"),
+        (1332.4, "1.33 s"),
+        (12_500, "12.5 s"),
+        (59_999, "1 min"),
+        (150_000, "2.5 min"),
+        (7_200_000, "2 h"),
+        (-5, "0 ms"),
+    ],
+)
 def test_a_duration_has_three_significant_figures_in_the_largest_unit_it_fills(ms: float | None, text: str) -> None:
     assert duration_text(ms) == text
 
@@ -24,9 +37,10 @@ class Door(BaseModel):
 def test_a_validation_error_names_each_field_and_the_whole_when_no_field() -> None:
     with pytest.raises(ValidationError) as caught:
         Door.model_validate({"count": "many"})
-    assert validation_lines(caught.value) == ["changes: Field required",
-                                             "count: Input should be a valid integer, unable to parse string as an "
-                                             "integer"]
+    assert validation_lines(caught.value) == [
+        "changes: Field required",
+        "count: Input should be a valid integer, unable to parse string as an integer",
+    ]
     assert validation_text(caught.value) == "; ".join(validation_lines(caught.value))
     with pytest.raises(ValidationError) as whole:
         Door.model_validate([1])

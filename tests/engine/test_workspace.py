@@ -1,6 +1,7 @@
-"""The workspace sandbox (engine/runtime/workspace/sandbox.py) on a real folder: each way out is refused with its reason, the caps
-hold, writes are atomic and idempotent by content; and the authoring options that name a workspace are checked
-when the Machine is built."""
+"""The workspace sandbox (engine/runtime/workspace/confined.py) on a real folder: each way out is refused with its
+reason, the caps hold, writes are atomic and idempotent by content; and the authoring options that name a workspace
+are checked when the Machine is built."""
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,13 @@ from engine import agent, define_event, effect, gate, jr2_setup
 from engine.core.errors import MachineError
 from engine.core.statechart.errors import ConfigError
 from engine.runtime.workspace.sandbox import (
-    Limits, Workspace, WorkspaceError, escape_name, folder_for, remove_run_folder, run_folder,
+    Limits,
+    Workspace,
+    WorkspaceError,
+    escape_name,
+    folder_for,
+    remove_run_folder,
+    run_folder,
 )
 
 
@@ -34,6 +41,7 @@ def refused(call: object, *args: object) -> str:
 
 # -- the ways out -----------------------------------------------------------------------------------------------
 
+
 def test_an_absolute_path_is_refused_with_the_reason(ws: Workspace) -> None:
     for call in (ws.read, ws.list_files):
         assert refused(call, "/etc/passwd").startswith('"/etc/passwd" is an absolute path, which leaves the workspace')
@@ -42,7 +50,7 @@ def test_an_absolute_path_is_refused_with_the_reason(ws: Workspace) -> None:
 
 @pytest.mark.parametrize("path", ["../x", "a/../../x", "a/..", ".."])
 def test_dot_dot_is_refused_wherever_it_stands(ws: Workspace, path: str) -> None:
-    assert 'which leaves the workspace' in refused(ws.read, path) and '".."' in refused(ws.read, path)
+    assert "which leaves the workspace" in refused(ws.read, path) and '".."' in refused(ws.read, path)
     assert '".."' in refused(ws.write, path, "data")
     assert not (ws.folder.parent / "x").exists()
 
@@ -115,9 +123,14 @@ def test_a_hard_link_is_not_read(ws: Workspace, tmp_path: Path) -> None:
     assert outside.read_text() == "secret", "a write replaces the name, never the linked file"
 
 
-@pytest.mark.parametrize(("path", "why"), [
-    ("a\x00b", "NUL"), ("x" * 201, "at most 200 characters"), ("a/" * 600, "at most 1024 characters"),
-])
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("a\x00b", "NUL"),
+        ("x" * 201, "at most 200 characters"),
+        ("a/" * 600, "at most 1024 characters"),
+    ],
+)
 def test_odd_paths_are_refused(ws: Workspace, path: str, why: str) -> None:
     assert why in refused(ws.read, path)
 
@@ -131,6 +144,7 @@ def test_folders_and_missing_files_are_named(ws: Workspace) -> None:
 
 
 # -- reading, writing, listing, searching -----------------------------------------------------------------------
+
 
 def test_write_creates_folders_and_is_idempotent_by_content(ws: Workspace) -> None:
     assert ws.write("pkg/mod/a.py", "x = 1\n") == "pkg/mod/a.py created (6 bytes)."
@@ -162,8 +176,10 @@ def test_a_binary_file_is_not_read(ws: Workspace) -> None:
 def test_list_and_search(ws: Workspace) -> None:
     ws.write("b.py", "def add(a, b):\n    return a + b\n")
     ws.write("src/a.py", "ADD = 'add'\n")
-    assert ws.list_files() == ("2 files in the workspace:\nb.py (32 bytes)\nsrc/a.py (12 bytes)\n"
-                               "The workspace holds 2 of at most 2000 files and 44 of at most 67108864 bytes.")
+    assert ws.list_files() == (
+        "2 files in the workspace:\nb.py (32 bytes)\nsrc/a.py (12 bytes)\n"
+        "The workspace holds 2 of at most 2000 files and 44 of at most 67108864 bytes."
+    )
     assert ws.list_files("src").startswith('1 file in "src":\nsrc/a.py (12 bytes)')
     assert ws.search("add") == "b.py:1: def add(a, b):\nsrc/a.py:1: ADD = 'add'"
     assert ws.search("ADD", "src") == "src/a.py:1: ADD = 'add'"
@@ -179,6 +195,7 @@ def test_an_empty_workspace_lists_and_searches_to_nothing(tmp_path: Path) -> Non
 
 
 # -- caps -------------------------------------------------------------------------------------------------------
+
 
 def test_the_caps_hold_and_a_refused_write_changes_nothing(tmp_path: Path) -> None:
     ws = Workspace(tmp_path / "ws", Limits(file_bytes=10, read_bytes=8, total_bytes=25, files=3))
@@ -198,12 +215,14 @@ def test_the_caps_hold_and_a_refused_write_changes_nothing(tmp_path: Path) -> No
 def test_a_read_is_cut_at_its_cap_and_says_where_to_read_on(tmp_path: Path) -> None:
     ws = Workspace(tmp_path / "ws", Limits(read_bytes=10))
     ws.write("f.txt", "abcd\nefgh\nijkl\n")
-    assert ws.read("f.txt") == ("f.txt, lines 1-2 of 3 (cut at 10 bytes, the cap of one read: read on from line 3):"
-                                "\nabcd\nefgh\n")
+    assert ws.read("f.txt") == (
+        "f.txt, lines 1-2 of 3 (cut at 10 bytes, the cap of one read: read on from line 3):\nabcd\nefgh\n"
+    )
     assert ws.read("f.txt", 3) == "f.txt, lines 3-3 of 3:\nijkl\n"
     ws.write("long.txt", "0123456789abcdef\n")
-    assert ws.read("long.txt") == ("long.txt, line 1 of 1, its first 10 bytes (the cap of one read; the line is "
-                                   "longer):\n0123456789")
+    assert ws.read("long.txt") == (
+        "long.txt, line 1 of 1, its first 10 bytes (the cap of one read; the line is longer):\n0123456789"
+    )
 
 
 def test_limits_from_settings_are_checked() -> None:
@@ -215,6 +234,7 @@ def test_limits_from_settings_are_checked() -> None:
 
 
 # -- folders of runs --------------------------------------------------------------------------------------------
+
 
 def test_each_agent_gets_its_own_folder_and_shared_agents_one(tmp_path: Path) -> None:
     assert folder_for("run1", "coder", "run", tmp_path) == tmp_path / "run1" / "agent-coder"
@@ -242,9 +262,10 @@ def test_the_console_reads_matching_files(ws: Workspace) -> None:
     ws.write("README.md", "read me\n")
     ws.write("data.bin", "\x00")
     assert ws.matching(["*.py", "README.md", "*.bin"]) == [
-        ("README.md", "read me\n"), ("data.bin", "(not shown: data.bin looks binary (it holds NUL bytes); only text "
-                                                 "files can be read)"),
-        ("src/app.py", "<b>app</b>\n")]
+        ("README.md", "read me\n"),
+        ("data.bin", "(not shown: data.bin looks binary (it holds NUL bytes); only text files can be read)"),
+        ("src/app.py", "<b>app</b>\n"),
+    ]
     assert ws.matching(["*.txt"]) == []
 
 
@@ -260,6 +281,7 @@ def test_an_effects_working_directory_stays_inside(ws: Workspace, tmp_path: Path
 
 # -- authoring --------------------------------------------------------------------------------------------------
 
+
 class Empty(BaseModel):
     pass
 
@@ -268,10 +290,16 @@ finish = define_event(name="finish", input=Empty)
 
 
 def machine(actors: dict[str, object], events: list[object] | None = None) -> object:
-    return jr2_setup(events=events or [finish], actors=actors).create_machine({
-        "id": "m", "initial": "work",
-        "states": {"work": {"invoke": {"src": "worker", "input": {"prompt": "Work."}}, "on": {"finish": "done"}},
-                   "done": {"type": "final"}}})
+    return jr2_setup(events=events or [finish], actors=actors).create_machine(
+        {
+            "id": "m",
+            "initial": "work",
+            "states": {
+                "work": {"invoke": {"src": "worker", "input": {"prompt": "Work."}}, "on": {"finish": "done"}},
+                "done": {"type": "final"},
+            },
+        }
+    )
 
 
 def test_agent_workspace_takes_only_its_three_values() -> None:
@@ -299,18 +327,35 @@ def test_effect_and_gate_options_are_checked_when_written() -> None:
 def test_the_machine_refuses_workspace_names_that_do_not_fit() -> None:
     worker = agent("script/x", "Work.", workspace="run")
     clash = define_event(name="workspace_read", input=Empty)
-    with pytest.raises(MachineError, match=r'the Agent "worker" has a workspace.*rename its event\(s\) '
-                                           r"workspace_read"):
-        jr2_setup(events=[clash], actors={"worker": worker}).create_machine({
-            "id": "m", "initial": "work",
-            "states": {"work": {"invoke": {"src": "worker", "input": {"prompt": "Work."}},
-                                "on": {"workspace_read": "done"}}, "done": {"type": "final"}}})
+    with pytest.raises(
+        MachineError,
+        match=r'the Agent "worker" has a workspace.*rename its event\(s\) '
+        r"workspace_read",
+    ):
+        jr2_setup(events=[clash], actors={"worker": worker}).create_machine(
+            {
+                "id": "m",
+                "initial": "work",
+                "states": {
+                    "work": {
+                        "invoke": {"src": "worker", "input": {"prompt": "Work."}},
+                        "on": {"workspace_read": "done"},
+                    },
+                    "done": {"type": "final"},
+                },
+            }
+        )
     with pytest.raises(MachineError, match='the Effect "tests" uses the workspace of "coder", which is not an Agent'):
         machine({"worker": worker, "tests": effect.command(["pytest"], workspace="coder")})
     with pytest.raises(MachineError, match='uses the workspace of the Agent "worker", which has none'):
         machine({"worker": agent("script/x", "Work."), "tests": effect.command(["pytest"], workspace="worker")})
     with pytest.raises(MachineError, match='the Gate slot "desk" uses the workspace of "nobody"'):
         machine({"worker": worker, "desk": gate(workspace="nobody", files="*")})
-    built = machine({"worker": worker, "tests": effect.command(["pytest"], workspace="worker"),
-                     "desk": gate(workspace="worker", files="*")})
+    built = machine(
+        {
+            "worker": worker,
+            "tests": effect.command(["pytest"], workspace="worker"),
+            "desk": gate(workspace="worker", files="*"),
+        }
+    )
     assert built.agent_slot("worker") is worker

@@ -21,6 +21,7 @@ answers every request with `r` once the queue is empty (e.g. 429 every time). Er
 and `retry-after-ms: 1`: both SDKs ignore a zero `retry-after` and back off 0.5 s and more, so the millisecond header
 is what keeps retries fast.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,16 +29,27 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import pytest
 
 from tests.live_server import free_port
 
-__all__ = ["ModelServer", "Reply", "ToolUse", "Recorded", "tool_call", "text", "refusal", "error", "closed_port_url",
-           "model_server"]
+__all__ = [
+    "ModelServer",
+    "Reply",
+    "ToolUse",
+    "Recorded",
+    "tool_call",
+    "text",
+    "refusal",
+    "error",
+    "closed_port_url",
+    "model_server",
+]
 
 ANTHROPIC_PATH = "/v1/messages"
 OPENAI_PATH = "/v1/chat/completions"
@@ -45,12 +57,25 @@ OPENAI_PATH = "/v1/chat/completions"
 #: The neutral (Anthropic) stop reasons as chat-completions finish reasons.
 FINISH_REASONS = {"tool_use": "tool_calls", "end_turn": "stop", "max_tokens": "length", "refusal": "content_filter"}
 
-ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                         404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-                         500: "api_error", 529: "overloaded_error"}
-DEFAULT_ERROR_MESSAGES = {400: "Your request was malformed.", 401: "invalid x-api-key", 403: "Permission denied.",
-                          404: "Not found.", 429: "Number of request tokens has exceeded your per-minute rate limit.",
-                          500: "Internal server error.", 529: "Overloaded."}
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+DEFAULT_ERROR_MESSAGES = {
+    400: "Your request was malformed.",
+    401: "invalid x-api-key",
+    403: "Permission denied.",
+    404: "Not found.",
+    429: "Number of request tokens has exceeded your per-minute rate limit.",
+    500: "Internal server error.",
+    529: "Overloaded.",
+}
 
 
 @dataclass(frozen=True)
@@ -84,15 +109,25 @@ class Reply:
         return self.stop_reason or ("tool_use" if self.calls else "end_turn")
 
 
-def tool_call(name: str, input: Any = None, *, raw: str | None = None, id: str | None = None, text: str = "",
-              usage: Mapping[str, int] | None = None, delay: float = 0.0, thinking: str = "") -> Reply:
+def tool_call(
+    name: str,
+    input: Any = None,
+    *,
+    raw: str | None = None,
+    id: str | None = None,
+    text: str = "",
+    usage: Mapping[str, int] | None = None,
+    delay: float = 0.0,
+    thinking: str = "",
+) -> Reply:
     """A reply that calls one tool (a pick); `input` defaults to {}. `thinking` adds a thinking block (Anthropic)."""
     use = ToolUse(name=name, input={} if input is None and raw is None else input, raw=raw, id=id)
     return Reply(text=text, calls=(use,), usage=dict(usage or {}), delay=delay, thinking=thinking)
 
 
-def text(content: str, *, stop_reason: str = "end_turn", usage: Mapping[str, int] | None = None,
-         delay: float = 0.0) -> Reply:
+def text(
+    content: str, *, stop_reason: str = "end_turn", usage: Mapping[str, int] | None = None, delay: float = 0.0
+) -> Reply:
     """A reply of plain text and no pick."""
     return Reply(text=content, stop_reason=stop_reason, usage=dict(usage or {}), delay=delay)
 
@@ -102,12 +137,17 @@ def refusal(content: str = "", *, usage: Mapping[str, int] | None = None) -> Rep
     return Reply(text=content, stop_reason="refusal", usage=dict(usage or {}))
 
 
-def error(status: int, message: str | None = None, *, headers: Mapping[str, str] | None = None,
-          delay: float = 0.0) -> Reply:
+def error(
+    status: int, message: str | None = None, *, headers: Mapping[str, str] | None = None, delay: float = 0.0
+) -> Reply:
     """An HTTP error with the API's JSON error body. Retry headers make the SDKs retry at once."""
     base = {"retry-after": "0", "retry-after-ms": "1"}
-    return Reply(status=status, message=message or DEFAULT_ERROR_MESSAGES.get(status, f"Error {status}."),
-                 headers={**base, **(headers or {})}, delay=delay)
+    return Reply(
+        status=status,
+        message=message or DEFAULT_ERROR_MESSAGES.get(status, f"Error {status}."),
+        headers={**base, **(headers or {})},
+        delay=delay,
+    )
 
 
 @dataclass(frozen=True)
@@ -131,8 +171,7 @@ Responder = Callable[[Any], "Reply | None"]
 class ModelServer:
     """The server. Start it with `with ModelServer() as server:` (or `start()` / `stop()`)."""
 
-    def __init__(self, replies: tuple[Reply, ...] | list[Reply] = (), *,
-                 responder: Responder | None = None) -> None:
+    def __init__(self, replies: tuple[Reply, ...] | list[Reply] = (), *, responder: Responder | None = None) -> None:
         self.replies: deque[Reply] = deque(replies)
         self.responder = responder
         self.default: Reply | None = None
@@ -184,8 +223,9 @@ class ModelServer:
     def start(self) -> ModelServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
-                                        name="fake-model-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, name="fake-model-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -234,8 +274,16 @@ class ModelServer:
             return 400, {}, _error_body(api, 400, "the request body is not a JSON object")
         reply = self._next_reply(recorded)
         if reply is None:
-            return 400, {}, _error_body(api, 400, f"the fake model server has no reply queued for request "
-                                                  f"#{number} ({recorded.method} {recorded.path})")
+            return (
+                400,
+                {},
+                _error_body(
+                    api,
+                    400,
+                    f"the fake model server has no reply queued for request "
+                    f"#{number} ({recorded.method} {recorded.path})",
+                ),
+            )
         if reply.delay:
             time.sleep(reply.delay)
         if reply.status != 200:
@@ -266,8 +314,13 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 body: Any = json.loads(raw) if raw else None
             except json.JSONDecodeError:
                 body = None
-            recorded = Recorded(method="POST", path=self.path.split("?", 1)[0],
-                                headers={k.lower(): v for k, v in self.headers.items()}, body=body, raw=raw)
+            recorded = Recorded(
+                method="POST",
+                path=self.path.split("?", 1)[0],
+                headers={k.lower(): v for k, v in self.headers.items()},
+                body=body,
+                raw=raw,
+            )
             with server._lock:
                 server.requests.append(recorded)
                 number = len(server.requests)
@@ -306,31 +359,52 @@ def _anthropic_message(reply: Reply, model: str, number: int) -> dict[str, Any]:
                 data = json.loads(use.raw)
             except json.JSONDecodeError:
                 data = use.raw
-        content.append({"type": "tool_use", "id": use.id or f"toolu_{number:04d}_{index}", "name": use.name,
-                        "input": data})
+        content.append(
+            {"type": "tool_use", "id": use.id or f"toolu_{number:04d}_{index}", "name": use.name, "input": data}
+        )
     usage = _usage(reply)
-    return {"id": f"msg_{number:04d}", "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": reply.stop, "stop_sequence": None,
-            "usage": {"input_tokens": usage["input"], "output_tokens": usage["output"],
-                      "cache_read_input_tokens": usage["cache_read"],
-                      "cache_creation_input_tokens": usage["cache_write"]}}
+    return {
+        "id": f"msg_{number:04d}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": reply.stop,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": usage["input"],
+            "output_tokens": usage["output"],
+            "cache_read_input_tokens": usage["cache_read"],
+            "cache_creation_input_tokens": usage["cache_write"],
+        },
+    }
 
 
 def _openai_completion(reply: Reply, model: str, number: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.calls:
         message["tool_calls"] = [
-            {"id": use.id or f"call_{number:04d}_{index}", "type": "function",
-             "function": {"name": use.name,
-                          "arguments": use.raw if use.raw is not None else json.dumps(use.input)}}
-            for index, use in enumerate(reply.calls)]
+            {
+                "id": use.id or f"call_{number:04d}_{index}",
+                "type": "function",
+                "function": {"name": use.name, "arguments": use.raw if use.raw is not None else json.dumps(use.input)},
+            }
+            for index, use in enumerate(reply.calls)
+        ]
     usage = _usage(reply)
-    return {"id": f"chatcmpl-{number:04d}", "object": "chat.completion", "created": 1_700_000_000, "model": model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": FINISH_REASONS.get(reply.stop, reply.stop)}],
-            "usage": {"prompt_tokens": usage["input"], "completion_tokens": usage["output"],
-                      "total_tokens": usage["input"] + usage["output"],
-                      "prompt_tokens_details": {"cached_tokens": usage["cache_read"]}}}
+    return {
+        "id": f"chatcmpl-{number:04d}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": FINISH_REASONS.get(reply.stop, reply.stop)}],
+        "usage": {
+            "prompt_tokens": usage["input"],
+            "completion_tokens": usage["output"],
+            "total_tokens": usage["input"] + usage["output"],
+            "prompt_tokens_details": {"cached_tokens": usage["cache_read"]},
+        },
+    }
 
 
 def _error_body(api: str, status: int, message: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 Under ASGI every request runs its database work on a thread of its own, so a persistent connection (CONN_MAX_AGE
 other than 0) is opened per request and never reused or closed: PostgreSQL refused new clients ("too many clients
 already") after about 300 API calls to a fleet."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,10 @@ from tests.live_server import answered, free_port, migrate, spawn, stop_group
 ROOT = Path(__file__).resolve().parents[2]
 JR2 = [sys.executable, "-m", "jr2.cli"]
 
-pytestmark = pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
-                                reason="PostgreSQL only: the suite's second pass (scripts/services run) sets it")
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
+    reason="PostgreSQL only: the suite's second pass (scripts/services run) sets it",
+)
 
 
 def connections(url: str) -> int:
@@ -39,13 +42,27 @@ def test_a_web_process_does_not_keep_a_database_connection_for_each_request_it_s
     env = {k: v for k, v in os.environ.items() if not k.startswith("JR2_") and k not in ("REDIS_URL",)}
     env.update(DATABASE_URL=url, PYTHONPATH=str(ROOT), JR2_WORKFLOWS=str(ROOT / "workflows"), JR2_DEBUG="0")
     migrate(env)
-    token = subprocess.run([*JR2, "token", "create", "conns", "--create-user"], cwd=ROOT, env=env, check=True,
-                           capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    token = (
+        subprocess.run(
+            [*JR2, "token", "create", "conns", "--create-user"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     port = free_port()
     web = spawn([*JR2, "web", "--port", str(port)], cwd=ROOT, env=env, log=tmp_path / "web.log")
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
-                          timeout=30, trust_env=False) as client:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+            trust_env=False,
+        ) as client:
             up = answered(lambda: client.get("/api/runs").status_code == 200, process=web)
             assert up, (tmp_path / "web.log").read_text()
             before = connections(url)

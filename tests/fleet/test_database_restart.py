@@ -1,6 +1,7 @@
 """A host outlives its database connection: when PostgreSQL drops it (a restart, a failover, an administrator's
 `pg_terminate_backend`), the host's database thread connects afresh at its next call instead of failing every call
 for the rest of the process's life, and its runs go on."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,8 +17,10 @@ from tests.runtime.hosting import fleet, status, until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
-                       reason="PostgreSQL only: the suite's second pass (scripts/services run) sets it"),
+    pytest.mark.skipif(
+        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
+        reason="PostgreSQL only: the suite's second pass (scripts/services run) sets it",
+    ),
 ]
 
 
@@ -50,8 +53,9 @@ def test_hosts_whose_database_connections_were_dropped_reconnect_and_their_run_g
         errors: list[str] = []
         for _ in range(3):  # the first call after the drop may be the one that finds it: it fails, named
             try:
-                delivery = await web.deliver(run_id, "gate", gate="writing.asking", event="reply",
-                                             params={"text": "Admins"})
+                delivery = await web.deliver(
+                    run_id, "gate", gate="writing.asking", event="reply", params={"text": "Admins"}
+                )
                 break
             except DatabaseError as err:
                 errors.append(f"{type(err).__name__}: {err}")

@@ -1,22 +1,23 @@
 """`jr2 web` and `jr2 worker` as real processes on one database (SQLite here; PostgreSQL and Redis in the suite's
 second pass): a run started through the web process is driven by a worker, a Gate answered through the web process
 reaches it, a killed worker's Effect process dies with it and its run is taken over, and SIGTERM drains a worker."""
+
 from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
 
-from bench.soak import JR2, Fleet
+from bench.soak import Fleet
 from tests.live_server import api_client, copy_workflows, migrate, run_when, server_env
 
 pytestmark = pytest.mark.slow
 
-LONG = '''
+LONG = """
 import os, sys, time
 from pydantic import BaseModel
 from engine import agent, assign, define_event, effect, jr2_setup, scripted
@@ -48,7 +49,7 @@ machine = jr2_setup(events=[go], actors={
 @scripted("long.starter")
 def starter(turn):
     return ("go", {}) if "go" in turn.allowed_picks else None
-'''
+"""
 
 
 def alive(pid: int) -> bool:
@@ -61,9 +62,17 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture
 def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    env = server_env(tmp_path, copy_workflows(tmp_path / "workflows", {"long.py": LONG}), {
-        "JR2_SCRIPTED": "1", "JR2_LEASE_SECONDS": "2", "JR2_SCAN_SECONDS": "0.2", "LONG_PIDS": str(tmp_path / "pids"),
-        "JR2_DRAIN_SECONDS": "1"})
+    env = server_env(
+        tmp_path,
+        copy_workflows(tmp_path / "workflows", {"long.py": LONG}),
+        {
+            "JR2_SCRIPTED": "1",
+            "JR2_LEASE_SECONDS": "2",
+            "JR2_SCAN_SECONDS": "0.2",
+            "LONG_PIDS": str(tmp_path / "pids"),
+            "JR2_DRAIN_SECONDS": "1",
+        },
+    )
     fleet = Fleet(tmp_path, env)
     migrate(env)
     token = fleet.jr2("token", "create", "fleet", "--create-user").strip()

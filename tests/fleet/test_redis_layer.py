@@ -1,5 +1,6 @@
 """The Redis channel layer's blocking receive outlasts redis-py's own read timeout (5 s by default since redis-py 8),
 so a page or a run hub that hears nothing for a while keeps listening instead of crashing."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +9,9 @@ import os
 import pytest
 from channels.layers import get_channel_layer
 
-pytestmark = pytest.mark.skipif(not os.environ.get("REDIS_URL"),
-                                reason="Redis only: the suite's second pass (scripts/services run) sets REDIS_URL")
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("REDIS_URL"), reason="Redis only: the suite's second pass (scripts/services run) sets REDIS_URL"
+)
 
 
 def test_a_receive_that_waits_longer_than_five_seconds_gets_its_message() -> None:

@@ -1,5 +1,6 @@
 """The kill soak, short: real `jr2 web` and `jr2 worker` processes on PostgreSQL and Redis, workers and a web
 process SIGKILLed while runs go through them (bench/soak.py has the full version and the checks)."""
+
 from __future__ import annotations
 
 import json
@@ -12,17 +13,41 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")) or
-    not os.environ.get("REDIS_URL"),
-    reason="the fleet runs on PostgreSQL and Redis: the suite's second pass (scripts/services run) sets them")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
+        or not os.environ.get("REDIS_URL"),
+        reason="the fleet runs on PostgreSQL and Redis: the suite's second pass (scripts/services run) sets them",
+    ),
+]
 
 
 def test_runs_killed_under_a_fleet_end_as_undisturbed_ones_with_nothing_lost_or_doubled(tmp_path: Path) -> None:
     out = tmp_path / "soak.json"
-    done = subprocess.run([sys.executable, "-m", "bench.soak", "--runs", "18", "--worker-kills", "6", "--web-kills",
-                           "1", "--answer-within", "5", "--timeout", "300", "--report", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.soak",
+            "--runs",
+            "18",
+            "--worker-kills",
+            "6",
+            "--web-kills",
+            "1",
+            "--answer-within",
+            "5",
+            "--timeout",
+            "300",
+            "--report",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.exists(), done.stdout + done.stderr
     report = json.loads(out.read_text())
     assert report["failures"] == []

@@ -2,6 +2,7 @@
 between two files (the statechart's inside excepted, where xstate's own algorithm is mutually recursive), no
 import inside a function to dodge one, and no class over about 400 lines. The layers themselves are
 import-linter's contracts (pyproject.toml), which `make test` runs too."""
+
 from __future__ import annotations
 
 import ast

@@ -1,4 +1,5 @@
 """Fixtures for the provider tests: the fake model server, and the asyncio backend for `pytest.mark.anyio`."""
+
 from __future__ import annotations
 
 import pytest

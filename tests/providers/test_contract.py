@@ -4,6 +4,7 @@
 each subclass names its provider, points it at the fake model server and says how its API's request reads. Nothing
 is mocked: the official SDK sends real requests, the server records them, and the tests read both sides.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,12 +24,25 @@ pytestmark = pytest.mark.anyio
 
 MAX_RETRIES = 2
 
-MENU = json.dumps([
-    {"name": "ask", "description": "Ask the editor one question.",
-     "input_schema": {"properties": {"question": {"type": "string"}}, "required": ["question"], "type": "object"}},
-    {"name": "done", "description": "Call this once, with the finished notes.",
-     "input_schema": {"properties": {"notes": {"type": "string"}}, "required": ["notes"], "type": "object"}},
-], sort_keys=True)
+MENU = json.dumps(
+    [
+        {
+            "name": "ask",
+            "description": "Ask the editor one question.",
+            "input_schema": {
+                "properties": {"question": {"type": "string"}},
+                "required": ["question"],
+                "type": "object",
+            },
+        },
+        {
+            "name": "done",
+            "description": "Call this once, with the finished notes.",
+            "input_schema": {"properties": {"notes": {"type": "string"}}, "required": ["notes"], "type": "object"},
+        },
+    ],
+    sort_keys=True,
+)
 
 SYSTEM = "You write short release notes.\n\nYou act only by calling tools."
 PROMPT = "Write the release notes for these changes:\n- faster start\n\nAllowed picks now: ask, done."
@@ -38,26 +52,46 @@ LAST = "Formal, please.\n\nAllowed picks now: ask, done."
 #: text nor a pick, user messages in a row, a refused pick (its `raw` kept), and text before a tool result.
 HISTORY: list[dict[str, Any]] = [
     {"role": "user", "content": [{"type": "text", "text": PROMPT}]},
-    {"role": "assistant", "content": [{"type": "text", "text": "One question first."},
-                                      {"type": "tool_use", "id": "t1", "name": "ask",
-                                       "input": {"question": "Which tone?"}}]},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "One question first."},
+            {"type": "tool_use", "id": "t1", "name": "ask", "input": {"question": "Which tone?"}},
+        ],
+    },
     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "The editor is away."}]},
     {"role": "assistant", "content": []},
     {"role": "user", "content": [{"type": "text", "text": "Your reply ended without a pick."}]},
-    {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "done", "input": {},
-                                       "raw": "{notes: oops"}]},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t2", "name": "done", "input": {}, "raw": "{notes: oops"}],
+    },
     {"role": "user", "content": [{"type": "text", "text": "Notice from your earlier work: saved."}]},
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "is_error": True,
-                                  "content": "Refused: the arguments are not JSON."},
-                                 {"type": "text", "text": LAST}]},
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t2",
+                "is_error": True,
+                "content": "Refused: the arguments are not JSON.",
+            },
+            {"type": "text", "text": LAST},
+        ],
+    },
 ]
 
 
 def request(model: str, messages: list[dict[str, Any]] | None = None, **dials: Any) -> ModelRequest:
-    return ModelRequest(model=model, system=SYSTEM, tools_json=MENU,
-                        messages=messages if messages is not None else
-                        [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}],
-                        dials=dials)
+    return ModelRequest(
+        model=model,
+        system=SYSTEM,
+        tools_json=MENU,
+        messages=messages
+        if messages is not None
+        else [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}],
+        dials=dials,
+    )
 
 
 class ProviderContract:
@@ -96,8 +130,7 @@ class ProviderContract:
     # -- fixtures -------------------------------------------------------------------------------------------------
 
     @pytest.fixture(autouse=True)
-    async def _wired(self, model_server: ModelServer, settings: Any, monkeypatch: pytest.MonkeyPatch
-                     ) -> Any:
+    async def _wired(self, model_server: ModelServer, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         settings.JR2_PROVIDER_MAX_RETRIES = MAX_RETRIES
         settings.JR2_PROVIDER_TIMEOUT = 10
@@ -124,8 +157,9 @@ class ProviderContract:
     async def test_a_tool_call_is_parsed_into_a_tool_call(self) -> None:
         self.server.queue(tool_call("ask", {"question": "Which tone?"}, id="call-7"))
         reply = await self.complete()
-        assert reply.tool_calls == (ToolCall(id="call-7", name="ask", arguments={"question": "Which tone?"},
-                                             raw='{"question": "Which tone?"}'),)
+        assert reply.tool_calls == (
+            ToolCall(id="call-7", name="ask", arguments={"question": "Which tone?"}, raw='{"question": "Which tone?"}'),
+        )
         assert reply.stop_reason == "tool_use"
         assert reply.text == ""
         assert reply.model == self.model_id
@@ -144,15 +178,26 @@ class ProviderContract:
         assert reply.tool_calls == ()
 
     async def test_the_tools_block_is_byte_identical_on_every_request(self) -> None:
-        self.server.queue(tool_call("ask", {"question": "Tone?"}), tool_call("ask", {"question": "Length?"}),
-                          text("done"))
+        self.server.queue(
+            tool_call("ask", {"question": "Tone?"}), tool_call("ask", {"question": "Length?"}), text("done")
+        )
         messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}]
         for _ in range(3):
             reply = await self.complete(request(self.model_id, messages))
             messages.append(reply.message())
             for call in reply.tool_calls:
-                messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id,
-                                                              "content": "Noted.\n\nAllowed picks now: ask, done."}]})
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": call.id,
+                                "content": "Noted.\n\nAllowed picks now: ask, done.",
+                            }
+                        ],
+                    }
+                )
         bodies = self.server.bodies
         assert len(bodies) == 3
         assert len({len(self.conversation(b)) for b in bodies}) == 3, "the conversations should differ"
@@ -167,12 +212,18 @@ class ProviderContract:
         write = {"path": "notes.md", "content": "- faster start\n"}
         self.server.queue(tool_call("workspace_write", write, id="w-1"), text("ok"))
         messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}]
-        reply = await self.complete(ModelRequest(model=self.model_id, system=SYSTEM, tools_json=tools,
-                                                 messages=messages))
+        reply = await self.complete(
+            ModelRequest(model=self.model_id, system=SYSTEM, tools_json=tools, messages=messages)
+        )
         [call] = reply.tool_calls
         assert (call.id, call.name, call.arguments, call.error) == ("w-1", "workspace_write", write, None)
-        messages += [reply.message(), {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "w-1", "content": "notes.md created (15 bytes)."}]}]
+        messages += [
+            reply.message(),
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "w-1", "content": "notes.md created (15 bytes)."}],
+            },
+        ]
         await self.complete(ModelRequest(model=self.model_id, system=SYSTEM, tools_json=tools, messages=messages))
         first, second = self.server.bodies
         assert self.tool_names(first) == ["ask", "done", *TOOL_NAMES]
@@ -195,8 +246,9 @@ class ProviderContract:
     async def test_usage_is_mapped(self) -> None:
         self.server.queue(text("ok", usage={"input": 120, "output": 30, "cache_read": 900, "cache_write": 64}))
         reply = await self.complete()
-        assert reply.usage == Usage(input=120, output=30, cache_read=900,
-                                    cache_write=64 if self.reports_cache_write else 0)
+        assert reply.usage == Usage(
+            input=120, output=30, cache_read=900, cache_write=64 if self.reports_cache_write else 0
+        )
 
     async def test_dials_are_sent(self) -> None:
         self.server.queue(text("ok"), text("ok"))
@@ -309,16 +361,34 @@ class TestAnthropic(ProviderContract):
 
     expected_history = [
         {"role": "user", "content": [{"type": "text", "text": PROMPT}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "One question first."},
-                                          {"type": "tool_use", "id": "t1", "name": "ask",
-                                           "input": {"question": "Which tone?"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "The editor is away."},
-                                     {"type": "text", "text": "Your reply ended without a pick."}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "One question first."},
+                {"type": "tool_use", "id": "t1", "name": "ask", "input": {"question": "Which tone?"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "The editor is away."},
+                {"type": "text", "text": "Your reply ended without a pick."},
+            ],
+        },
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "done", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "is_error": True,
-                                      "content": "Refused: the arguments are not JSON."},
-                                     {"type": "text", "text": "Notice from your earlier work: saved."},
-                                     {"type": "text", "text": LAST}]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t2",
+                    "is_error": True,
+                    "content": "Refused: the arguments are not JSON.",
+                },
+                {"type": "text", "text": "Notice from your earlier work: saved."},
+                {"type": "text", "text": LAST},
+            ],
+        },
     ]
 
     async def test_cache_control_sits_on_the_last_tool_and_the_system_block(self) -> None:
@@ -327,16 +397,27 @@ class TestAnthropic(ProviderContract):
         body = self.server.bodies[0]
         assert [tool.get("cache_control") for tool in body["tools"]] == [None, {"type": "ephemeral"}]
         assert body["system"] == [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}]
-        assert body["tools"][0] == {"name": "ask", "description": "Ask the editor one question.",
-                                    "input_schema": json.loads(MENU)[0]["input_schema"]}
+        assert body["tools"][0] == {
+            "name": "ask",
+            "description": "Ask the editor one question.",
+            "input_schema": json.loads(MENU)[0]["input_schema"],
+        }
 
     async def test_with_workspace_tools_cache_control_sits_on_the_last_of_them(self) -> None:
         self.server.queue(text("ok"))
-        await self.complete(ModelRequest(model=self.model_id, system=SYSTEM, tools_json=tools_json(MENU, True),
-                                         messages=[{"role": "user", "content": [{"type": "text", "text": PROMPT}]}]))
+        await self.complete(
+            ModelRequest(
+                model=self.model_id,
+                system=SYSTEM,
+                tools_json=tools_json(MENU, True),
+                messages=[{"role": "user", "content": [{"type": "text", "text": PROMPT}]}],
+            )
+        )
         tools = self.server.bodies[0]["tools"]
         assert [(t["name"], t.get("cache_control")) for t in tools][-2:] == [
-            ("workspace_search", None), ("workspace_write", {"type": "ephemeral"})]
+            ("workspace_search", None),
+            ("workspace_write", {"type": "ephemeral"}),
+        ]
         assert sum("cache_control" in t for t in tools) == 1
 
     async def test_missing_key_says_to_set_it_and_sends_nothing(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -365,19 +446,23 @@ class TestAnthropic(ProviderContract):
         assert call.error == "the arguments must be a JSON object; got list"
 
     async def test_thinking_is_passed_and_its_blocks_go_back_unchanged(self) -> None:
-        self.server.queue(tool_call("ask", {"question": "Tone?"}, id="toolu_1", thinking="The editor decides."),
-                          text("ok"))
+        self.server.queue(
+            tool_call("ask", {"question": "Tone?"}, id="toolu_1", thinking="The editor decides."), text("ok")
+        )
         thinking = {"type": "enabled", "budget_tokens": 2048}
         first = await self.complete(request(self.model_id, max_tokens=8192, thinking=thinking))
-        messages = [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}, first.message(),
-                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-                                                  "content": "Formal."}]}]
+        messages = [
+            {"role": "user", "content": [{"type": "text", "text": PROMPT}]},
+            first.message(),
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Formal."}]},
+        ]
         await self.complete(request(self.model_id, messages, max_tokens=8192, thinking=thinking))
         sent_first, sent_second = self.server.bodies
         assert sent_first["thinking"] == thinking
         assert sent_second["messages"][1]["content"] == [
             {"type": "thinking", "thinking": "The editor decides.", "signature": "sig-0001"},
-            {"type": "tool_use", "id": "toolu_1", "name": "ask", "input": {"question": "Tone?"}}]
+            {"type": "tool_use", "id": "toolu_1", "name": "ask", "input": {"question": "Tone?"}},
+        ]
 
     async def test_a_large_max_tokens_is_sent_without_streaming(self) -> None:
         self.server.queue(text("ok"))
@@ -419,13 +504,24 @@ class TestLocal(ProviderContract):
 
     expected_history = [
         {"role": "user", "content": PROMPT},
-        {"role": "assistant", "content": "One question first.",
-         "tool_calls": [{"id": "t1", "type": "function",
-                         "function": {"name": "ask", "arguments": '{"question": "Which tone?"}'}}]},
+        {
+            "role": "assistant",
+            "content": "One question first.",
+            "tool_calls": [
+                {
+                    "id": "t1",
+                    "type": "function",
+                    "function": {"name": "ask", "arguments": '{"question": "Which tone?"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "t1", "content": "The editor is away."},
         {"role": "user", "content": "Your reply ended without a pick."},
-        {"role": "assistant", "content": "",
-         "tool_calls": [{"id": "t2", "type": "function", "function": {"name": "done", "arguments": "{notes: oops"}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "t2", "type": "function", "function": {"name": "done", "arguments": "{notes: oops"}}],
+        },
         {"role": "tool", "tool_call_id": "t2", "content": "Error: Refused: the arguments are not JSON."},
         {"role": "user", "content": "Notice from your earlier work: saved.\n\n" + LAST},
     ]
@@ -435,23 +531,36 @@ class TestLocal(ProviderContract):
         await self.complete()
         body = self.server.bodies[0]
         assert body["tool_choice"] == "auto"
-        assert body["tools"][1] == {"type": "function", "function": {
-            "name": "done", "description": "Call this once, with the finished notes.",
-            "parameters": json.loads(MENU)[1]["input_schema"]}}
+        assert body["tools"][1] == {
+            "type": "function",
+            "function": {
+                "name": "done",
+                "description": "Call this once, with the finished notes.",
+                "parameters": json.loads(MENU)[1]["input_schema"],
+            },
+        }
 
-    @pytest.mark.parametrize(("raw", "error_start"), [
-        ("{notes: oops", "the arguments are not JSON ("),
-        ('["- faster start"]', "the arguments must be a JSON object; got list"),
-        ('"- faster start"', "the arguments must be a JSON object; got str"),
-    ])
+    @pytest.mark.parametrize(
+        ("raw", "error_start"),
+        [
+            ("{notes: oops", "the arguments are not JSON ("),
+            ('["- faster start"]', "the arguments must be a JSON object; got list"),
+            ('"- faster start"', "the arguments must be a JSON object; got str"),
+        ],
+    )
     async def test_malformed_tool_arguments_are_a_refused_call(self, raw: str, error_start: str) -> None:
         self.server.queue(tool_call("done", raw=raw, id="call_1"))
         reply = await self.complete()
         (call,) = reply.tool_calls
         assert (call.id, call.name, call.arguments, call.raw) == ("call_1", "done", None, raw)
         assert call.error is not None and call.error.startswith(error_start)
-        assert reply.message()["content"][0] == {"type": "tool_use", "id": "call_1", "name": "done", "input": {},
-                                                 "raw": raw}
+        assert reply.message()["content"][0] == {
+            "type": "tool_use",
+            "id": "call_1",
+            "name": "done",
+            "input": {},
+            "raw": raw,
+        }
 
     async def test_the_api_key_setting_is_sent(self, settings: Any) -> None:
         self.server.queue(text("ok"), text("ok"))

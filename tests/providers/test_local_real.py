@@ -9,14 +9,16 @@ as the user's text (`JR2_LOCAL_TOOL_RESULTS=user`), and a scripted Gate answerer
 The workflow is tests/local_workflow.py's `notes_once` (`notes` with `ask` allowed only until the editor has
 replied; that module says why not `notes` itself).
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from engine.runtime.providers import reset_providers
 from engine.runtime.host import Host
+from engine.runtime.providers import reset_providers
 from tests.llama_server import MODEL, PROVIDER_SETTINGS, LlamaServer
 from tests.local_workflow import DIALS, DOOR, REPLY, notes_once
 from tests.runtime.hosting import hosted, records, status, until
@@ -60,6 +62,7 @@ def test_a_real_model_walks_the_machine_to_its_final_state(on_llama: LlamaServer
         assert delivery.outcome == "delivered"
         await until(host, status(run_id, "done", "failed"), timeout=120)
         found.update(await host.db(records, run_id))
+
     hosted({"notes_once": notes_once()}, body, owner="local-model-test")
 
     run, journal, calls, messages = found["run"], found["journal"], found["calls"], found["messages"]
@@ -68,16 +71,22 @@ def test_a_real_model_walks_the_machine_to_its_final_state(on_llama: LlamaServer
 
     # the model's two calls were the picks, with arguments that fit the Menu's schemas
     picks = [(e["agent"], e["event"], e["params"]) for e in journal if e["kind"] == "pick"]
-    assert picks == [("writer", "ask", {"question": found["question"]}),
-                     ("writer", "done", {"notes": run.output["notes"]})]
+    assert picks == [
+        ("writer", "ask", {"question": found["question"]}),
+        ("writer", "done", {"notes": run.output["notes"]}),
+    ]
     assert 0 < len(found["question"]) <= 160
     assert [e["kind"] for e in journal if e["kind"] != "advance"] == ["start", "pick", "gate", "pick"]
 
     # the Turn and its model calls are recorded like any other; a `done` refused (none is expected: the grammar
     # keeps the call to its schema) would have gone back to the model, which then called it again
     [turn] = found["turns"]
-    assert (turn.model, turn.declared_model, turn.scripted, turn.status) == (f"local/{MODEL}", f"local/{MODEL}",
-                                                                             False, "ended")
+    assert (turn.model, turn.declared_model, turn.scripted, turn.status) == (
+        f"local/{MODEL}",
+        f"local/{MODEL}",
+        False,
+        "ended",
+    )
     assert all(c.status == "done" and c.stop_reason == "tool_use" for c in calls)
     assert [[t["name"] for t in c.tool_calls] for c in calls] == [["ask"]] + [["done"]] * (len(calls) - 1)
     assert all(t["error"] for c in calls[1:-1] for t in c.tool_calls) and not calls[-1].tool_calls[0]["error"]
@@ -87,14 +96,18 @@ def test_a_real_model_walks_the_machine_to_its_final_state(on_llama: LlamaServer
         assert call.request["dials"] == DIALS
         assert call.response["object"] == "chat.completion" and call.response["model"]
     assert calls[1].input_tokens > calls[0].input_tokens  # it was sent the answer too
-    assert (turn.input_tokens, turn.output_tokens) == (sum(c.input_tokens for c in calls),
-                                                       sum(c.output_tokens for c in calls))
+    assert (turn.input_tokens, turn.output_tokens) == (
+        sum(c.input_tokens for c in calls),
+        sum(c.output_tokens for c in calls),
+    )
 
     # what went back to the model: the editor's reply, then each refusal, each with the Allowed picks read after it;
     # every request was sent the whole conversation before it
     kinds = [m.kind for m in messages]
-    assert kinds == ["prompt", "reply", "tool_result"] + ["reply", "refusal"] * (len(calls) - 2) + ["reply",
-                                                                                                 "tool_result"]
+    assert kinds == ["prompt", "reply", "tool_result"] + ["reply", "refusal"] * (len(calls) - 2) + [
+        "reply",
+        "tool_result",
+    ]
     assert [c.messages for c in calls] == [1 + 2 * i for i in range(len(calls))]
     assert messages[2].content[0]["content"] == f"The editor replied: {REPLY}\n\nAllowed picks now: done."
     for refusal in messages[4:-2:2]:

@@ -1,4 +1,5 @@
 """The fake model server's own promises, which the runtime's tests rely on to drive whole runs."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,12 @@ from tests.fakes.model_server import ModelServer, Reply, error, text, tool_call
 
 
 def post(url: str, body: Any) -> tuple[int, dict[str, str], Any]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"content-type": "application/json", "x-test": "yes"})
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"content-type": "application/json", "x-test": "yes"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=5) as resp:
             return resp.status, dict(resp.headers), json.loads(resp.read())
@@ -57,13 +62,19 @@ def test_always_answers_once_the_queue_is_empty(model_server: ModelServer) -> No
     assert statuses == [200, 429, 429]
 
 
-@pytest.mark.parametrize(("path", "expected"), [
-    ("/v1/messages", {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
-    ("/v1/chat/completions", {"error": {"message": "slow down", "type": "rate_limit_exceeded", "param": None,
-                                        "code": None}}),
-])
-def test_errors_carry_the_api_error_body_and_fast_retry_headers(model_server: ModelServer, path: str,
-                                                                 expected: Any) -> None:
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/v1/messages", {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
+        (
+            "/v1/chat/completions",
+            {"error": {"message": "slow down", "type": "rate_limit_exceeded", "param": None, "code": None}},
+        ),
+    ],
+)
+def test_errors_carry_the_api_error_body_and_fast_retry_headers(
+    model_server: ModelServer, path: str, expected: Any
+) -> None:
     model_server.queue(error(429, "slow down"))
     status, headers, body = post(model_server.url + path, {"model": "m"})
     assert (status, body) == (429, expected)

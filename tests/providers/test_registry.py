@@ -1,16 +1,18 @@
 """`provider_for`: the model prefix picks a provider class by dotted path, imported lazily, one instance each."""
+
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 import engine
-from engine.runtime.providers import (DEFAULT_PROVIDERS, aclose_all, provider_for, reset_providers, split_model)
+from engine.runtime.providers import DEFAULT_PROVIDERS, aclose_all, provider_for, reset_providers, split_model
 from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ProviderError
 
 
@@ -37,11 +39,14 @@ def fresh() -> Iterator[None]:
     reset_providers()
 
 
-@pytest.mark.parametrize(("model", "expected"), [
-    ("anthropic/claude-haiku-5-5", ("anthropic", "claude-haiku-5-5")),
-    ("local/Qwen/Qwen3-8B", ("local", "Qwen/Qwen3-8B")),
-    ("script/notes.writer", ("script", "notes.writer")),
-])
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("anthropic/claude-haiku-5-5", ("anthropic", "claude-haiku-5-5")),
+        ("local/Qwen/Qwen3-8B", ("local", "Qwen/Qwen3-8B")),
+        ("script/notes.writer", ("script", "notes.writer")),
+    ],
+)
 def test_split_model(model: str, expected: tuple[str, str]) -> None:
     assert split_model(model) == expected
 
@@ -70,8 +75,10 @@ def test_one_instance_per_prefix_until_reset() -> None:
 def test_an_unknown_prefix_names_the_known_ones() -> None:
     with pytest.raises(ProviderError) as caught:
         provider_for("openrouter/some-model")
-    assert str(caught.value) == ('no provider for the prefix "openrouter" of model "openrouter/some-model": the '
-                                 "known prefixes are anthropic, human, local, script (setting JR2_PROVIDERS)")
+    assert str(caught.value) == (
+        'no provider for the prefix "openrouter" of model "openrouter/some-model": the '
+        "known prefixes are anthropic, human, local, script (setting JR2_PROVIDERS)"
+    )
 
 
 def test_the_setting_adds_and_replaces_providers(settings: Any) -> None:
@@ -80,11 +87,14 @@ def test_the_setting_adds_and_replaces_providers(settings: Any) -> None:
     assert type(provider_for("script/x")).__name__ == "ScriptProvider"
 
 
-@pytest.mark.parametrize(("path", "message"), [
-    ("tests.providers.no_such_module.Provider", "cannot be imported"),
-    (f"{__name__}.Missing", "cannot be imported"),
-    (f"{__name__}.NotAProvider", "is not a Provider subclass"),
-])
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("tests.providers.no_such_module.Provider", "cannot be imported"),
+        (f"{__name__}.Missing", "cannot be imported"),
+        (f"{__name__}.NotAProvider", "is not a Provider subclass"),
+    ],
+)
 def test_a_bad_dotted_path_is_a_clear_error(settings: Any, path: str, message: str) -> None:
     settings.JR2_PROVIDERS = {"bad": path}
     with pytest.raises(ProviderError, match=message) as caught:
@@ -103,14 +113,23 @@ async def test_aclose_all_closes_every_provider_and_forgets_them(settings: Any) 
 
 
 def test_importing_the_providers_package_imports_no_sdk() -> None:
-    code = ("import sys, engine.runtime.providers, engine.runtime.providers.script; "
-            "print(sorted(m for m in ('anthropic', 'openai') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(engine.__file__).parent.parent)
+    code = (
+        "import sys, engine.runtime.providers, engine.runtime.providers.script; "
+        "print(sorted(m for m in ('anthropic', 'openai') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(engine.__file__).parent.parent,
+    )
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize(("sdk", "owner"), [("anthropic", "runtime/providers/anthropic.py"), ("openai", "runtime/providers/local.py")])
+@pytest.mark.parametrize(
+    ("sdk", "owner"), [("anthropic", "runtime/providers/anthropic.py"), ("openai", "runtime/providers/local.py")]
+)
 def test_each_sdk_is_imported_by_one_module_only(sdk: str, owner: str) -> None:
     root = Path(engine.__file__).parent
     importers = sorted(str(path.relative_to(root)) for path in root.rglob("*.py") if sdk in _imports(path))

@@ -1,21 +1,28 @@
 """ScriptProvider: a registered script stands in for a model and answers in a model's shape."""
+
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 import engine.core.scripts
+from engine.core.scripts import scripted
 from engine.runtime.providers import provider_for, reset_providers
 from engine.runtime.providers.base import ModelRequest, ProviderError, ToolCall, TurnView, Usage
 from engine.runtime.providers.script import NO_PICK_TEXT
-from engine.core.scripts import scripted
 
 pytestmark = pytest.mark.anyio
 
-MENU = json.dumps([{"description": "Ask.", "input_schema": {"type": "object"}, "name": "ask"},
-                   {"description": "Finish.", "input_schema": {"type": "object"}, "name": "done"}], sort_keys=True)
+MENU = json.dumps(
+    [
+        {"description": "Ask.", "input_schema": {"type": "object"}, "name": "ask"},
+        {"description": "Finish.", "input_schema": {"type": "object"}, "name": "done"},
+    ],
+    sort_keys=True,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -34,10 +41,10 @@ def request(name: str, messages: list[dict[str, Any]] | None = None, view: TurnV
 async def test_a_pick_becomes_one_tool_call() -> None:
     scripted("notes.writer")(lambda turn: ("done", {"notes": "- faster start"}))
     reply = await provider_for("script/notes.writer").complete(request("notes.writer"))
-    assert reply.tool_calls == (ToolCall(id="script-1", name="done", arguments={"notes": "- faster start"},
-                                         raw='{"notes": "- faster start"}'),)
-    assert (reply.text, reply.stop_reason, reply.usage, reply.model) == ("", "tool_use", Usage(),
-                                                                         "script/notes.writer")
+    assert reply.tool_calls == (
+        ToolCall(id="script-1", name="done", arguments={"notes": "- faster start"}, raw='{"notes": "- faster start"}'),
+    )
+    assert (reply.text, reply.stop_reason, reply.usage, reply.model) == ("", "tool_use", Usage(), "script/notes.writer")
     assert reply.response == {"scripted": True, "pick": {"event": "done", "params": {"notes": "- faster start"}}}
     assert provider_for("script/notes.writer").scripted
 
@@ -46,8 +53,13 @@ async def test_the_call_id_counts_the_tool_uses_already_in_the_conversation() ->
     scripted("w")(lambda turn: ("ask", {"question": "again?"}))
     history = [
         {"role": "user", "content": [{"type": "text", "text": "go"}]},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "script-1", "name": "ask", "input": {}},
-                                          {"type": "tool_use", "id": "script-2", "name": "ask", "input": {}}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "script-1", "name": "ask", "input": {}},
+                {"type": "tool_use", "id": "script-2", "name": "ask", "input": {}},
+            ],
+        },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "script-2", "content": "ok"}]},
     ]
     reply = await provider_for("script/w").complete(request("w", history))
@@ -60,13 +72,25 @@ async def test_a_script_calls_a_workspace_tool_like_any_other_tool() -> None:
     def write(turn: TurnView) -> tuple[str, dict[str, Any]]:
         seen.append(turn)
         return ("workspace_write", {"path": "a.py", "content": "x = 1\n"})
+
     scripted("coder")(write)
-    view = TurnView(agent="coder", turn="turn-1", prompt="Code.", menu=(), allowed_picks=("submit",),
-                    workspace=("workspace_list", "workspace_read", "workspace_search", "workspace_write"))
+    view = TurnView(
+        agent="coder",
+        turn="turn-1",
+        prompt="Code.",
+        menu=(),
+        allowed_picks=("submit",),
+        workspace=("workspace_list", "workspace_read", "workspace_search", "workspace_write"),
+    )
     reply = await provider_for("script/coder").complete(request("coder", view=view))
-    assert reply.tool_calls == (ToolCall(id="script-1", name="workspace_write",
-                                         arguments={"path": "a.py", "content": "x = 1\n"},
-                                         raw='{"content": "x = 1\\n", "path": "a.py"}'),)
+    assert reply.tool_calls == (
+        ToolCall(
+            id="script-1",
+            name="workspace_write",
+            arguments={"path": "a.py", "content": "x = 1\n"},
+            raw='{"content": "x = 1\\n", "path": "a.py"}',
+        ),
+    )
     assert seen[0].workspace[-1] == "workspace_write"
 
 
@@ -102,6 +126,7 @@ async def test_none_ends_the_reply_without_a_pick() -> None:
 async def test_a_coroutine_script_is_awaited() -> None:
     async def write(turn: TurnView) -> tuple[str, dict[str, Any]]:
         return ("done", {"notes": turn.prompt})
+
     scripted("w")(write)
     view = TurnView(agent="writer", turn="t1", prompt="hello", menu=(), allowed_picks=("done",))
     reply = await provider_for("script/w").complete(request("w", view=view))
@@ -111,8 +136,15 @@ async def test_a_coroutine_script_is_awaited() -> None:
 async def test_the_script_reads_the_view_it_is_given() -> None:
     seen: list[TurnView] = []
     scripted("w")(lambda turn: seen.append(turn))
-    view = TurnView(agent="writer", turn="t1", prompt="p", menu=({"name": "done"},), allowed_picks=("done",),
-                    answers=("The editor replied: formal",), workflow="notes")
+    view = TurnView(
+        agent="writer",
+        turn="t1",
+        prompt="p",
+        menu=({"name": "done"},),
+        allowed_picks=("done",),
+        answers=("The editor replied: formal",),
+        workflow="notes",
+    )
     await provider_for("script/w").complete(request("w", view=view))
     assert seen == [view]
 
@@ -127,6 +159,7 @@ async def test_without_a_view_the_script_reads_the_menu_and_nothing_else() -> No
 async def test_a_script_that_raises_is_a_provider_error() -> None:
     def write(turn: TurnView) -> None:
         raise KeyError("tone")
+
     scripted("notes.writer")(write)
     with pytest.raises(ProviderError) as caught:
         await provider_for("script/notes.writer").complete(request("notes.writer"))

@@ -1,20 +1,24 @@
 """Driving a Host from a test: run a body on a started host, and wait for what the database says."""
+
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
-from engine.runtime.providers import aclose_all
 from engine.runtime.host import Host
+from engine.runtime.providers import aclose_all
 from workflows.notes import machine as notes_machine
 
 __all__ = ["hosted", "fleet", "until", "status", "records"]
 
 
-def hosted(workflows: Mapping[str, Any], body: Callable[[Host], Awaitable[None]], owner: str = "test-host",
-           **kwargs: Any) -> None:
+def hosted(
+    workflows: Mapping[str, Any], body: Callable[[Host], Awaitable[None]], owner: str = "test-host", **kwargs: Any
+) -> None:
     """Start a Host on `workflows`, run `body(host)`, then stop the host and close the providers' connections."""
+
     async def main() -> None:
         host = Host(workflows, owner=owner, **kwargs)
         await host.start()
@@ -23,19 +27,29 @@ def hosted(workflows: Mapping[str, Any], body: Callable[[Host], Awaitable[None]]
         finally:
             await host.stop()
             await aclose_all()
+
     asyncio.run(main())
 
 
-def fleet(body: Callable[..., Awaitable[None]], *roles: str, workflows: dict[str, Any] | None = None,
-          **kwargs: Any) -> None:
+def fleet(
+    body: Callable[..., Awaitable[None]], *roles: str, workflows: dict[str, Any] | None = None, **kwargs: Any
+) -> None:
     """Start one host per role (owners web-1, worker-1, ...; `workflows` defaults to notes), as separate processes
     of a fleet would be (each its own database thread), run `body(*hosts)`, stop them all."""
+
     async def main() -> None:
         hosts, counts = [], {"web": 0, "worker": 0}
         for role in roles:
             counts[role] += 1
-            hosts.append(Host(workflows or {"notes": notes_machine}, owner=f"{role}-{counts[role]}", role=role,
-                              scan_seconds=0.05, **kwargs))
+            hosts.append(
+                Host(
+                    workflows or {"notes": notes_machine},
+                    owner=f"{role}-{counts[role]}",
+                    role=role,
+                    scan_seconds=0.05,
+                    **kwargs,
+                )
+            )
         for host in hosts:
             await host.start()
         try:
@@ -45,6 +59,7 @@ def fleet(body: Callable[..., Awaitable[None]], *roles: str, workflows: dict[str
                 if host.ready.is_set():
                     await host.stop()
             await aclose_all()
+
     asyncio.run(main())
 
 

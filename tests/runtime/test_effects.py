@@ -1,4 +1,5 @@
 """The Effect runner against real subprocesses, a real local HTTP server and real functions."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,17 +9,18 @@ import shlex
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from engine import effect
 from engine.core.outputs import EffectRequested
-from engine.runtime.effects import EffectOutcome, run_effect
 from engine.core.slots import EffectSlot
+from engine.runtime.effects import EffectOutcome, run_effect
 from tests.live_server import free_port
 from workflows.triage import search_issues
 
@@ -66,7 +68,8 @@ folder = sys.argv[1]
 subprocess.Popen([sys.executable, "-c",
     "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(120)",
     os.path.join(folder, "grandchild.tmp")])
-while not os.path.exists(os.path.join(folder, "grandchild.tmp")) or not open(os.path.join(folder, "grandchild.tmp")).read():
+marker = os.path.join(folder, "grandchild.tmp")
+while not os.path.exists(marker) or not open(marker).read():
     time.sleep(0.01)
 os.rename(os.path.join(folder, "grandchild.tmp"), os.path.join(folder, "grandchild"))
 open(os.path.join(folder, "child"), "w").write(str(os.getpid()))
@@ -94,8 +97,11 @@ def test_non_zero_exit_is_an_error_with_the_streams() -> None:
     outcome = run(py("import sys; print('partial'); print('it broke', file=sys.stderr); sys.exit(3)"))
     assert not outcome.ok
     assert outcome.value["message"] == f"command exited with code 3: {PY}"
-    assert (outcome.value["exit_code"], outcome.value["stdout"], outcome.value["stderr"]) == (3, "partial\n",
-                                                                                              "it broke\n")
+    assert (outcome.value["exit_code"], outcome.value["stdout"], outcome.value["stderr"]) == (
+        3,
+        "partial\n",
+        "it broke\n",
+    )
     json.dumps(outcome.value)
 
 
@@ -152,8 +158,10 @@ def test_output_exactly_at_the_cap_is_not_marked() -> None:
 
 def test_args_stdin_and_env_come_from_the_input(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JR2_HOST", "host")
-    code = ("import os, sys, json; print(json.dumps([sys.argv[1:], sys.stdin.read(), "
-            "os.environ['JR2_HOST'], os.environ['A'], os.environ['B']]))")
+    code = (
+        "import os, sys, json; print(json.dumps([sys.argv[1:], sys.stdin.read(), "
+        "os.environ['JR2_HOST'], os.environ['A'], os.environ['B']]))"
+    )
     slot = py(code, env={"A": "spec", "B": "spec"})
     outcome = run(slot, {"args": ["x", "y z", ";"], "stdin": "héllo\n", "env": {"B": "input"}})
     assert outcome.ok, outcome.value
@@ -211,9 +219,13 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if self.path == "/echo":
-            reply = {"method": self.command, "token": self.headers.get("X-Token"),
-                     "content_type": self.headers.get("Content-Type"), "body": json.loads(raw) if raw else None,
-                     "has_body": bool(raw)}
+            reply = {
+                "method": self.command,
+                "token": self.headers.get("X-Token"),
+                "content_type": self.headers.get("Content-Type"),
+                "body": json.loads(raw) if raw else None,
+                "has_body": bool(raw),
+            }
             self._reply(200, json.dumps(reply).encode(), "application/json")
         elif self.path == "/text":
             self._reply(200, "plain ünïcode".encode(), "text/plain; charset=utf-8")
@@ -245,8 +257,13 @@ def test_http_sends_the_input_as_json_and_parses_a_json_reply(server: str) -> No
     outcome = run(slot, {"query": "crash", "n": [1, 2]})
     assert outcome.ok, outcome.value
     assert outcome.value["status"] == 200
-    assert outcome.value["body"] == {"method": "POST", "token": "t0k", "content_type": "application/json",
-                                     "body": {"query": "crash", "n": [1, 2]}, "has_body": True}
+    assert outcome.value["body"] == {
+        "method": "POST",
+        "token": "t0k",
+        "content_type": "application/json",
+        "body": {"query": "crash", "n": [1, 2]},
+        "has_body": True,
+    }
     assert outcome.value["headers"]["content-type"] == "application/json"
 
 

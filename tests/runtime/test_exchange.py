@@ -1,5 +1,6 @@
 """Export a run as one JSON file and import it read-only: the round trip keeps every record, a bad file is refused
 naming what is wrong and imports nothing, and an imported live run is never hosted."""
+
 from __future__ import annotations
 
 import copy
@@ -8,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from engine.web.exchange import ExchangeError, export_run, import_run, schema, validate
 from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage, TurnRecord
 from engine.runtime.host import Host, RunNotHosted
+from engine.web.exchange import ExchangeError, export_run, import_run, schema, validate
 from tests.runtime.hosting import hosted, status, until
 from workflows import code_review, notes
 
@@ -35,20 +36,30 @@ def _made(review: bool = True) -> dict[str, str]:
         if review:
             made["review"] = await host.start_run("code_review", {"task": "Add add()."})
             await until(host, status(made["review"], "done"), timeout=30)
+
     hosted(WORKFLOWS, body)
     return made
 
 
 def _records(run_id: str) -> dict[str, Any]:
     """Everything of a run but its id and the database's row ids."""
+
     def rows(model: Any, *order: str, drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-        return [{k: v for k, v in row.items() if k not in ("id", "run_id", "turn_id", *drop)}
-                for row in model.objects.filter(run_id=run_id).order_by(*order).values()]
+        return [
+            {k: v for k, v in row.items() if k not in ("id", "run_id", "turn_id", *drop)}
+            for row in model.objects.filter(run_id=run_id).order_by(*order).values()
+        ]
+
     run = Run.objects.filter(id=run_id).values().get()
-    return {"run": {k: v for k, v in run.items() if k not in ("id", "imported_from", "started_by_id")},
-            "journal": rows(JournalEntry, "seq"), "snapshots": rows(RunSnapshot, "seq", drop=("created_at",)),
-            "turns": rows(TurnRecord, "turn"), "messages": rows(TurnMessage, "conversation", "seq"),
-            "calls": rows(ModelCall, "seq"), "effects": rows(EffectRecord, "effect")}
+    return {
+        "run": {k: v for k, v in run.items() if k not in ("id", "imported_from", "started_by_id")},
+        "journal": rows(JournalEntry, "seq"),
+        "snapshots": rows(RunSnapshot, "seq", drop=("created_at",)),
+        "turns": rows(TurnRecord, "turn"),
+        "messages": rows(TurnMessage, "conversation", "seq"),
+        "calls": rows(ModelCall, "seq"),
+        "effects": rows(EffectRecord, "effect"),
+    }
 
 
 def test_an_export_imports_whole_and_read_only_keeping_its_id_where_it_is_free() -> None:
@@ -76,6 +87,7 @@ def test_importing_again_gives_a_new_id_and_an_imported_live_run_is_never_hosted
         assert made["notes"] in host.drivers and again.id not in host.drivers
         with pytest.raises(RunNotHosted, match=r"imported, read-only\); nothing was delivered"):
             await host.deliver(again.id, "gate", gate="writing.asking", event="reply", params={"text": "x"})
+
     hosted(WORKFLOWS, body)
 
 
@@ -100,16 +112,19 @@ def _broken(data: dict[str, Any], how: str) -> dict[str, Any]:
     return bad
 
 
-@pytest.mark.parametrize(("how", "words"), [
-    ("missing", "run.workflow: Field required"),
-    ("mistyped", "journal.0.seq: Input should be a valid integer"),
-    ("unknown field", "run.colour: Extra inputs are not permitted"),
-    ("gap", "journal: the seqs must run 1, 2, 3… without a gap"),
-    ("orphan message", "messages.0.turn: no Turn turn-99 in turns"),
-    ("format", 'not a jr2 run export: "format" must be "jr2.run"'),
-    ("version", "this instance reads run exports of version 1; the file is version 7"),
-    ("nul", "journal.0.entry.input.changes: text may not contain the NUL character"),
-])
+@pytest.mark.parametrize(
+    ("how", "words"),
+    [
+        ("missing", "run.workflow: Field required"),
+        ("mistyped", "journal.0.seq: Input should be a valid integer"),
+        ("unknown field", "run.colour: Extra inputs are not permitted"),
+        ("gap", "journal: the seqs must run 1, 2, 3… without a gap"),
+        ("orphan message", "messages.0.turn: no Turn turn-99 in turns"),
+        ("format", 'not a jr2 run export: "format" must be "jr2.run"'),
+        ("version", "this instance reads run exports of version 1; the file is version 7"),
+        ("nul", "journal.0.entry.input.changes: text may not contain the NUL character"),
+    ],
+)
 def test_a_bad_file_is_refused_naming_what_is_wrong_and_imports_nothing(how: str, words: str) -> None:
     made = _made(review=False)
     data = export_run(made["notes"])

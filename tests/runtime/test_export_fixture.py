@@ -5,6 +5,7 @@ workflows as they are, and fork: the layout issue moved code, not data.
 The code_review run imports whole, but is not replayed here: its command Effects name the interpreter and the
 folder of the checkout that recorded it, which are part of what the run asked for (and so of its digests), and a
 checkout elsewhere asks for other paths."""
+
 from __future__ import annotations
 
 import json
@@ -62,6 +63,7 @@ def test_an_imported_old_run_forks_and_the_fork_runs_on(settings: Any) -> None:
         await until(host, status(made["fork"], "waiting"))
         await host.deliver(made["fork"], "gate", gate="writing.asking", event="reply", params={"text": "Ops"})
         await until(host, status(made["fork"], "done"))
+
     hosted(WORKFLOWS, body)
     fork = Run.objects.get(id=made["fork"])
     assert fork.parent_id == run.id and fork.status == "done"

@@ -1,5 +1,6 @@
 """The crash point of the crash tests (engine/runtime/faults.py) fires only for the journal kind the environment
 names, and never when it names none (tests/e2e/test_crash.py kills real servers with it)."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,8 +16,9 @@ def crashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return died
 
 
-def test_it_fires_after_a_commit_that_journaled_the_named_kind(crashes: list[str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_it_fires_after_a_commit_that_journaled_the_named_kind(
+    crashes: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(faults.CRASH_AFTER_COMMIT, "gate")
     faults.after_commit([Advance(ms=1), Pick(agent="writer", event="ask")])
     assert crashes == []

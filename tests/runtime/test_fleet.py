@@ -1,6 +1,7 @@
 """The fleet in one process: web hosts that drive nothing and relay, worker hosts that claim runs, leases that fence
 a host that lost its run, takeover of a dead worker's runs, and a drain that hands runs back. Each host has its own
 database thread, as separate processes would; the database is real (SQLite here, PostgreSQL with DATABASE_URL)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -12,8 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 from engine import agent, define_event, effect, jr2_setup, scripted
-from engine.models import EffectRecord, JournalEntry, Run, RunInput
 from engine.core.outputs import Delivery
+from engine.models import EffectRecord, JournalEntry, Run, RunInput
 from engine.runtime import store
 from engine.runtime.host import Host, NoHostAnswered, RunNotHosted
 from tests.runtime.hosting import fleet, status, until
@@ -54,10 +55,12 @@ def test_a_web_host_writes_the_run_and_a_worker_claims_and_drives_it() -> None:
         assert isinstance(delivery, Delivery) and delivery.outcome == "delivered"
         run = await until(web, status(run_id, "done"))
         assert "Admins" in run.output["notes"]
-        relayed = await web.db(lambda: list(RunInput.objects.filter(run_id=run_id).values(
-            "kind", "status", "answered_by")))
+        relayed = await web.db(
+            lambda: list(RunInput.objects.filter(run_id=run_id).values("kind", "status", "answered_by"))
+        )
         assert relayed == [{"kind": "gate", "status": "answered", "answered_by": "worker-1"}]
         assert await web.db(gate_answers, run_id) == 1
+
     fleet(body, "web", "worker")
 
 
@@ -70,6 +73,7 @@ def test_a_relayed_answer_the_gate_does_not_accept_is_refused_and_changes_nothin
         assert "reply" in delivery.accepts or "reply" in (delivery.error or "")
         after = await web.db(lambda: Run.objects.get(id=run_id))
         assert (after.seq, after.status) == (before.seq, "waiting")
+
     fleet(body, "web", "worker")
 
 
@@ -77,16 +81,19 @@ def test_two_answers_through_two_web_hosts_deliver_exactly_one() -> None:
     async def body(web1: Host, web2: Host, worker: Host) -> None:
         run_id = await web1.start_run("notes", DOOR)
         await until(web1, status(run_id, "waiting"))
-        results = await asyncio.gather(web1.deliver(run_id, "gate", **REPLY), web2.deliver(run_id, "gate", **REPLY),
-                                       return_exceptions=True)
+        results = await asyncio.gather(
+            web1.deliver(run_id, "gate", **REPLY), web2.deliver(run_id, "gate", **REPLY), return_exceptions=True
+        )
         delivered = [r for r in results if isinstance(r, Delivery) and r.outcome == "delivered"]
         assert len(delivered) == 1, results
         [other] = [r for r in results if r is not delivered[0]]
         # The other came second: the Gate had closed, or (the scripted writer being quick) the run had ended.
-        assert (isinstance(other, Delivery) and other.code in ("no-gate", "ended")) or isinstance(other, RunNotHosted), \
-            other
+        assert (isinstance(other, Delivery) and other.code in ("no-gate", "ended")) or isinstance(
+            other, RunNotHosted
+        ), other
         await until(web1, status(run_id, "done"))
         assert await web1.db(gate_answers, run_id) == 1
+
     fleet(body, "web", "web", "worker")
 
 
@@ -99,8 +106,9 @@ def test_a_dead_workers_runs_are_taken_over_once_its_leases_expire() -> None:
         assert set(run_ids) <= set(first.drivers)
         await die(first)
         killed = time.monotonic()
-        replacement = Host({"notes": notes.machine}, owner="worker-3", role="worker", scan_seconds=0.05,
-                           lease_seconds=0.6)
+        replacement = Host(
+            {"notes": notes.machine}, owner="worker-3", role="worker", scan_seconds=0.05, lease_seconds=0.6
+        )
         await replacement.start()
         try:
             for run_id in run_ids:
@@ -113,6 +121,7 @@ def test_a_dead_workers_runs_are_taken_over_once_its_leases_expire() -> None:
                 assert await web.db(gate_answers, run_id) == 1
         finally:
             await replacement.stop()
+
     fleet(body, "web", "worker", "worker", lease_seconds=0.6)
 
 
@@ -131,6 +140,7 @@ def test_a_host_that_lost_its_lease_writes_nothing_more_and_lets_the_run_go() ->
                 break
             await asyncio.sleep(0.02)
         assert run_id not in worker.drivers
+
     fleet(body, "worker")
 
 
@@ -155,6 +165,7 @@ def test_an_input_no_worker_takes_in_time_is_withdrawn_and_never_delivered_later
             assert run.status == "waiting"
         finally:
             await later.stop()
+
     fleet(body, "web", "worker")
 
 
@@ -166,6 +177,7 @@ def test_an_input_for_a_run_that_has_ended_is_refused_at_once() -> None:
         await until(web, status(run_id, "cancelled"))
         with pytest.raises(RunNotHosted, match="has ended"):
             await web.deliver(run_id, "gate", **REPLY)
+
     fleet(body, "web", "worker")
 
 
@@ -176,17 +188,31 @@ class Empty(BaseModel):
 def slow_effect_machine(marker: str) -> Any:
     go = define_event(name="go", input=Empty, description="Start the slow command.")
     scripted("drain.worker")(lambda turn: ("go", {}) if not turn.answers else None)
-    return jr2_setup(events=[go], actors={
-        "worker": agent(model="script/drain.worker", instructions="Start the work."),
-        "slow": effect.command([sys.executable, "-c", "import sys, time; time.sleep(0.5); "
-                                f"open({marker!r}, 'a').write('ran\\n')"]),
-    }).create_machine({
-        "id": "drain", "initial": "working",
-        "states": {"working": {"invoke": {"src": "worker"}, "initial": "idle",
-                               "states": {"idle": {"on": {"go": "running"}},
-                                          "running": {"invoke": {"src": "slow", "onDone": "#drain.finished"}}}},
-                   "finished": {"type": "final"}},
-    })
+    return jr2_setup(
+        events=[go],
+        actors={
+            "worker": agent(model="script/drain.worker", instructions="Start the work."),
+            "slow": effect.command(
+                [sys.executable, "-c", f"import sys, time; time.sleep(0.5); open({marker!r}, 'a').write('ran\\n')"]
+            ),
+        },
+    ).create_machine(
+        {
+            "id": "drain",
+            "initial": "working",
+            "states": {
+                "working": {
+                    "invoke": {"src": "worker"},
+                    "initial": "idle",
+                    "states": {
+                        "idle": {"on": {"go": "running"}},
+                        "running": {"invoke": {"src": "slow", "onDone": "#drain.finished"}},
+                    },
+                },
+                "finished": {"type": "final"},
+            },
+        }
+    )
 
 
 def test_a_draining_worker_lets_its_running_effect_finish_then_hands_the_run_back(tmp_path: Any) -> None:
@@ -200,6 +226,7 @@ def test_a_draining_worker_lets_its_running_effect_finish_then_hands_the_run_bac
         assert marker.read_text() == "ran\n", "the Effect was cut short or run twice"
         run = await web.db(lambda: Run.objects.get(id=run_id))
         assert run.status == "done" and run.lease_owner == ""
+
     fleet(body, "web", "worker", workflows={"drain": machine}, lease_seconds=30)
 
 
@@ -218,6 +245,7 @@ def test_runs_a_worker_hands_back_are_taken_at_once_not_after_their_lease(tmp_pa
             await until(web, status(run_id, "done"))
         finally:
             await other.stop()
+
     fleet(body, "web", "worker", "worker", lease_seconds=30)
 
 
@@ -225,6 +253,7 @@ def test_a_timer_fires_at_its_due_time_on_the_worker_that_takes_the_run_over() -
     """A 1.5 s timer; its worker dies after 0.3 s; another worker takes the run over once the lease (0.4 s) has
     expired and fires the timer at its due time, not 1.5 s after taking the run."""
     from tests.runtime.test_host import timed_machine
+
     machine = timed_machine(delay=1500)
 
     async def body(web: Host, first: Host, second: Host) -> None:
@@ -246,4 +275,5 @@ def test_a_timer_fires_at_its_due_time_on_the_worker_that_takes_the_run_over() -
             assert clock() - taken < 1.3, "the timer started over on the new worker"
         finally:
             await other.stop()
+
     fleet(body, "web", "worker", "worker", workflows={"timed": machine}, lease_seconds=0.4)

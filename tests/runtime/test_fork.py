@@ -1,5 +1,6 @@
 """Forks: a new run from the Session a run had after one of its steps, with its context edited or a different Gate
 answer, driven by a real Host on SQLite; the parent never changes, and a bad fork makes nothing."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,10 +10,10 @@ import pytest
 from pydantic import BaseModel, Field
 
 from engine import define_event, jr2_setup
-from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage, TurnRecord
-from engine.runtime.providers import aclose_all
 from engine.core.journal.replay import replay
+from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage, TurnRecord
 from engine.runtime.host import Host, HostError
+from engine.runtime.providers import aclose_all
 from tests.runtime.hosting import hosted, status, until
 from workflows import notes
 
@@ -32,17 +33,19 @@ class NameDoor(BaseModel):
 go = define_event(name="go", input=GoInput, description="Send the greeting.")
 
 #: A Gate, then an output made from the context: a fork with another greeting ends with another output.
-greet = jr2_setup(events=[go]).create_machine({
-    "id": "greet",
-    "input": NameDoor,
-    "context": lambda input: {"name": input.name, "greeting": "Hello", "times": 1},
-    "initial": "waiting",
-    "states": {
-        "waiting": {"invoke": {"src": "gate", "id": "desk"}, "on": {"go": "sent"}},
-        "sent": {"type": "final"},
-    },
-    "output": lambda context: {"text": f"{context['greeting']}, {context['name']}!" * context["times"]},
-})
+greet = jr2_setup(events=[go]).create_machine(
+    {
+        "id": "greet",
+        "input": NameDoor,
+        "context": lambda input: {"name": input.name, "greeting": "Hello", "times": 1},
+        "initial": "waiting",
+        "states": {
+            "waiting": {"invoke": {"src": "gate", "id": "desk"}, "on": {"go": "sent"}},
+            "sent": {"type": "final"},
+        },
+        "output": lambda context: {"text": f"{context['greeting']}, {context['name']}!" * context["times"]},
+    }
+)
 
 WORKFLOWS = {"notes": notes.machine, "greet": greet}
 
@@ -54,10 +57,15 @@ def offline(settings: Any) -> None:
 
 def _rows(run_id: str) -> dict[str, Any]:
     run = Run.objects.get(id=run_id)
-    return {"status": run.status, "output": run.output, "seq": run.seq, "updated_at": run.updated_at,
-            "journal": list(JournalEntry.objects.filter(run_id=run_id).values_list("seq", "kind", "entry")),
-            "turns": TurnRecord.objects.filter(run_id=run_id).count(),
-            "messages": TurnMessage.objects.filter(run_id=run_id).count()}
+    return {
+        "status": run.status,
+        "output": run.output,
+        "seq": run.seq,
+        "updated_at": run.updated_at,
+        "journal": list(JournalEntry.objects.filter(run_id=run_id).values_list("seq", "kind", "entry")),
+        "turns": TurnRecord.objects.filter(run_id=run_id).count(),
+        "messages": TurnMessage.objects.filter(run_id=run_id).count(),
+    }
 
 
 def _asked_step(run_id: str) -> int:
@@ -81,6 +89,7 @@ def test_a_fork_with_another_gate_answer_runs_to_another_output_and_the_parent_n
         assert "- Faster start-up." in done.output["notes"]
         assert await host.db(_rows, parent) == before
         found.update(parent=parent, fork=fork, step=step, before=before)
+
     hosted(WORKFLOWS, body)
 
     fork = Run.objects.get(id=found["fork"])
@@ -93,9 +102,16 @@ def test_a_fork_with_another_gate_answer_runs_to_another_output_and_the_parent_n
     [turn] = TurnRecord.objects.filter(run=fork)
     assert turn.status == "ended" and turn.turn == "turn-1"
     assert list(TurnMessage.objects.filter(run=fork).values_list("kind", flat=True)) == [
-        "prompt", "reply", "tool_result", "reply", "tool_result"]
-    journal = [{"seq": e.seq, "kind": e.kind, "entry": e.entry, "out": e.out}
-               for e in JournalEntry.objects.filter(run=fork).order_by("seq")]
+        "prompt",
+        "reply",
+        "tool_result",
+        "reply",
+        "tool_result",
+    ]
+    journal = [
+        {"seq": e.seq, "kind": e.kind, "entry": e.entry, "out": e.out}
+        for e in JournalEntry.objects.filter(run=fork).order_by("seq")
+    ]
     assert replay(notes.machine, journal).same
 
 
@@ -105,37 +121,51 @@ def test_a_fork_with_an_edited_context_runs_to_another_output_and_survives_a_res
     async def first(host: Host) -> None:
         parent = await host.start_run("greet", {"name": "Ada"})
         await until(host, status(parent, "waiting"))
-        fork = await host.fork_run(parent, 1, context={"name": "Ada", "greeting": "Bonjour", "times": 2,
-                                                       "extra": True})
+        fork = await host.fork_run(parent, 1, context={"name": "Ada", "greeting": "Bonjour", "times": 2, "extra": True})
         row = await until(host, status(fork, "waiting"))
         assert row.view["context"]["greeting"] == "Bonjour"
         await host.deliver(parent, "gate", gate="desk", event="go", params={})
         await until(host, status(parent, "done"))
         made.update(parent=parent, fork=fork)
+
     hosted(WORKFLOWS, first)
 
     async def second(host: Host) -> None:  # a new host takes the fork up from its snapshot
         assert made["fork"] in host.drivers
         await host.deliver(made["fork"], "gate", gate="desk", event="go", params={})
         await until(host, status(made["fork"], "done"))
+
     hosted(WORKFLOWS, second)
 
     assert Run.objects.get(id=made["parent"]).output == {"text": "Hello, Ada!"}
     assert Run.objects.get(id=made["fork"]).output == {"text": "Bonjour, Ada!Bonjour, Ada!"}
 
 
-@pytest.mark.parametrize(("step", "kwargs", "words"), [
-    (1, {"context": {"name": "Ada", "greeting": 7, "times": 1}},
-     'context.greeting must be a string like "Hello"; got a number'),
-    (1, {"context": {"name": "Ada", "greeting": "Hi"}}, "context.times is missing"),
-    (1, {"context": ["not", "an", "object"]}, "context must be an object"),
-    (9, {}, "step must be a journal entry of run"),
-    (0, {}, "step must be a journal entry of run"),
-    (1, {"answer": ("nowhere", "go", {})}, 'no Gate "nowhere" is open after step 1 (open Gates: desk)'),
-    (1, {"answer": ("desk", "go", {"sender": "me"})}, "the Gate answer is refused after step 1: no party can write"),
-    (1, {"context": {"name": "A\x00da", "greeting": "Hi", "times": 1}},
-     "context.name: text may not contain the NUL character"),
-])
+@pytest.mark.parametrize(
+    ("step", "kwargs", "words"),
+    [
+        (
+            1,
+            {"context": {"name": "Ada", "greeting": 7, "times": 1}},
+            'context.greeting must be a string like "Hello"; got a number',
+        ),
+        (1, {"context": {"name": "Ada", "greeting": "Hi"}}, "context.times is missing"),
+        (1, {"context": ["not", "an", "object"]}, "context must be an object"),
+        (9, {}, "step must be a journal entry of run"),
+        (0, {}, "step must be a journal entry of run"),
+        (1, {"answer": ("nowhere", "go", {})}, 'no Gate "nowhere" is open after step 1 (open Gates: desk)'),
+        (
+            1,
+            {"answer": ("desk", "go", {"sender": "me"})},
+            "the Gate answer is refused after step 1: no party can write",
+        ),
+        (
+            1,
+            {"context": {"name": "A\x00da", "greeting": "Hi", "times": 1}},
+            "context.name: text may not contain the NUL character",
+        ),
+    ],
+)
 def test_a_bad_fork_is_refused_in_words_and_makes_nothing(step: int, kwargs: dict[str, Any], words: str) -> None:
     async def body(host: Host) -> None:
         parent = await host.start_run("greet", {"name": "Ada"})
@@ -144,6 +174,7 @@ def test_a_bad_fork_is_refused_in_words_and_makes_nothing(step: int, kwargs: dic
             await host.fork_run(parent, step, **kwargs)
         assert words in str(refused.value)
         assert await host.db(lambda: Run.objects.count()) == 1
+
     hosted(WORKFLOWS, body)
 
 
@@ -158,6 +189,7 @@ def test_a_run_cannot_be_forked_after_it_ended_or_when_it_does_not_exist() -> No
         with pytest.raises(HostError, match="no run nosuchrun"):
             await host.fork_run("nosuchrun", 1)
         assert await host.db(lambda: Run.objects.count()) == 1
+
     hosted(WORKFLOWS, body)
 
 
@@ -180,6 +212,7 @@ def test_a_web_host_writes_the_fork_and_a_worker_takes_it_up_and_takes_its_gate_
             await web.stop()
             await worker.stop()
             await aclose_all()
+
     asyncio.run(main())
 
 
@@ -195,10 +228,12 @@ def test_a_fork_waiting_at_a_gate_is_in_the_inbox_and_the_search_from_its_start(
         found["fork"] = await host.fork_run(parent, step)
         await until(host, status(found["fork"], "waiting"))
         await host.cancel(parent)
+
     hosted(WORKFLOWS, body)
     fork = found["fork"]
     assert list(GateRecord.objects.filter(run_id=fork, closed_at=None).values_list("gate", flat=True)) == [
-        "writing.asking"]
+        "writing.asking"
+    ]
     assert RunMark.objects.filter(run_id=fork, kind="event", name="ask").exists()
     assert RunMark.objects.filter(run_id=fork, kind="agent", name="writer").exists()
     assert "faster start-up" in RunText.objects.get(run_id=fork).input

@@ -1,5 +1,6 @@
 """The host drives whole runs: scripted Agents through the Turn loop, Gates answered, Effects run, time passing,
 cancel, and everything journaled in a real SQLite database before anyone is told."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,9 +11,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from engine import agent, answer, define_event, jr2_setup, raise_, scripted
+from engine.core.session import Session
 from engine.models import EffectRecord, JournalEntry, ModelCall, Run, RunSnapshot, TurnMessage, TurnRecord
 from engine.runtime.host import Host
-from engine.core.session import Session
 from tests.runtime.hosting import hosted, status, until
 from workflows import code_review, notes, triage
 
@@ -33,28 +34,40 @@ def test_notes_runs_end_to_end_with_its_scripted_writer_and_a_gate_answer() -> N
         [gate] = run.view["gates"]
         assert gate["id"] == "writing.asking"
         assert gate["meta"] == {"question": "Who reads these notes, and what should they know first?"}
-        delivery = await host.deliver(run_id, "gate", gate="writing.asking", event="reply",
-                                      params={"text": "Admins of small teams"})
+        delivery = await host.deliver(
+            run_id, "gate", gate="writing.asking", event="reply", params={"text": "Admins of small teams"}
+        )
         assert delivery.outcome == "delivered"
         run = await until(host, status(run_id, "done"))
         assert "- Faster start-up." in run.output["notes"] and "Admins of small teams" in run.output["notes"]
 
         def records() -> dict[str, Any]:
-            return {"journal": list(JournalEntry.objects.filter(run_id=run_id).values_list("kind", flat=True)),
-                    "turns": list(TurnRecord.objects.filter(run_id=run_id).values("model", "declared_model",
-                                                                                  "scripted", "status")),
-                    "calls": ModelCall.objects.filter(run_id=run_id, status="done").count(),
-                    "messages": list(TurnMessage.objects.filter(run_id=run_id).values_list("kind", flat=True)),
-                    "snapshots": RunSnapshot.objects.filter(run_id=run_id).count(),
-                    "run": Run.objects.get(id=run_id)}
+            return {
+                "journal": list(JournalEntry.objects.filter(run_id=run_id).values_list("kind", flat=True)),
+                "turns": list(
+                    TurnRecord.objects.filter(run_id=run_id).values("model", "declared_model", "scripted", "status")
+                ),
+                "calls": ModelCall.objects.filter(run_id=run_id, status="done").count(),
+                "messages": list(TurnMessage.objects.filter(run_id=run_id).values_list("kind", flat=True)),
+                "snapshots": RunSnapshot.objects.filter(run_id=run_id).count(),
+                "run": Run.objects.get(id=run_id),
+            }
+
         found = await host.db(records)
         assert [k for k in found["journal"] if k != "advance"] == ["start", "pick", "gate", "pick"]
-        assert found["turns"] == [{"model": "script/notes.writer", "declared_model": "anthropic/claude-haiku-5-5",
-                                   "scripted": True, "status": "ended"}]
+        assert found["turns"] == [
+            {
+                "model": "script/notes.writer",
+                "declared_model": "anthropic/claude-haiku-5-5",
+                "scripted": True,
+                "status": "ended",
+            }
+        ]
         assert found["calls"] == 2
         assert found["messages"] == ["prompt", "reply", "tool_result", "reply", "tool_result"]
         assert found["snapshots"] >= 2
         assert found["run"].scripted and found["run"].seq == len(found["journal"])
+
     hosted({"notes": notes.machine}, body)
 
 
@@ -68,6 +81,7 @@ def test_the_journal_in_the_database_replays_to_the_same_end() -> None:
         replayed = Session.replay(notes.machine, journal)
         run = await host.db(lambda: Run.objects.get(id=run_id))
         assert replayed.status == "done" and replayed.output == run.output
+
     hosted({"notes": notes.machine}, body)
 
 
@@ -79,6 +93,7 @@ def test_a_wrong_gate_answer_is_refused_and_changes_nothing() -> None:
         assert delivery.outcome == "refused" and "text" in delivery.error
         after = await host.db(lambda: Run.objects.get(id=run_id))
         assert after.seq == before.seq and after.status == "waiting"
+
     hosted({"notes": notes.machine}, body)
 
 
@@ -88,12 +103,16 @@ def test_code_review_runs_its_test_effect_for_real_and_finishes() -> None:
         run = await until(host, status(run_id, "done", "failed"), timeout=60)
         assert run.status == "done", run.reason
         assert run.output["rounds"] == 1 and run.output["verdict"]
-        effects = await host.db(lambda: list(EffectRecord.objects.filter(run_id=run_id).values(
-            "slot", "status", "attempts")))
-        assert effects == [{"slot": "checkout", "status": "done", "attempts": 1},
-                           *[{"slot": "tests", "status": "done", "attempts": 1}] * 2]
+        effects = await host.db(
+            lambda: list(EffectRecord.objects.filter(run_id=run_id).values("slot", "status", "attempts"))
+        )
+        assert effects == [
+            {"slot": "checkout", "status": "done", "attempts": 1},
+            *[{"slot": "tests", "status": "done", "attempts": 1}] * 2,
+        ]
         kinds = await host.db(lambda: list(JournalEntry.objects.filter(run_id=run_id).values_list("kind", flat=True)))
         assert kinds.count("effect_started") == 3 and kinds.count("effect_done") == 3
+
     hosted({"code_review": code_review.machine}, body)
 
 
@@ -105,6 +124,7 @@ def test_triage_searches_then_the_desk_confirms() -> None:
         assert (await host.deliver(run_id, "gate", gate="desk", event="confirm", params={})).outcome == "delivered"
         run = await until(host, status(run_id, "done"))
         assert run.output == {"label": "bug", "labelled_by": "triager", "withdrawn": None}
+
     hosted({"triage": triage.machine}, body)
 
 
@@ -118,10 +138,12 @@ def test_cancel_ends_the_run_and_its_turns() -> None:
         turns = await host.db(lambda: list(TurnRecord.objects.filter(run_id=run_id).values_list("status", flat=True)))
         assert turns == ["ended"]
         assert run_id not in host.drivers
+
     hosted({"notes": notes.machine}, body)
 
 
 # -- time: real time reaches the Session as journaled advance inputs ------------------------------------------
+
 
 class Empty(BaseModel):
     pass
@@ -135,19 +157,33 @@ def timed_machine(delay: int = 300) -> Any:
     wait = define_event(name="wait", input=Empty, description="Wait a moment.")
     finish = define_event(name="finish", input=Note, description="Finish.")
     tick = define_event(name="tick", input=Empty, description="A tick.")
-    return jr2_setup(events=[wait, finish, tick], actors={
-        "sleeper": agent(model="script/sleeper", instructions="You wait, then finish."),
-    }).create_machine({
-        "id": "timed", "initial": "work",
-        "states": {"work": {"invoke": {"src": "sleeper", "input": {"prompt": "Wait once, then finish."}},
-                            "on": {"finish": "done"}, "initial": "idle",
-                            "states": {"idle": {"on": {"wait": "pending"}},
-                                       "pending": {"entry": raise_({"type": "tick"}, delay=delay),
-                                                   "on": {"tick": {"target": "idle",
-                                                                   "actions": answer(lambda: "tick came")}}}}},
-                   "done": {"type": "final"}},
-        "output": lambda context: {"ok": True},
-    })
+    return jr2_setup(
+        events=[wait, finish, tick],
+        actors={
+            "sleeper": agent(model="script/sleeper", instructions="You wait, then finish."),
+        },
+    ).create_machine(
+        {
+            "id": "timed",
+            "initial": "work",
+            "states": {
+                "work": {
+                    "invoke": {"src": "sleeper", "input": {"prompt": "Wait once, then finish."}},
+                    "on": {"finish": "done"},
+                    "initial": "idle",
+                    "states": {
+                        "idle": {"on": {"wait": "pending"}},
+                        "pending": {
+                            "entry": raise_({"type": "tick"}, delay=delay),
+                            "on": {"tick": {"target": "idle", "actions": answer(lambda: "tick came")}},
+                        },
+                    },
+                },
+                "done": {"type": "final"},
+            },
+            "output": lambda context: {"ok": True},
+        }
+    )
 
 
 @scripted("sleeper")
@@ -166,9 +202,11 @@ def test_a_timer_fires_in_real_time_through_journaled_advances() -> None:
         assert any(e["kind"] == "advance" and e["ms"] >= 1 for e in entries)
         replayed = Session.replay(timed_machine(), entries)
         assert replayed.status == "done"
-        messages = await host.db(lambda: [m.content for m in TurnMessage.objects.filter(run_id=run_id,
-                                                                                       kind="tool_result")])
+        messages = await host.db(
+            lambda: [m.content for m in TurnMessage.objects.filter(run_id=run_id, kind="tool_result")]
+        )
         assert "tick came" in json.dumps(messages)
+
     hosted({"timed": timed_machine()}, body)
 
 
@@ -186,12 +224,13 @@ def test_each_commit_is_told_to_the_run_and_workflow_groups_of_the_channel_layer
         while True:
             try:
                 heard.append(await asyncio.wait_for(layer.receive(channel), 0.2))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
         assert heard and all(m["type"] == "run.updated" and m["run"] == run_id for m in heard)
         assert heard[-1]["status"] == "waiting"
         run = await host.db(lambda: Run.objects.get(id=run_id))
         assert heard[-1]["seq"] == run.seq
+
     hosted({"notes": notes.machine}, body)
 
 
@@ -208,8 +247,7 @@ def test_a_timer_keeps_its_due_time_across_a_restart_of_the_host() -> None:
         await host.start()
         marks["start"] = clock()
         run_ids.append(await host.start_run("timed", None))
-        await until(host, lambda: Run.objects.filter(id=run_ids[0], view__turns__0__outstanding__event="wait")
-                    .exists())
+        await until(host, lambda: Run.objects.filter(id=run_ids[0], view__turns__0__outstanding__event="wait").exists())
         await asyncio.sleep(0.5)
         await host.stop()
         await asyncio.sleep(0.5)
@@ -222,6 +260,7 @@ def test_a_timer_keeps_its_due_time_across_a_restart_of_the_host() -> None:
             assert run.output == {"ok": True}
         finally:
             await host.stop()
+
     asyncio.run(main())
     assert marks["done"] - marks["start"] >= 1.4
     assert marks["done"] - marks["restart"] < 1.0, "the timer started over instead of keeping its due time"
@@ -231,18 +270,38 @@ def test_cancel_kills_a_running_commands_process_and_ends_its_effect(tmp_path: A
     import sys
 
     from engine import effect
+
     pid_file = tmp_path / "pid"
     work = define_event(name="work", input=Empty, description="Start the long command.")
-    machine = jr2_setup(events=[work], actors={
-        "worker": agent(model="script/long.worker", instructions="Start the work."),
-        "long": effect.command([sys.executable, "-c", "import os, time; open(os.environ['PID_FILE'], 'w')"
-                                ".write(str(os.getpid())); time.sleep(60)"], env={"PID_FILE": str(pid_file)}),
-    }).create_machine({
-        "id": "long", "initial": "working",
-        "states": {"working": {"invoke": {"src": "worker"}, "initial": "idle",
-                               "states": {"idle": {"on": {"work": "running"}},
-                                          "running": {"invoke": {"src": "long", "onDone": "idle"}}}}},
-    })
+    machine = jr2_setup(
+        events=[work],
+        actors={
+            "worker": agent(model="script/long.worker", instructions="Start the work."),
+            "long": effect.command(
+                [
+                    sys.executable,
+                    "-c",
+                    "import os, time; open(os.environ['PID_FILE'], 'w').write(str(os.getpid())); time.sleep(60)",
+                ],
+                env={"PID_FILE": str(pid_file)},
+            ),
+        },
+    ).create_machine(
+        {
+            "id": "long",
+            "initial": "working",
+            "states": {
+                "working": {
+                    "invoke": {"src": "worker"},
+                    "initial": "idle",
+                    "states": {
+                        "idle": {"on": {"work": "running"}},
+                        "running": {"invoke": {"src": "long", "onDone": "idle"}},
+                    },
+                }
+            },
+        }
+    )
     scripted("long.worker")(lambda turn: ("work", {}) if not turn.answers else None)
 
     def alive(pid: int) -> bool:
@@ -268,14 +327,17 @@ def test_cancel_kills_a_running_commands_process_and_ends_its_effect(tmp_path: A
                 break
             await asyncio.sleep(0.02)
         assert not alive(pid), "the command's process outlived the cancel"
-        effects = await host.db(lambda: list(EffectRecord.objects.filter(run_id=run_id).values_list("status",
-                                                                                                    flat=True)))
+        effects = await host.db(
+            lambda: list(EffectRecord.objects.filter(run_id=run_id).values_list("status", flat=True))
+        )
         assert effects == ["cancelled"]
+
     hosted({"long": machine}, body)
 
 
 def test_runs_started_while_leases_are_renewed_are_not_taken_for_lost(settings: Any) -> None:
     """Lease renewal every few ms, runs started all the while: every one of them finishes on this host."""
+
     async def body(host: Host) -> None:
         run_ids = [await host.start_run("notes", DOOR) for _ in range(30)]
         for run_id in run_ids:
@@ -285,4 +347,5 @@ def test_runs_started_while_leases_are_renewed_are_not_taken_for_lost(settings: 
             await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "x"})
         for run_id in run_ids:
             await until(host, status(run_id, "done"))
+
     hosted({"notes": notes.machine}, body, lease_seconds=0.03)

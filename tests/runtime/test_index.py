@@ -1,6 +1,7 @@
 """The inbox's and search's records, written with each step: Gate openings and closings (who answered, with what),
 the states a run is in and passed through, the events it took, its Agents, the words of its input and output; and
 "waiting" for a run only a person can move."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -43,10 +44,16 @@ def test_a_gate_is_recorded_open_then_closed_with_its_answer_and_who_sent_it() -
 
         def found() -> dict[str, Any]:
             record = GateRecord.objects.get(run_id=run_id)
-            return {"record": (record.closed_at is not None, record.event, record.answered_by),
-                    "by": JournalEntry.objects.get(run_id=run_id, kind="gate").entry.get("by"),
-                    "in": marks(run_id, "in"), "passed": marks(run_id, "passed"), "event": marks(run_id, "event"),
-                    "agent": marks(run_id, "agent"), "text": RunText.objects.get(run_id=run_id)}
+            return {
+                "record": (record.closed_at is not None, record.event, record.answered_by),
+                "by": JournalEntry.objects.get(run_id=run_id, kind="gate").entry.get("by"),
+                "in": marks(run_id, "in"),
+                "passed": marks(run_id, "passed"),
+                "event": marks(run_id, "event"),
+                "agent": marks(run_id, "agent"),
+                "text": RunText.objects.get(run_id=run_id),
+            }
+
         got = await host.db(found)
         assert got["record"] == (True, "reply", "ann") and got["by"] == "ann"
         assert got["in"] == {"published"}
@@ -55,6 +62,7 @@ def test_a_gate_is_recorded_open_then_closed_with_its_answer_and_who_sent_it() -
         assert "faster start-up" in got["text"].input and "états exportés" in got["text"].input
         assert "changes" not in got["text"].input, "keys are not words of the input"
         assert "admins" in got["text"].output
+
     hosted(WORKFLOWS, body)
 
 
@@ -66,6 +74,7 @@ def test_a_cancelled_run_closes_its_gate_without_an_answer() -> None:
         await until(host, status(run_id, "cancelled"))
         record = await host.db(lambda: GateRecord.objects.get(run_id=run_id))
         assert record.closed_at is not None and record.event == "" and record.answered_by == ""
+
     hosted(WORKFLOWS, body)
 
 
@@ -76,15 +85,18 @@ def test_a_taken_up_run_goes_on_from_its_committed_view() -> None:
     async def first(host: Host) -> None:
         made["run"] = await host.start_run("notes", DOOR)
         await until(host, status(made["run"], "waiting"))
+
     hosted(WORKFLOWS, first)
 
     async def second(host: Host) -> None:
         run_id = made["run"]
         await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Ops"}, by="bo")
         await until(host, status(run_id, "done"))
-        rows = await host.db(lambda: list(GateRecord.objects.filter(run_id=run_id).values_list(
-            "answered_by", flat=True)))
+        rows = await host.db(
+            lambda: list(GateRecord.objects.filter(run_id=run_id).values_list("answered_by", flat=True))
+        )
         assert rows == ["bo"]
+
     hosted(WORKFLOWS, second)
 
 
@@ -96,6 +108,7 @@ def test_a_run_whose_open_turn_waits_on_the_person_in_its_seat_is_waiting() -> N
         run = await until(host, lambda: Run.objects.filter(id=run_id).first())
         assert run.status == "waiting", "only ann can move this run: it is not running"
         assert await host.db(lambda: marks(run_id, "agent")) == {"writer"}
+
     hosted(WORKFLOWS, body)
 
 

@@ -1,6 +1,7 @@
 """The pure half of a step (engine/runtime/plan.py): an input applied to the Session and its outputs turned into
 the records to commit and, as data, what to do once they are committed. Nothing here starts, awaits or writes
 anything: the loops are stand-ins that only say whether they were touched."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,7 +15,17 @@ from engine.runtime import store
 from engine.runtime.conversation import Conversation
 from engine.runtime.errors import SeatError
 from engine.runtime.plan import (
-    Books, GiveBack, Plan, StartLoop, StopLoop, WakeLoop, apply_input, ended, indexed, plan_outputs, run_fields,
+    Books,
+    GiveBack,
+    Plan,
+    StartLoop,
+    StopLoop,
+    WakeLoop,
+    apply_input,
+    ended,
+    indexed,
+    plan_outputs,
+    run_fields,
 )
 from engine.runtime.players import Player
 from engine.runtime.view import build_view, run_status
@@ -68,9 +79,16 @@ def test_a_turn_that_opens_is_recorded_with_its_prompt_and_its_loop_starts_only_
     session, books, plan = begun()
     opened, prompt = plan.ops
     assert isinstance(opened, store.TurnOpened) and (opened.turn, opened.agent, opened.model, opened.scripted) == (
-        "turn-1", "writer", "script/notes.writer", True)
+        "turn-1",
+        "writer",
+        "script/notes.writer",
+        True,
+    )
     assert isinstance(prompt, store.Message) and (prompt.kind, prompt.seq, prompt.conversation) == (
-        "prompt", 1, "writer@turn-1")
+        "prompt",
+        1,
+        "writer@turn-1",
+    )
     loop = books.turns["turn-1"].loop
     assert plan.todo == [StartLoop(loop)]
     assert books.conversations["writer@turn-1"] is loop.conversation and books.latest == {"writer": "writer@turn-1"}
@@ -78,16 +96,26 @@ def test_a_turn_that_opens_is_recorded_with_its_prompt_and_its_loop_starts_only_
 
 def test_an_outstanding_pick_waits_and_its_answer_wakes_the_loop() -> None:
     session, books, _ = begun()
-    result, entries, plan = step(session, books, "pick", agent="writer", event="ask",
-                                 params={"question": "Who reads this?"}, call="call-1", turn="turn-1")
+    result, entries, plan = step(
+        session,
+        books,
+        "pick",
+        agent="writer",
+        event="ask",
+        params={"question": "Who reads this?"},
+        call="call-1",
+        turn="turn-1",
+    )
     assert isinstance(result, PickResult) and result.outcome == "outstanding"
     assert [(e.kind, e.call, e.turn, e.player) for e in entries] == [
-        ("pick", "call-1", "turn-1", "script/notes.writer")]
+        ("pick", "call-1", "turn-1", "script/notes.writer")
+    ]
     assert plan.ops == [store.TurnChanged("turn-1", pending_call="call-1")] and plan.todo == []
     assert books.turns["turn-1"].pending_call == "call-1"
 
-    result, entries, plan = step(session, books, "gate", gate="writing.asking", event="reply",
-                                 params={"text": "Admins"}, by="ann")
+    result, entries, plan = step(
+        session, books, "gate", gate="writing.asking", event="reply", params={"text": "Admins"}, by="ann"
+    )
     assert isinstance(result, Delivery) and result.outcome == "delivered"
     assert entries[-1].kind == "gate" and entries[-1].by == "ann"
     answer, changed = plan.ops
@@ -100,8 +128,9 @@ def test_an_outstanding_pick_waits_and_its_answer_wakes_the_loop() -> None:
 
 def test_a_pick_answered_at_once_is_its_tool_result() -> None:
     session, books, _ = begun()
-    result, _, plan = step(session, books, "pick", agent="writer", event="done", params={"notes": "early"},
-                           call="call-1", turn="turn-1")
+    result, _, plan = step(
+        session, books, "pick", agent="writer", event="done", params={"notes": "early"}, call="call-1", turn="turn-1"
+    )
     assert result.outcome == "unmoved"
     (answer,) = plan.ops
     assert isinstance(answer, store.Message) and answer.content[0]["tool_use_id"] == "call-1"
@@ -123,10 +152,10 @@ def test_a_cancel_closes_the_open_turn() -> None:
     _, _, plan = step(session, books, "cancel")
     assert plan.ops == [store.TurnClosed("turn-1")] and plan.todo == [StopLoop(loop)]
     assert run_status(session) == "cancelled"
-    assert ended(session, "pick") == PickResult("refused", error="the run has ended (cancelled); nothing was "
-                                                                 "delivered")
-    assert ended(session, "gate") == Delivery("refused", error="the run has ended (cancelled); nothing was delivered",
-                                              code="ended")
+    assert ended(session, "pick") == PickResult("refused", error="the run has ended (cancelled); nothing was delivered")
+    assert ended(session, "gate") == Delivery(
+        "refused", error="the run has ended (cancelled); nothing was delivered", code="ended"
+    )
 
 
 def test_a_seat_changes_hands_and_is_given_back() -> None:
@@ -145,8 +174,9 @@ def test_a_seat_changes_hands_and_is_given_back() -> None:
 def test_an_effect_started_is_the_hosts_own_entry() -> None:
     session, books, _ = begun()
     _, entries, plan = step(session, books, "effect_started", effect="effect-1", slot="build", attempt=2)
-    assert [e.to_json() for e in entries] == [{"kind": "effect_started", "effect": "effect-1", "slot": "build",
-                                               "at": session.now, "attempt": 2}]
+    assert [e.to_json() for e in entries] == [
+        {"kind": "effect_started", "effect": "effect-1", "slot": "build", "at": session.now, "attempt": 2}
+    ]
     assert plan.ops == [store.EffectChanged("effect-1", EffectRecord.Status.STARTED)]
 
 

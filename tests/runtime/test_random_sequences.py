@@ -16,13 +16,15 @@ Checks, for every sequence:
 `JR2_SEQUENCES` sets the sequences per workflow (default 15); docs/reliability.md ("Random sequences") has the
 figures of a long run and the command.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
 import os
 from collections import Counter
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -30,13 +32,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from engine.models import JournalEntry, Run, RunSnapshot
-from engine.runtime.providers import aclose_all, human
 from engine.core.journal.replay import replay
-from engine.runtime.host import Host, RunNotHosted
 from engine.core.session import HOST_KINDS, Session
 from engine.core.statechart.clock import SimulatedClock
 from engine.core.workflow import Machine
+from engine.models import JournalEntry, Run, RunSnapshot
+from engine.runtime.host import Host, RunNotHosted
+from engine.runtime.providers import aclose_all, human
 from tests.engine.test_properties import MACHINES, door_for, params_for, valid_params
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,8 +48,17 @@ SEQUENCES = int(os.environ.get("JR2_SEQUENCES", "15"))
 seen: Counter[str] = Counter()
 DELIVERED = ("answered", "outstanding", "ended")
 #: Steps by weight; a fault or a cancel ends the run, so they are rare enough to let most runs go somewhere.
-STEPS = ["pick"] * 30 + ["offer"] * 5 + ["gate"] * 20 + ["effect_done"] * 5 + ["effect_failed"] * 5 + \
-    ["advance"] * 10 + ["wait"] * 20 + ["fault"] * 2 + ["cancel"] * 3
+STEPS = (
+    ["pick"] * 30
+    + ["offer"] * 5
+    + ["gate"] * 20
+    + ["effect_done"] * 5
+    + ["effect_failed"] * 5
+    + ["advance"] * 10
+    + ["wait"] * 20
+    + ["fault"] * 2
+    + ["cancel"] * 3
+)
 
 
 @pytest.fixture
@@ -70,23 +81,26 @@ def plans(machine: Machine) -> st.SearchStrategy[tuple[Any, list[dict[str, Any]]
     """A door and a list of steps, drawn whole before the run starts: the live run decides only which of a step's
     drawn values it uses (an index into the Allowed picks, say), so each example draws the same way every time."""
     names = sorted(machine.events) + ["not_an_event"]
-    step = st.fixed_dictionaries({
-        "kind": st.sampled_from(STEPS),
-        "agent": st.sampled_from(sorted(machine.agents) + ["nobody"]),
-        "guided": st.integers(0, 3).map(bool),
-        "index": st.integers(0, 999),
-        "any": st.fixed_dictionaries({name: params_for(machine, name) for name in names}),
-        "good": st.fixed_dictionaries({name: valid_params(e.input) for name, e in machine.events.items()}),
-        "wait": st.sampled_from([0, 0.001, 0.01, 0.05]),
-    })
+    step = st.fixed_dictionaries(
+        {
+            "kind": st.sampled_from(STEPS),
+            "agent": st.sampled_from(sorted(machine.agents) + ["nobody"]),
+            "guided": st.integers(0, 3).map(bool),
+            "index": st.integers(0, 999),
+            "any": st.fixed_dictionaries({name: params_for(machine, name) for name in names}),
+            "good": st.fixed_dictionaries({name: valid_params(e.input) for name, e in machine.events.items()}),
+            "wait": st.sampled_from([0, 0.001, 0.01, 0.05]),
+        }
+    )
     return st.tuples(door_for(machine), st.lists(step, min_size=1, max_size=30))
 
 
 async def sequence(host: Host, machine: Machine, user: int, door: Any, steps: list[dict[str, Any]]) -> str | None:
     """One run: its door, then the steps until it ends (then it is cancelled if still live)."""
     try:
-        run_id = await host.start_run(machine.id, door, user_id=user,
-                                      seats={agent: (user, "fuzzer") for agent in machine.agents})
+        run_id = await host.start_run(
+            machine.id, door, user_id=user, seats={agent: (user, "fuzzer") for agent in machine.agents}
+        )
     except ValidationError:
         return None
     names = sorted(machine.events) + ["not_an_event"]
@@ -174,8 +188,9 @@ def check_journal(machine: Machine, run_id: str) -> None:
             assert entry["event"] in allowed, f"entry {index}: {entry['event']} delivered outside {allowed}"
         if kind == "gate":
             accepts = {g.id: g.accepts for g in session.gates}
-            assert entry["event"] in accepts.get(entry["gate"], ()), \
+            assert entry["event"] in accepts.get(entry["gate"], ()), (
                 f"entry {index}: {entry['event']} delivered to Gate {entry['gate']} accepting {accepts}"
+            )
         if kind not in HOST_KINDS:
             session.apply(entry, index)
             session.drain()
@@ -191,12 +206,17 @@ def check_journal(machine: Machine, run_id: str) -> None:
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_random_sequences_through_the_runtime_never_crash_never_deliver_outside_and_replay_the_same(
-        machine: Machine, host_loop: tuple[asyncio.AbstractEventLoop, Host, int]) -> None:
+    machine: Machine, host_loop: tuple[asyncio.AbstractEventLoop, Host, int]
+) -> None:
     loop, host, user = host_loop
     seen.clear()
 
-    @settings(max_examples=SEQUENCES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=SEQUENCES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(plan=plans(machine))
     def one(plan: tuple[Any, list[dict[str, Any]]]) -> None:
         run_id = loop.run_until_complete(sequence(host, machine, user, *plan))

@@ -1,5 +1,6 @@
 """The store remembers each open Turn's row id only from committed transactions, and forgets it when the Turn
 closes: a message or a model call then costs no lookup, and a rolled-back id is never used."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,8 +16,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def opened(turn: str) -> store.TurnOpened:
-    return store.TurnOpened(turn, "writer", "writing", "script/x", "script/x", True, {}, f"writer@{turn}", "Write.",
-                            "You write.")
+    return store.TurnOpened(
+        turn, "writer", "writing", "script/x", "script/x", True, {}, f"writer@{turn}", "Write.", "You write."
+    )
 
 
 def message(turn: str, seq: int) -> store.Message:

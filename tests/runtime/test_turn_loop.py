@@ -3,6 +3,7 @@
 SQLite database. Nothing in the SDKs or the Turn loop is replaced: each test scripts the model's replies, then
 checks the requests the server received and the records the run wrote.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -10,22 +11,23 @@ import hashlib
 import json
 import re
 import time
-from typing import Any, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
 
 from engine import agent, answer, assign, define_event, fail, jr2_setup
-from engine.models import ModelCall
 from engine.core.prompts import BRIEFING, reprompt_message
-from engine.runtime.providers import reset_providers
-from engine.runtime.host import Host
-from engine.runtime.plan import UNANSWERED
 from engine.core.turn_policy import TurnPolicy
 from engine.core.workflow import Machine
-from tests.runtime.hosting import records, status, until
-from tests.runtime.hosting import hosted as hosted_with
+from engine.models import ModelCall
+from engine.runtime.host import Host
+from engine.runtime.plan import UNANSWERED
+from engine.runtime.providers import reset_providers
 from tests.fakes.model_server import ModelServer, Recorded, Reply, ToolUse, error, text, tool_call
+from tests.runtime.hosting import hosted as hosted_with
+from tests.runtime.hosting import records, status, until
 from workflows import notes
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,12 +38,12 @@ CACHE = {"type": "ephemeral"}
 KEY = "sk-ant-test-not-a-real-key"
 
 
-
 def hosted(workflows: dict[str, Machine], body: Callable[[Host], Awaitable[None]]) -> None:
     hosted_with(workflows, body, owner="turn-loop-test")
 
 
 # -- the fake model, the host and waiting -------------------------------------------------------------------------
+
 
 @pytest.fixture
 def server(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
@@ -74,6 +76,7 @@ def kinds(journal: list[dict[str, Any]]) -> list[str]:
 
 # -- reading the recorded requests ------------------------------------------------------------------------------
 
+
 def api_key(request: Recorded) -> str:
     """The key the SDK sent (older SDKs send `x-api-key`, newer ones a bearer token)."""
     return request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
@@ -89,7 +92,7 @@ def tools_bytes(request: Recorded) -> bytes:
         except json.JSONDecodeError:
             continue
         if value == request.body["tools"]:
-            return body[match.end():end].encode()
+            return body[match.end() : end].encode()
     raise AssertionError("the request has no tools block")
 
 
@@ -157,8 +160,8 @@ def assert_one_conversation(requests: list[Recorded], calls: list[ModelCall]) ->
     assert len(requests) == len(calls)
     for before, after, call in zip(requests, requests[1:], calls):
         old, new = before.body["messages"], after.body["messages"]
-        assert new[:len(old)] == old
-        said = conversation(after)[len(conversation(before)):]
+        assert new[: len(old)] == old
+        said = conversation(after)[len(conversation(before)) :]
         assert said[0]["role"] == "assistant"
         assert [use[0] for use in said[0]["uses"]] == [c["id"] for c in call.tool_calls]
         if call.tool_calls:
@@ -170,39 +173,62 @@ def assert_one_conversation(requests: list[Recorded], calls: list[ModelCall]) ->
 
 # -- workflows of the tests -------------------------------------------------------------------------------------
 
+
 def writer_machine(machine_id: str, model: str) -> Machine:
     """The notes workflow of SPEC.md with another model for its writer."""
     return jr2_setup(
         events=[notes.ask, notes.done, notes.reply],
-        actors={"writer": agent(model=model, instructions="You write short release notes. Ask the editor at least "
-                                                          "one question before you finish."),
-                "fail": fail()},
-    ).create_machine({
-        "id": machine_id,
-        "input": notes.Door,
-        "context": lambda input: {"changes": input.changes, "replies": 0},
-        "on": {"agent.fault": ".failed"},
-        "initial": "writing",
-        "states": {
-            "writing": {
-                "invoke": {"src": "writer", "input": lambda context: {
-                    "prompt": "Write the release notes for these changes:\n" + context["changes"]}},
-                "on": {"done": {"guard": lambda context: context["replies"] > 0, "target": "published"}},
-                "initial": "drafting",
-                "states": {
-                    "drafting": {"on": {"ask": "asking"}},
-                    "asking": {"invoke": {"src": "gate"},
-                               "on": {"reply": {"target": "drafting", "actions": [
-                                   assign(replies=lambda context: context["replies"] + 1),
-                                   answer(lambda event: "The editor replied: " + event.text)]}}},
+        actors={
+            "writer": agent(
+                model=model,
+                instructions="You write short release notes. Ask the editor at least one question before you finish.",
+            ),
+            "fail": fail(),
+        },
+    ).create_machine(
+        {
+            "id": machine_id,
+            "input": notes.Door,
+            "context": lambda input: {"changes": input.changes, "replies": 0},
+            "on": {"agent.fault": ".failed"},
+            "initial": "writing",
+            "states": {
+                "writing": {
+                    "invoke": {
+                        "src": "writer",
+                        "input": lambda context: {
+                            "prompt": "Write the release notes for these changes:\n" + context["changes"]
+                        },
+                    },
+                    "on": {"done": {"guard": lambda context: context["replies"] > 0, "target": "published"}},
+                    "initial": "drafting",
+                    "states": {
+                        "drafting": {"on": {"ask": "asking"}},
+                        "asking": {
+                            "invoke": {"src": "gate"},
+                            "on": {
+                                "reply": {
+                                    "target": "drafting",
+                                    "actions": [
+                                        assign(replies=lambda context: context["replies"] + 1),
+                                        answer(lambda event: "The editor replied: " + event.text),
+                                    ],
+                                }
+                            },
+                        },
+                    },
+                },
+                "published": {"type": "final"},
+                "failed": {
+                    "invoke": {
+                        "src": "fail",
+                        "input": lambda event: {"reason": "the writer could not go on: " + str(event.get("reason"))},
+                    }
                 },
             },
-            "published": {"type": "final"},
-            "failed": {"invoke": {"src": "fail", "input": lambda event: {
-                "reason": "the writer could not go on: " + str(event.get("reason"))}}},
-        },
-        "output": lambda context: {"replies": context["replies"]},
-    })
+            "output": lambda context: {"replies": context["replies"]},
+        }
+    )
 
 
 def local_notes() -> Machine:
@@ -230,115 +256,190 @@ stop = define_event(name="stop", input=Empty, description="Stop the work where i
 
 def relay_machine() -> Machine:
     """Two Turns of `talker` that continue one conversation (anthropic), then two of `walker` that do not (local)."""
+
     def step(agent_name: str, prompt: str, target: str, continues: bool) -> dict[str, Any]:
-        return {"invoke": {"src": agent_name, "input": {"prompt": prompt, "continue": continues}},
-                "on": {"hop": {"target": target, "actions": answer(lambda event: "You noted: " + event.note)}}}
-    return jr2_setup(events=[hop], actors={
-        "talker": agent(model="anthropic/claude-haiku-5-5", instructions="You talk through the steps."),
-        "walker": agent(model="local/qwen3-8b", instructions="You walk through the steps."),
-    }).create_machine({
-        "id": "relay", "initial": "one",
-        "states": {"one": step("talker", "Step one.", "two", True),
-                   "two": step("talker", "Step two.", "three", True),
-                   "three": step("walker", "Step three.", "four", False),
-                   "four": step("walker", "Step four.", "over", False),
-                   "over": {"type": "final"}},
-        "output": lambda context: {"ok": True},
-    })
+        return {
+            "invoke": {"src": agent_name, "input": {"prompt": prompt, "continue": continues}},
+            "on": {"hop": {"target": target, "actions": answer(lambda event: "You noted: " + event.note)}},
+        }
+
+    return jr2_setup(
+        events=[hop],
+        actors={
+            "talker": agent(model="anthropic/claude-haiku-5-5", instructions="You talk through the steps."),
+            "walker": agent(model="local/qwen3-8b", instructions="You walk through the steps."),
+        },
+    ).create_machine(
+        {
+            "id": "relay",
+            "initial": "one",
+            "states": {
+                "one": step("talker", "Step one.", "two", True),
+                "two": step("talker", "Step two.", "three", True),
+                "three": step("walker", "Step three.", "four", False),
+                "four": step("walker", "Step four.", "over", False),
+                "over": {"type": "final"},
+            },
+            "output": lambda context: {"ok": True},
+        }
+    )
 
 
 def desk_machine() -> Machine:
     """A Gate above the worker's state: the desk can stop the work while the worker's model is still asked."""
-    return jr2_setup(events=[hop, stop], actors={
-        "worker": agent(model="anthropic/claude-haiku-5-5", instructions="You work."),
-    }).create_machine({
-        "id": "desk", "initial": "review",
-        "states": {
-            "review": {"invoke": {"src": "gate", "id": "desk"}, "on": {"stop": "wrapping"},
-                       "initial": "working",
-                       "states": {"working": {"invoke": {"src": "worker", "input": {"prompt": "Do the work."}},
-                                              "on": {"hop": "#finished"}}}},
-            "wrapping": {"invoke": {"src": "worker", "input": {"prompt": "Wrap up."}}, "on": {"hop": "finished"}},
-            "finished": {"id": "finished", "type": "final"},
+    return jr2_setup(
+        events=[hop, stop],
+        actors={
+            "worker": agent(model="anthropic/claude-haiku-5-5", instructions="You work."),
         },
-        "output": lambda context: {"ok": True},
-    })
+    ).create_machine(
+        {
+            "id": "desk",
+            "initial": "review",
+            "states": {
+                "review": {
+                    "invoke": {"src": "gate", "id": "desk"},
+                    "on": {"stop": "wrapping"},
+                    "initial": "working",
+                    "states": {
+                        "working": {
+                            "invoke": {"src": "worker", "input": {"prompt": "Do the work."}},
+                            "on": {"hop": "#finished"},
+                        }
+                    },
+                },
+                "wrapping": {"invoke": {"src": "worker", "input": {"prompt": "Wrap up."}}, "on": {"hop": "finished"}},
+                "finished": {"id": "finished", "type": "final"},
+            },
+            "output": lambda context: {"ok": True},
+        }
+    )
 
 
 def interview_machine() -> Machine:
     """The writer asks the editor; the editor's `enough` leaves the writer's state while `ask` is outstanding, and
     the writer's next Turn continues the conversation."""
     enough = define_event(name="enough", input=Empty, description="Stop the questions.")
-    return jr2_setup(events=[notes.ask, notes.done, notes.reply, enough], actors={
-        "writer": agent(model="anthropic/claude-haiku-5-5", instructions="You write release notes."),
-    }).create_machine({
-        "id": "interview", "initial": "writing",
-        "states": {
-            "writing": {"invoke": {"src": "writer", "input": {"prompt": "Draft the notes.", "continue": True}},
-                        "initial": "drafting",
-                        "states": {"drafting": {"on": {"ask": "asking"}},
-                                   "asking": {"invoke": {"src": "gate", "id": "editor"},
-                                              "on": {"reply": "drafting",
-                                                     "enough": {"target": "#editing", "actions": answer(
-                                                         lambda: "The editor stopped the questions.")}}}}},
-            "editing": {"id": "editing",
-                        "invoke": {"src": "writer", "input": {"prompt": "Finish the notes.", "continue": True}},
-                        "on": {"done": "published"}},
-            "published": {"type": "final"},
+    return jr2_setup(
+        events=[notes.ask, notes.done, notes.reply, enough],
+        actors={
+            "writer": agent(model="anthropic/claude-haiku-5-5", instructions="You write release notes."),
         },
-        "output": lambda context: {"ok": True},
-    })
+    ).create_machine(
+        {
+            "id": "interview",
+            "initial": "writing",
+            "states": {
+                "writing": {
+                    "invoke": {"src": "writer", "input": {"prompt": "Draft the notes.", "continue": True}},
+                    "initial": "drafting",
+                    "states": {
+                        "drafting": {"on": {"ask": "asking"}},
+                        "asking": {
+                            "invoke": {"src": "gate", "id": "editor"},
+                            "on": {
+                                "reply": "drafting",
+                                "enough": {
+                                    "target": "#editing",
+                                    "actions": answer(lambda: "The editor stopped the questions."),
+                                },
+                            },
+                        },
+                    },
+                },
+                "editing": {
+                    "id": "editing",
+                    "invoke": {"src": "writer", "input": {"prompt": "Finish the notes.", "continue": True}},
+                    "on": {"done": "published"},
+                },
+                "published": {"type": "final"},
+            },
+            "output": lambda context: {"ok": True},
+        }
+    )
 
 
 def unlock_machine() -> Machine:
     """The desk above the worker's state unlocks `finish` (a guard on the context) while the worker is asked."""
     draft = define_event(name="draft", input=Note, description="Write a draft; it stays with you.")
     unlock = define_event(name="unlock", input=Empty, description="Let the worker finish.")
-    return jr2_setup(events=[draft, hop, unlock], actors={
-        "worker": agent(model="anthropic/claude-haiku-5-5", instructions="You work."),
-    }).create_machine({
-        "id": "unlock", "initial": "review", "context": {"unlocked": False},
-        "states": {
-            "review": {"invoke": {"src": "gate", "id": "desk"},
-                       "on": {"unlock": {"actions": assign(unlocked=True)}},
-                       "initial": "working",
-                       "states": {"working": {
-                           "invoke": {"src": "worker", "input": {"prompt": "Draft, then finish when allowed."}},
-                           "on": {"draft": {"actions": answer(lambda event: "Drafted: " + event.note)},
-                                  "hop": {"guard": lambda context: context["unlocked"], "target": "#over"}}}}},
-            "over": {"id": "over", "type": "final"},
+    return jr2_setup(
+        events=[draft, hop, unlock],
+        actors={
+            "worker": agent(model="anthropic/claude-haiku-5-5", instructions="You work."),
         },
-        "output": lambda context: {"ok": True},
-    })
+    ).create_machine(
+        {
+            "id": "unlock",
+            "initial": "review",
+            "context": {"unlocked": False},
+            "states": {
+                "review": {
+                    "invoke": {"src": "gate", "id": "desk"},
+                    "on": {"unlock": {"actions": assign(unlocked=True)}},
+                    "initial": "working",
+                    "states": {
+                        "working": {
+                            "invoke": {"src": "worker", "input": {"prompt": "Draft, then finish when allowed."}},
+                            "on": {
+                                "draft": {"actions": answer(lambda event: "Drafted: " + event.note)},
+                                "hop": {"guard": lambda context: context["unlocked"], "target": "#over"},
+                            },
+                        }
+                    },
+                },
+                "over": {"id": "over", "type": "final"},
+            },
+            "output": lambda context: {"ok": True},
+        }
+    )
 
 
 def solo_machine() -> Machine:
     """An Anthropic Agent with no scripted stand-in."""
-    return jr2_setup(events=[hop], actors={
-        "soloist": agent(model="anthropic/claude-haiku-5-5", instructions="You play alone."), "fail": fail(),
-    }).create_machine({
-        "id": "solo", "initial": "playing", "on": {"agent.fault": ".failed"},
-        "states": {"playing": {"invoke": {"src": "soloist", "input": {"prompt": "Play."}}, "on": {"hop": "over"}},
-                   "over": {"type": "final"},
-                   "failed": {"invoke": {"src": "fail", "input": lambda event: {"reason": event.get("reason")}}}},
-    })
+    return jr2_setup(
+        events=[hop],
+        actors={
+            "soloist": agent(model="anthropic/claude-haiku-5-5", instructions="You play alone."),
+            "fail": fail(),
+        },
+    ).create_machine(
+        {
+            "id": "solo",
+            "initial": "playing",
+            "on": {"agent.fault": ".failed"},
+            "states": {
+                "playing": {"invoke": {"src": "soloist", "input": {"prompt": "Play."}}, "on": {"hop": "over"}},
+                "over": {"type": "final"},
+                "failed": {"invoke": {"src": "fail", "input": lambda event: {"reason": event.get("reason")}}},
+            },
+        }
+    )
 
 
 # -- a whole notes run over each provider -----------------------------------------------------------------------
 
+
 def test_a_notes_run_over_anthropic_asks_the_editor_and_publishes(server: ModelServer) -> None:
-    server.queue(tool_call("ask", {"question": "Who reads these notes?"},
-                           usage={"input": 1200, "output": 40, "cache_write": 1100}),
-                 tool_call("done", {"notes": "## What's new\n- Faster start-up."},
-                           usage={"input": 90, "output": 60, "cache_read": 1100}))
+    server.queue(
+        tool_call(
+            "ask", {"question": "Who reads these notes?"}, usage={"input": 1200, "output": 40, "cache_write": 1100}
+        ),
+        tool_call(
+            "done",
+            {"notes": "## What's new\n- Faster start-up."},
+            usage={"input": 90, "output": 60, "cache_read": 1100},
+        ),
+    )
 
     async def body(host: Host) -> None:
         run_id = await host.start_run("notes", DOOR)
         run = await until(host, status(run_id, "waiting"))
         assert [g["id"] for g in run.view["gates"]] == ["writing.asking"]
         assert run.view["gates"][0]["meta"] == {"question": "Who reads these notes?"}
-        delivery = await host.deliver(run_id, "gate", gate="writing.asking", event="reply",
-                                      params={"text": "Admins of small teams."})
+        delivery = await host.deliver(
+            run_id, "gate", gate="writing.asking", event="reply", params={"text": "Admins of small teams."}
+        )
         assert delivery.outcome == "delivered"
         run = await until(host, status(run_id, "done", "failed"))
         assert run.status == "done", run.reason
@@ -355,8 +456,13 @@ def test_a_notes_run_over_anthropic_asks_the_editor_and_publishes(server: ModelS
             assert [t["name"] for t in body["tools"]] == ["ask", "done"]
             assert body["tools"][-1]["cache_control"] == CACHE
             assert all("cache_control" not in t for t in body["tools"][:-1])
-            assert body["system"] == [{"type": "text", "cache_control": CACHE,
-                                       "text": notes.machine.agents["writer"].instructions + "\n\n" + BRIEFING}]
+            assert body["system"] == [
+                {
+                    "type": "text",
+                    "cache_control": CACHE,
+                    "text": notes.machine.agents["writer"].instructions + "\n\n" + BRIEFING,
+                }
+            ]
         first = conversation(requests[0])
         assert len(first) == 1 and first[0]["role"] == "user"
         assert first[0]["texts"][-1].startswith("Write the release notes for these changes:\nFaster start-up.")
@@ -370,25 +476,40 @@ def test_a_notes_run_over_anthropic_asks_the_editor_and_publishes(server: ModelS
         assert kinds(found["journal"]) == ["start", "pick", "gate", "pick"]
         [turn] = found["turns"]
         assert (turn.model, turn.declared_model, turn.scripted, turn.status) == (
-            "anthropic/claude-haiku-5-5", "anthropic/claude-haiku-5-5", False, "ended")
+            "anthropic/claude-haiku-5-5",
+            "anthropic/claude-haiku-5-5",
+            False,
+            "ended",
+        )
         assert (turn.input_tokens, turn.output_tokens, turn.cache_read_tokens, turn.cache_write_tokens) == (
-            1290, 100, 1100, 1100)
+            1290,
+            100,
+            1100,
+            1100,
+        )
         calls = found["calls"]
         assert [(c.status, c.stop_reason, c.scripted, c.messages) for c in calls] == [
-            ("done", "tool_use", False, 1), ("done", "tool_use", False, 3)]
+            ("done", "tool_use", False, 1),
+            ("done", "tool_use", False, 3),
+        ]
         assert [(c.input_tokens, c.cache_write_tokens, c.cache_read_tokens) for c in calls] == [
-            (1200, 1100, 0), (90, 0, 1100)]
+            (1200, 1100, 0),
+            (90, 0, 1100),
+        ]
         assert all(c.latency_ms is not None and c.latency_ms > 0 for c in calls)
         assert len({c.request["tools_sha256"] for c in calls}) == 1
         assert [c.tool_calls[0]["name"] for c in calls] == ["ask", "done"]
         assert [m.kind for m in found["messages"]] == ["prompt", "reply", "tool_result", "reply", "tool_result"]
         assert found["run"].scripted is False
+
     hosted({"notes": notes.machine}, body)
 
 
 def test_a_notes_run_over_the_local_provider_asks_the_editor_and_publishes(server: ModelServer) -> None:
-    server.queue(tool_call("ask", {"question": "Who reads these notes?"}, usage={"input": 700, "output": 30}),
-                 tool_call("done", {"notes": "Notes."}, usage={"input": 80, "output": 20, "cache_read": 640}))
+    server.queue(
+        tool_call("ask", {"question": "Who reads these notes?"}, usage={"input": 700, "output": 30}),
+        tool_call("done", {"notes": "Notes."}, usage={"input": 80, "output": 20, "cache_read": 640}),
+    )
 
     async def body(host: Host) -> None:
         run_id = await host.start_run("notes_local", DOOR)
@@ -413,8 +534,11 @@ def test_a_notes_run_over_the_local_provider_asks_the_editor_and_publishes(serve
         [call] = assistant["tool_calls"]
         assert call["function"]["name"] == "ask"
         assert json.loads(call["function"]["arguments"]) == {"question": "Who reads these notes?"}
-        assert tool == {"role": "tool", "tool_call_id": call["id"],
-                        "content": "The editor replied: Everyone.\n\nAllowed picks now: ask, done."}
+        assert tool == {
+            "role": "tool",
+            "tool_call_id": call["id"],
+            "content": "The editor replied: Everyone.\n\nAllowed picks now: ask, done.",
+        }
         assert_one_conversation(requests, found["calls"])
 
         assert kinds(found["journal"]) == ["start", "pick", "gate", "pick"]
@@ -423,19 +547,24 @@ def test_a_notes_run_over_the_local_provider_asks_the_editor_and_publishes(serve
         assert (turn.input_tokens, turn.output_tokens, turn.cache_read_tokens) == (780, 50, 640)
         assert [(c.status, c.stop_reason) for c in found["calls"]] == [("done", "tool_use")] * 2
         assert [m.kind for m in found["messages"]] == ["prompt", "reply", "tool_result", "reply", "tool_result"]
+
     hosted({"notes_local": local_notes()}, body)
 
 
 # -- malformed tool calls ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("provider", ["anthropic", "local"])
-def test_malformed_tool_calls_are_refused_back_to_the_model_and_change_nothing(server: ModelServer,
-                                                                               provider: str) -> None:
-    server.queue(tool_call("publish", {"notes": "Out."}),          # not on the Menu
-                 tool_call("ask", raw='{"question": "Who reads'),  # arguments that are not JSON
-                 tool_call("ask", {"topic": "readers"}),          # JSON that fails the event's schema
-                 tool_call("ask", {"question": "Who reads these notes?"}),
-                 tool_call("done", {"notes": "Notes."}))
+def test_malformed_tool_calls_are_refused_back_to_the_model_and_change_nothing(
+    server: ModelServer, provider: str
+) -> None:
+    server.queue(
+        tool_call("publish", {"notes": "Out."}),  # not on the Menu
+        tool_call("ask", raw='{"question": "Who reads'),  # arguments that are not JSON
+        tool_call("ask", {"topic": "readers"}),  # JSON that fails the event's schema
+        tool_call("ask", {"question": "Who reads these notes?"}),
+        tool_call("done", {"notes": "Notes."}),
+    )
     workflow, workflows = machines(provider)
 
     async def body(host: Host) -> None:
@@ -453,24 +582,33 @@ def test_malformed_tool_calls_are_refused_back_to_the_model_and_change_nothing(s
         assert all(is_error for [(_, _, is_error)] in refusals)
         assert all(content.endswith("\n\nAllowed picks now: ask.") for [(_, content, _)] in refusals)
         unknown, not_json, invalid = (content for [(_, content, _)] in refusals)
-        assert unknown.startswith('"publish" is not one of your tools (your tools: ask, done); nothing was '
-                                  "delivered.")
+        assert unknown.startswith('"publish" is not one of your tools (your tools: ask, done); nothing was delivered.')
         assert 'the arguments of "ask" are not a JSON object' in not_json
         assert 'the input of "ask" is not valid' in invalid and "question" in invalid
         assert "Field required" in invalid
         assert_one_conversation(requests, found["calls"])
-        assert [m.kind for m in found["messages"]] == ["prompt", "reply", "refusal", "reply", "refusal", "reply",
-                                                       "tool_result", "reply"]
+        assert [m.kind for m in found["messages"]] == [
+            "prompt",
+            "reply",
+            "refusal",
+            "reply",
+            "refusal",
+            "reply",
+            "tool_result",
+            "reply",
+        ]
         assert found["messages"][6].content[0]["is_error"] is True
 
         await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Everyone."})
         run = await until(host, status(run_id, "done", "failed"))
         assert run.status == "done", run.reason
         assert kinds((await host.db(records, run_id))["journal"]) == ["start", "pick", "gate", "pick"]
+
     hosted(workflows, body)
 
 
 # -- provider failures ------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("provider", ["anthropic", "local"])
 def test_a_persistent_429_faults_the_turn_and_the_machine_fails_the_run(server: ModelServer, provider: str) -> None:
@@ -494,11 +632,13 @@ def test_a_persistent_429_faults_the_turn_and_the_machine_fails_the_run(server: 
         [call] = found["calls"]
         assert call.status == "failed" and call.error.startswith("provider limit: 429")
         assert call.latency_ms is not None
+
     hosted(workflows, body)
 
 
 def test_without_a_key_or_a_stand_in_the_run_fails_saying_the_key_is_not_set(
-        server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
 
     async def body(host: Host) -> None:
@@ -512,11 +652,13 @@ def test_without_a_key_or_a_stand_in_the_run_fails_saying_the_key_is_not_set(
         assert "ANTHROPIC_API_KEY is not set" in turn.reason
         [call] = found["calls"]
         assert call.status == "failed" and "ANTHROPIC_API_KEY is not set" in call.error
+
     hosted({"solo": solo_machine()}, body)
 
 
 def test_without_a_key_the_scripted_stand_in_plays_and_the_records_say_so(
-        server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
 
     async def body(host: Host) -> None:
@@ -531,13 +673,18 @@ def test_without_a_key_the_scripted_stand_in_plays_and_the_records_say_so(
         found = await host.db(records, run_id)
         [turn] = found["turns"]
         assert (turn.model, turn.declared_model, turn.scripted) == (
-            "script/notes.writer", "anthropic/claude-haiku-5-5", True)
+            "script/notes.writer",
+            "anthropic/claude-haiku-5-5",
+            True,
+        )
         assert all(c.scripted and c.model == "script/notes.writer" for c in found["calls"])
         assert server.count() == 0
+
     hosted({"notes": notes.machine}, body)
 
 
 # -- re-prompts and rerolls (engine/core/turn_policy.py) -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("provider", ["anthropic", "local"])
 def test_a_reply_without_a_pick_is_reprompted_twice_then_the_turn_faults(server: ModelServer, provider: str) -> None:
@@ -557,7 +704,8 @@ def test_a_reply_without_a_pick_is_reprompted_twice_then_the_turn_faults(server:
             said = conversation(request)
             assert [t for m in said for t in m["texts"] if t == reprompt] == [reprompt] * n
             assert [t for m in said if m["role"] == "assistant" for t in m["texts"]] == [
-                f"Let me think ({i})." for i in range(n)]
+                f"Let me think ({i})." for i in range(n)
+            ]
         assert last_words(requests[-1]) == reprompt
         assert len(tools_hashes(requests)) == 1
         found = await host.db(records, run_id)
@@ -566,6 +714,7 @@ def test_a_reply_without_a_pick_is_reprompted_twice_then_the_turn_faults(server:
         assert [m.kind for m in found["messages"]] == ["prompt", "reply", "reprompt", "reply", "reprompt", "reply"]
         assert [c.stop_reason for c in found["calls"]] == ["end_turn"] * 3
         assert found["turns"][0].status == "faulted"
+
     hosted(workflows, body)
 
 
@@ -580,6 +729,7 @@ def test_a_reply_without_a_pick_that_picks_after_the_reprompt_goes_on(server: Mo
         found = await host.db(records, run_id)
         assert kinds(found["journal"]) == ["start", "pick"]
         assert_one_conversation(server.requests, found["calls"])
+
     hosted({"notes": notes.machine}, body)
 
 
@@ -599,13 +749,15 @@ def test_a_runaway_turn_is_rerolled_once_on_a_fresh_conversation_then_faults(ser
         # The repeated call is delivered (unmoved) until its last repeat, which is refused: each time.
         assert kinds(found["journal"]) == ["start"] + ["pick"] * (2 * (policy.max_repeats - 1)) + ["fault"]
         assert {e["outcome"] for e in found["journal"] if e["kind"] == "pick"} == {"unmoved"}
-        first, again = requests[:policy.max_repeats], requests[policy.max_repeats:]
-        assert_one_conversation(first, found["calls"][:policy.max_repeats])
-        assert_one_conversation(again, found["calls"][policy.max_repeats:])
+        first, again = requests[: policy.max_repeats], requests[policy.max_repeats :]
+        assert_one_conversation(first, found["calls"][: policy.max_repeats])
+        assert_one_conversation(again, found["calls"][policy.max_repeats :])
         [fresh] = conversation(again[0])
         assert fresh["role"] == "user" and not fresh["results"]
-        assert fresh["texts"][-1].startswith('(runaway Turn: the same call ("done" with the same input) 3 times in a '
-                                             "row: starting again)\n\nWrite the release notes")
+        assert fresh["texts"][-1].startswith(
+            '(runaway Turn: the same call ("done" with the same input) 3 times in a '
+            "row: starting again)\n\nWrite the release notes"
+        )
         assert fresh["texts"][-1].endswith("Allowed picks now: ask.")
         for request in first[1:] + again[1:]:
             [(_, content, is_error)] = conversation(request)[-1]["results"]
@@ -616,13 +768,17 @@ def test_a_runaway_turn_is_rerolled_once_on_a_fresh_conversation_then_faults(ser
         by_conversation: dict[str, list[str]] = {}
         for message in found["messages"]:
             by_conversation.setdefault(message.conversation, []).append(message.kind)
-        assert list(by_conversation.values()) == [
-            ["prompt", "reply", "tool_result", "reply", "tool_result", "reply", "refusal"]] * 2
+        assert (
+            list(by_conversation.values())
+            == [["prompt", "reply", "tool_result", "reply", "tool_result", "reply", "refusal"]] * 2
+        )
         assert list(by_conversation)[1] == turn.conversation
+
     hosted({"notes": notes.machine}, body)
 
 
 # -- conversations that continue ---------------------------------------------------------------------------------
+
 
 def test_turns_that_continue_share_one_conversation_and_read_the_notice(server: ModelServer) -> None:
     server.queue(*[tool_call("hop", {"note": f"step {n} is done"}) for n in (1, 2, 3, 4)])
@@ -644,8 +800,9 @@ def test_turns_that_continue_share_one_conversation_and_read_the_notice(server: 
         assert said[0]["texts"] == ["Step one.\n\nAllowed picks now: hop."]
         assert said[1]["uses"][0][1] == "hop"
         assert said[2]["results"][0][1].startswith("You noted: step 1 is done")
-        assert said[2]["texts"] == ["Notice from your earlier work: You noted: step 1 is done\n\nStep two.\n\n"
-                                    "Allowed picks now: hop."]
+        assert said[2]["texts"] == [
+            "Notice from your earlier work: You noted: step 1 is done\n\nStep two.\n\nAllowed picks now: hop."
+        ]
         # walker does not continue: each Turn starts fresh, and no notice is read.
         for request, prompt in zip(walker, ("Step three.", "Step four.")):
             assert [m["role"] for m in request.body["messages"]] == ["system", "user"]
@@ -656,10 +813,12 @@ def test_turns_that_continue_share_one_conversation_and_read_the_notice(server: 
         assert turns[0].conversation == turns[1].conversation
         assert len({turns[1].conversation, turns[2].conversation, turns[3].conversation}) == 3
         assert [c.messages for c in found["calls"]] == [1, 4, 1, 1]  # prompt, reply, tool result, prompt
+
     hosted({"relay": relay_machine()}, body)
 
 
 # -- a Turn that ends while its model is asked ------------------------------------------------------------------
+
 
 def test_a_model_call_whose_turn_ends_meanwhile_is_abandoned_and_the_run_goes_on(server: ModelServer) -> None:
     slow = 3.0
@@ -687,13 +846,14 @@ def test_a_model_call_whose_turn_ends_meanwhile_is_abandoned_and_the_run_goes_on
         assert abandoned.latency_ms is not None and abandoned.latency_ms < slow * 1000
         assert abandoned.turn_id == first.id and abandoned.response is None
         assert [m.kind for m in found["messages"] if m.turn_id == first.id] == ["prompt"]
+
     hosted({"desk": desk_machine()}, body)
 
 
 # -- what a conversation holds across Turns, and while the model is asked ----------------------------------------
 
-def test_a_reply_of_two_calls_whose_first_ends_the_turn_leaves_no_call_for_the_next_turn(
-        server: ModelServer) -> None:
+
+def test_a_reply_of_two_calls_whose_first_ends_the_turn_leaves_no_call_for_the_next_turn(server: ModelServer) -> None:
     both = Reply(calls=(ToolUse("hop", {"note": "first"}), ToolUse("hop", {"note": "second"})))
     server.queue(both, *[tool_call("hop", {"note": f"step {n}"}) for n in (2, 3, 4)])
 
@@ -704,18 +864,22 @@ def test_a_reply_of_two_calls_whose_first_ends_the_turn_leaves_no_call_for_the_n
         found = await host.db(records, run_id)
         # The second call of the first reply belonged to a Turn that had ended: it is never a pick.
         assert [e["params"]["note"] for e in found["journal"] if e["kind"] == "pick"] == [
-            "first", "step 2", "step 3", "step 4"]
+            "first",
+            "step 2",
+            "step 3",
+            "step 4",
+        ]
         assert server.count() == 4
         assert_one_conversation(server.requests[:2], found["calls"][:2])
         [(first, _), (second, _)] = conversation(server.requests[1])[1]["uses"]
         results = conversation(server.requests[1])[2]["results"]
         assert [(r[0], r[2]) for r in results] == [(first, False), (second, True)]
         assert results[0][1].startswith("You noted: first") and results[1][1] == UNANSWERED
+
     hosted({"relay": relay_machine()}, body)
 
 
-def test_a_pick_outstanding_when_a_gate_ends_the_turn_is_not_picked_again_by_the_next_turn(
-        server: ModelServer) -> None:
+def test_a_pick_outstanding_when_a_gate_ends_the_turn_is_not_picked_again_by_the_next_turn(server: ModelServer) -> None:
     server.queue(tool_call("ask", {"question": "Who reads these notes?"}), tool_call("done", {"notes": "Notes."}))
 
     async def body(host: Host) -> None:
@@ -734,15 +898,25 @@ def test_a_pick_outstanding_when_a_gate_ends_the_turn_is_not_picked_again_by_the
         said = conversation(requests[1])
         assert said[-1]["results"] == [(said[-2]["uses"][0][0], UNANSWERED, True)]
         assert said[-1]["texts"][-1].startswith("Notice from your earlier work: The editor stopped the questions.")
-        assert [m.kind for m in found["messages"]] == ["prompt", "reply", "tool_result", "prompt", "reply",
-                                                       "tool_result"]
+        assert [m.kind for m in found["messages"]] == [
+            "prompt",
+            "reply",
+            "tool_result",
+            "prompt",
+            "reply",
+            "tool_result",
+        ]
+
     hosted({"interview": interview_machine()}, body)
 
 
 def test_the_next_turn_that_continues_reads_the_conversation_a_reroll_started(server: ModelServer) -> None:
     repeats = TurnPolicy().max_repeats
-    server.queue(*[tool_call("done", {"notes": "Too early."})] * repeats,  # not allowed while writing: a runaway
-                 tool_call("ask", {"question": "Who reads these notes?"}), tool_call("done", {"notes": "Notes."}))
+    server.queue(
+        *[tool_call("done", {"notes": "Too early."})] * repeats,  # not allowed while writing: a runaway
+        tool_call("ask", {"question": "Who reads these notes?"}),
+        tool_call("done", {"notes": "Notes."}),
+    )
 
     async def body(host: Host) -> None:
         run_id = await host.start_run("interview", None)
@@ -758,6 +932,7 @@ def test_the_next_turn_that_continues_reads_the_conversation_a_reroll_started(se
         assert_one_conversation([rerolled, continued], found["calls"][repeats:])
         first, second = found["turns"]
         assert second.conversation == first.conversation and first.conversation.endswith("~reroll")
+
     hosted({"interview": interview_machine()}, body)
 
 
@@ -781,6 +956,7 @@ def test_allowed_picks_that_change_while_the_model_is_asked_are_read_after_its_r
         assert said[-1]["results"][0][1] == "Drafted: v1\n\nAllowed picks now: draft, hop."
         assert said[-1]["texts"] == []
         assert [m.kind for m in found["messages"]] == ["prompt", "reply", "tool_result", "reply", "tool_result"]
+
     hosted({"unlock": unlock_machine()}, body)
 
 
@@ -801,4 +977,5 @@ def test_a_call_made_while_an_earlier_call_of_the_same_reply_was_outstanding_is_
         assert results[asked][0].startswith("The editor replied: Admins.") and not results[asked][1]
         assert results[early][1] and 'while "ask" was outstanding' in results[early][0]
         assert results[early][0].endswith("Allowed picks now: ask, done.")
+
     hosted({"notes": notes.machine}, body)

@@ -1,6 +1,7 @@
 """The view a step commits on the Run row (engine/runtime/view.py), the run's status beside it, and the typed
 reader the API and the Console can read it with: it reads back exactly what was written, and a view that lacks
 keys reads as empty."""
+
 from __future__ import annotations
 
 import json
@@ -41,13 +42,22 @@ def test_an_open_gate_and_a_turn_waiting_on_its_pick_read_as_typed_values() -> N
     assert view.active == ("writing", "writing.asking")
     assert view.visited == ("writing", "writing.asking", "writing.drafting")
     assert view.gate_ids == ("writing.asking",)
-    assert view.gate("writing.asking") == GateView("writing.asking", "notes.writing.asking", "notes.writing.asking",
-                                                   ("reply",), {"question": "Who reads this?"})
+    assert view.gate("writing.asking") == GateView(
+        "writing.asking", "notes.writing.asking", "notes.writing.asking", ("reply",), {"question": "Who reads this?"}
+    )
     assert view.gate("writing.drafting") is None
     turn = view.turn_of("writer")
     assert turn is not None and turn.prompt.startswith("Write the release notes")
-    assert turn == TurnNow("turn-1", "writer", "notes.writing", turn.prompt, Outstanding("pick-1", "ask"), (),
-                           "ann (a person, in the seat of anthropic/claude-haiku-5-5)", False)
+    assert turn == TurnNow(
+        "turn-1",
+        "writer",
+        "notes.writing",
+        turn.prompt,
+        Outstanding("pick-1", "ask"),
+        (),
+        "ann (a person, in the seat of anthropic/claude-haiku-5-5)",
+        False,
+    )
     assert view.turn_of("editor") is None
     assert view.holder("writer") == "ann" and view.holder("editor") is None
     assert view.context == {"changes": "Faster start-up.", "replies": 0, "question": "Who reads this?"}
@@ -58,10 +68,21 @@ def test_a_view_that_lacks_keys_reads_as_empty() -> None:
     for empty in (None, {}):
         view = RunView.of(empty)
         assert (view.value, view.active, view.gates, view.turns, view.effects, dict(view.seats)) == (
-            None, (), (), (), (), {})
+            None,
+            (),
+            (),
+            (),
+            (),
+            {},
+        )
         assert view.gate("writing.asking") is None and view.turn_of("writer") is None and view.holder("writer") is None
-    old = RunView.of({"gates": [{"id": "writing.asking"}], "turns": [{"id": "turn-1", "agent": "writer"}],
-                      "effects": [{"id": "effect-1"}]})
+    old = RunView.of(
+        {
+            "gates": [{"id": "writing.asking"}],
+            "turns": [{"id": "turn-1", "agent": "writer"}],
+            "effects": [{"id": "effect-1"}],
+        }
+    )
     assert old.gates == (GateView("writing.asking", "", "", (), {}),)
     assert old.turns == (TurnNow("turn-1", "writer", "", "", None, (), "", False),)
     assert old.effects == (EffectNow("effect-1", "", "", ""),)

@@ -1,6 +1,7 @@
 """Workspaces through the runtime: a Turn that uses the workspace tools over the real SDKs and the fake model server,
 an Effect that runs in the Agent's folder, a Turn taken up after a crash that repeats its last write, deleting a
 run, and code_review end to end with its scripted models. Real SQLite, real files, real subprocesses."""
+
 from __future__ import annotations
 
 import json
@@ -13,17 +14,22 @@ from django.db import transaction
 from pydantic import BaseModel, Field
 
 from engine import agent, assign, define_event, effect, jr2_setup
-from engine.models import EffectRecord, ModelCall, Run, TurnMessage, TurnRecord
-from engine.core.prompts import BRIEFING, WORKSPACE_BRIEFING
-from engine.runtime.host import Host
-from engine.runtime.workspace.tools import TOOL_NAMES, effect_folder, tool_defs, tools_json
 from engine.checks import workspace_settings
+from engine.core.prompts import BRIEFING, WORKSPACE_BRIEFING
 from engine.core.workflow import Machine
+from engine.models import EffectRecord, ModelCall, Run, TurnMessage, TurnRecord
+from engine.runtime.host import Host
 from engine.runtime.workspace.sandbox import WorkspaceError, configured_limits, configured_root, folder_for
+from engine.runtime.workspace.tools import TOOL_NAMES, effect_folder, tool_defs, tools_json
 from tests.fakes.model_server import ModelServer, Reply, ToolUse, text, tool_call
 from tests.runtime.hosting import hosted, status, until
 from tests.runtime.test_turn_loop import (  # noqa: F401 - `server` is a fixture
-    CACHE, conversation, records, requests_made, server, tools_hashes,
+    CACHE,
+    conversation,
+    records,
+    requests_made,
+    server,
+    tools_hashes,
 )
 from workflows import code_review
 
@@ -42,22 +48,35 @@ SHOW = "import os; print(os.getcwd()); print(open('out.txt').read(), end='')"
 
 def builder(model: str, cwd: str | None = None, mode: str = "run") -> Machine:
     """One Agent with a workspace writes, then an Effect runs in its folder."""
-    return jr2_setup(events=[finish], actors={
-        "builder": agent(model=model, instructions="You build things in your workspace.", workspace=mode),
-        "show": effect.command([sys.executable, "-c", SHOW], workspace="builder", cwd=cwd, timeout=60),
-    }).create_machine({
-        "id": "builder", "initial": "building", "context": {"summary": "", "shown": None},
-        "states": {
-            "building": {"invoke": {"src": "builder", "input": {"prompt": "Write out.txt, then finish."}},
-                         "on": {"finish": {"target": "showing", "actions": assign(summary=lambda event: event.summary)}}},
-            "showing": {"invoke": {"src": "show", "onDone": {"target": "done", "actions": assign(
-                shown=lambda event: event.output)}, "onError": {"target": "broken", "actions": assign(
-                    shown=lambda event: event.error)}}},
-            "done": {"type": "final"},
-            "broken": {"type": "final"},
+    return jr2_setup(
+        events=[finish],
+        actors={
+            "builder": agent(model=model, instructions="You build things in your workspace.", workspace=mode),
+            "show": effect.command([sys.executable, "-c", SHOW], workspace="builder", cwd=cwd, timeout=60),
         },
-        "output": lambda context: {"summary": context["summary"], "shown": context["shown"]},
-    })
+    ).create_machine(
+        {
+            "id": "builder",
+            "initial": "building",
+            "context": {"summary": "", "shown": None},
+            "states": {
+                "building": {
+                    "invoke": {"src": "builder", "input": {"prompt": "Write out.txt, then finish."}},
+                    "on": {"finish": {"target": "showing", "actions": assign(summary=lambda event: event.summary)}},
+                },
+                "showing": {
+                    "invoke": {
+                        "src": "show",
+                        "onDone": {"target": "done", "actions": assign(shown=lambda event: event.output)},
+                        "onError": {"target": "broken", "actions": assign(shown=lambda event: event.error)},
+                    }
+                },
+                "done": {"type": "final"},
+                "broken": {"type": "final"},
+            },
+            "output": lambda context: {"summary": context["summary"], "shown": context["shown"]},
+        }
+    )
 
 
 def test_the_tools_follow_the_menu_sorted_and_byte_stable() -> None:
@@ -76,11 +95,13 @@ def test_the_tools_follow_the_menu_sorted_and_byte_stable() -> None:
 
 @pytest.mark.parametrize("model", ["anthropic/claude-haiku-5-5", "local/qwen3-8b"])
 def test_a_turn_uses_the_workspace_tools_and_they_never_become_picks(server: ModelServer, model: str) -> None:
-    server.queue(tool_call("workspace_write", {"path": "out.txt", "content": "hello\n"}, id="w1"),
-                 tool_call("workspace_read", {"path": "../../etc/passwd"}, id="w2"),
-                 tool_call("workspace_list", {}, id="w3"),
-                 tool_call("workspace_search", {"text": "hell"}, id="w4"),
-                 tool_call("finish", {"summary": "out.txt"}, id="p1"))
+    server.queue(
+        tool_call("workspace_write", {"path": "out.txt", "content": "hello\n"}, id="w1"),
+        tool_call("workspace_read", {"path": "../../etc/passwd"}, id="w2"),
+        tool_call("workspace_list", {}, id="w3"),
+        tool_call("workspace_search", {"text": "hell"}, id="w4"),
+        tool_call("finish", {"summary": "out.txt"}, id="p1"),
+    )
 
     async def body(host: Host) -> None:
         run_id = await host.start_run("builder")
@@ -88,17 +109,37 @@ def test_a_turn_uses_the_workspace_tools_and_they_never_become_picks(server: Mod
         assert run.status == "done", run.reason
         folder = folder_for(run_id, "builder", "run")
         assert (folder / "out.txt").read_text() == "hello\n"
-        assert run.output == {"summary": "out.txt", "shown": {"exit_code": 0, "stdout": f"{folder}\nhello\n",
-                                                              "stderr": ""}}
+        assert run.output == {
+            "summary": "out.txt",
+            "shown": {"exit_code": 0, "stdout": f"{folder}\nhello\n", "stderr": ""},
+        }
         found = await host.db(records, run_id)
         assert [e["kind"] for e in found["journal"] if e["kind"] not in ("advance", "effect_started")] == [
-            "start", "pick", "effect_done"], "workspace calls never reach the run"
+            "start",
+            "pick",
+            "effect_done",
+        ], "workspace calls never reach the run"
         assert [e["event"] for e in found["journal"] if e["kind"] == "pick"] == ["finish"]
-        assert [m.kind for m in found["messages"]] == ["prompt", "reply", "workspace", "reply", "workspace", "reply",
-                                                       "workspace", "reply", "workspace", "reply", "tool_result"]
+        assert [m.kind for m in found["messages"]] == [
+            "prompt",
+            "reply",
+            "workspace",
+            "reply",
+            "workspace",
+            "reply",
+            "workspace",
+            "reply",
+            "workspace",
+            "reply",
+            "tool_result",
+        ]
         answers = [m.content[0] for m in found["messages"] if m.kind == "workspace"]
         assert [(a["tool_use_id"], a["is_error"]) for a in answers] == [
-            ("w1", False), ("w2", True), ("w3", False), ("w4", False)]
+            ("w1", False),
+            ("w2", True),
+            ("w3", False),
+            ("w4", False),
+        ]
         assert answers[0]["content"] == "out.txt created (6 bytes).\n\nAllowed picks now: finish."
         assert answers[1]["content"].startswith('refused: "../../etc/passwd" holds "..", which leaves the workspace')
         assert answers[2]["content"].startswith("1 file in the workspace:\nout.txt (6 bytes)\n")
@@ -116,6 +157,7 @@ def test_a_turn_uses_the_workspace_tools_and_they_never_become_picks(server: Mod
             assert requests[0].body["system"][0]["text"].endswith(WORKSPACE_BRIEFING)
         refused = conversation(requests[2])[-1]["results"][-1]
         assert refused[0] == "w2" and refused[2] is True and refused[1].endswith("Allowed picks now: finish.")
+
     hosted({"builder": builder(model)}, body)
 
 
@@ -126,8 +168,11 @@ def test_a_call_the_agent_may_not_make_names_every_tool(server: ModelServer) -> 
         run_id = await host.start_run("builder")
         await until(host, status(run_id, "done", "failed"), timeout=30)
         refusal = await host.db(lambda: TurnMessage.objects.get(run_id=run_id, kind="refusal").content[0]["content"])
-        assert refusal.startswith('"rm_rf" is not one of your tools (your tools: finish, workspace_list, '
-                                  "workspace_read, workspace_search, workspace_write); nothing was delivered.")
+        assert refusal.startswith(
+            '"rm_rf" is not one of your tools (your tools: finish, workspace_list, '
+            "workspace_read, workspace_search, workspace_write); nothing was delivered."
+        )
+
     hosted({"builder": builder("anthropic/claude-haiku-5-5")}, body)
 
 
@@ -140,6 +185,7 @@ def test_an_effect_whose_folder_inside_the_workspace_is_missing_fails_with_the_r
         assert run.output["shown"] == {"message": 'the workspace: "build" does not exist'}
         effect_row = await host.db(lambda: EffectRecord.objects.get(run_id=run_id))
         assert effect_row.status == "failed"
+
     hosted({"builder": builder("anthropic/claude-haiku-5-5", cwd="build")}, body)
 
 
@@ -148,14 +194,19 @@ def test_a_turn_taken_up_after_a_crash_repeats_its_last_write_and_nothing_change
     file is written but before its answer is committed. The Turn taken up again carries the second call out once
     more: the file already holds exactly that, so nothing changes, and the model reads so."""
     workflows = {"builder": builder("anthropic/claude-haiku-5-5")}
-    two_writes = Reply(calls=(ToolUse("workspace_write", {"path": "a.txt", "content": "A"}, id="w1"),
-                              ToolUse("workspace_write", {"path": "out.txt", "content": "B\n"}, id="w2")))
+    two_writes = Reply(
+        calls=(
+            ToolUse("workspace_write", {"path": "a.txt", "content": "A"}, id="w1"),
+            ToolUse("workspace_write", {"path": "out.txt", "content": "B\n"}, id="w2"),
+        )
+    )
     server.queue(two_writes, text("thinking it over", delay=3.0))
     made: dict[str, str] = {}
 
     async def first(host: Host) -> None:
         made["run"] = await host.start_run("builder")
         await requests_made(server, 2)
+
     hosted(workflows, first, owner="host-1")
     run_id = made["run"]
     folder = folder_for(run_id, "builder", "run")
@@ -168,27 +219,32 @@ def test_a_turn_taken_up_after_a_crash_repeats_its_last_write_and_nothing_change
     async def again(host: Host) -> None:
         run = await until(host, status(run_id, "done", "failed"), timeout=30)
         assert run.status == "done", run.reason
+
     hosted(workflows, again, owner="host-2")
     answers = [m.content[0] for m in TurnMessage.objects.filter(run_id=run_id, kind="workspace").order_by("seq")]
     assert [(a["tool_use_id"], a["content"].split("\n")[0]) for a in answers] == [
         ("w1", "a.txt created (1 byte)."),
-        ("w2", "out.txt already holds exactly this (2 bytes); nothing changed.")]
+        ("w2", "out.txt already holds exactly this (2 bytes); nothing changed."),
+    ]
     assert (folder / "out.txt").stat().st_mtime_ns == mtime
     assert ModelCall.objects.filter(run_id=run_id, status="interrupted").count() == 1
 
 
 def test_agents_that_share_see_one_folder(server: ModelServer) -> None:
-    server.queue(tool_call("workspace_write", {"path": "out.txt", "content": "shared\n"}),
-                 tool_call("finish", {"summary": "-"}))
+    server.queue(
+        tool_call("workspace_write", {"path": "out.txt", "content": "shared\n"}), tool_call("finish", {"summary": "-"})
+    )
 
     async def body(host: Host) -> None:
         run_id = await host.start_run("builder")
         run = await until(host, status(run_id, "done", "failed"), timeout=30)
         assert run.output["shown"]["stdout"] == f"{folder_for(run_id, 'x', 'shared')}\nshared\n"
+
     hosted({"builder": builder("anthropic/claude-haiku-5-5", mode="shared")}, body)
 
 
 # -- deleting a run ---------------------------------------------------------------------------------------------
+
 
 def workspace_of_new_run() -> tuple[Run, Path]:
     run = Run.objects.create(workflow="builder", digest="-")
@@ -212,14 +268,16 @@ def test_deleting_a_run_deletes_its_workspaces_once_committed() -> None:
 def test_deleting_runs_in_the_admin_deletes_their_workspaces(admin_client: Any) -> None:
     run, folder = workspace_of_new_run()
     other, kept = workspace_of_new_run()
-    response = admin_client.post("/admin/engine/run/", {"action": "delete_selected", "_selected_action": [run.id],
-                                                         "post": "yes"})
+    response = admin_client.post(
+        "/admin/engine/run/", {"action": "delete_selected", "_selected_action": [run.id], "post": "yes"}
+    )
     assert response.status_code == 302
     assert not Run.objects.filter(id=run.id).exists() and not folder.parent.exists()
     assert kept.is_dir()
 
 
 # -- code_review ------------------------------------------------------------------------------------------------
+
 
 def test_code_review_the_coder_writes_real_files_and_the_tests_run_on_them(settings: Any) -> None:
     settings.JR2_SCRIPTED = True
@@ -232,19 +290,27 @@ def test_code_review_the_coder_writes_real_files_and_the_tests_run_on_them(setti
         assert folder == folder_for(run_id, "reviewer", "shared")
         assert (folder / "calc.py").read_text() == code_review.CALC.format(doc='    """The sum of a and b."""\n')
         assert "def test_add_sums_two_numbers():" in (folder / "test_calc.py").read_text()
-        effects = await host.db(lambda: list(EffectRecord.objects.filter(run_id=run_id).order_by("requested_at",
-                                                                                                   "id")))
+        effects = await host.db(lambda: list(EffectRecord.objects.filter(run_id=run_id).order_by("requested_at", "id")))
         assert [(e.slot, e.status) for e in effects] == [("checkout", "done"), ("tests", "done"), ("tests", "done")]
         assert [(e.result["exit_code"], e.result["stdout"].split()[0]) for e in effects[1:]] == [(0, "..")] * 2
-        messages = await host.db(lambda: list(TurnMessage.objects.filter(run_id=run_id, kind="workspace")
-                                              .select_related("turn").order_by("id")))
+        messages = await host.db(
+            lambda: list(
+                TurnMessage.objects.filter(run_id=run_id, kind="workspace").select_related("turn").order_by("id")
+            )
+        )
         said = [(m.turn.agent, m.content[0]["content"].split("\n")[0]) for m in messages]
-        written = [(step[1]["path"], len(step[1]["content"].encode()))
-                   for step in [*code_review.FIRST_CHANGE, *code_review.FIXES] if step[0] == "workspace_write"]
-        assert said == [("coder", "calc.py, lines 1-5 of 5:"),
-                        *[("coder", f"{path} replaced ({size} bytes).") for path, size in written],
-                        ("reviewer", "calc.py, lines 1-10 of 10:")]
+        written = [
+            (step[1]["path"], len(step[1]["content"].encode()))
+            for step in [*code_review.FIRST_CHANGE, *code_review.FIXES]
+            if step[0] == "workspace_write"
+        ]
+        assert said == [
+            ("coder", "calc.py, lines 1-5 of 5:"),
+            *[("coder", f"{path} replaced ({size} bytes).") for path, size in written],
+            ("reviewer", "calc.py, lines 1-10 of 10:"),
+        ]
         assert not any(m.content[0]["is_error"] for m in messages)
+
     hosted({"code_review": code_review.machine}, body)
 
 
@@ -276,7 +342,9 @@ def test_with_bad_caps_the_turn_faults_saying_what_is_wrong(server: ModelServer,
     async def body(host: Host) -> None:
         run_id = await host.start_run("builder")
         turn = await until(host, lambda: TurnRecord.objects.filter(run_id=run_id, status="faulted").first())
-        assert turn.reason == ("the Turn loop failed: WorkspaceError: JR2_WORKSPACE_LIMITS['files'] must be a "
-                               "positive integer; got 0")
+        assert turn.reason == (
+            "the Turn loop failed: WorkspaceError: JR2_WORKSPACE_LIMITS['files'] must be a positive integer; got 0"
+        )
         assert server.count() == 0, "the model is never asked"
+
     hosted({"builder": builder("anthropic/claude-haiku-5-5")}, body)

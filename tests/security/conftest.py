@@ -1,9 +1,10 @@
 """A live `jr2 up` for the security tests, with a user per role and a workflow that hands its input to a command
 Effect's argv; helpers to log in through the real login form (with its CSRF token) and to read a form's fields."""
+
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -48,8 +49,13 @@ machine = jr2_setup(events=[], actors={
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with served(tmp_path_factory.mktemp("security"), {"JR2_LEASE_SECONDS": "15"}, files={"echo.py": ECHO},
-                users=ROLES, password=PASSWORD) as server:
+    with served(
+        tmp_path_factory.mktemp("security"),
+        {"JR2_LEASE_SECONDS": "15"},
+        files={"echo.py": ECHO},
+        users=ROLES,
+        password=PASSWORD,
+    ) as server:
         yield server
 
 
@@ -63,15 +69,18 @@ def log_in(server: LiveServer, username: str) -> httpx.Client:
     """A client logged in through the login form, as a browser does (CSRF cookie and token, then the POST)."""
     client = httpx.Client(base_url=server.url, timeout=30)
     page = client.get("/accounts/login/")
-    done = client.post("/accounts/login/", data={"username": username, "password": PASSWORD,
-                                                 "csrfmiddlewaretoken": csrf_of(page.text), "next": "/"},
-                       headers={"Referer": f"{server.url}/accounts/login/"})
+    done = client.post(
+        "/accounts/login/",
+        data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": csrf_of(page.text), "next": "/"},
+        headers={"Referer": f"{server.url}/accounts/login/"},
+    )
     assert done.status_code == 302 and done.headers["location"] == "/", (done.status_code, done.text[:300])
     return client
 
 
-def database_rows(server: LiveServer, tables: tuple[str, ...] = ("engine_run", "engine_journalentry",
-                                                                   "engine_seat")) -> dict[str, int]:
+def database_rows(
+    server: LiveServer, tables: tuple[str, ...] = ("engine_run", "engine_journalentry", "engine_seat")
+) -> dict[str, int]:
     """How many rows the tables that an action changes hold, and the runs' statuses and seqs."""
     with server_database(server) as conn:
         found: dict[str, object] = {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in tables}

@@ -3,9 +3,11 @@ observer (no group), a gate-answerer and an operator, on a live `jr2 up`, logged
 
 Reads need a login (the Console) or a token (the API); each action needs its permission; a refused action is 403
 (401 for the API without a token) and changes nothing in the database."""
+
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -16,8 +18,7 @@ from tests.security.conftest import csrf_of, database_rows, log_in
 NOTES = {"changes": "One fix."}
 GATE = "writing.asking"
 #: What each role may do, by action (docs/console.md, "Who may do what").
-MAY = {"anonymous": set(), "observer": set(), "answerer": {"answer"},
-       "operator": {"answer", "start", "cancel", "play"}}
+MAY = {"anonymous": set(), "observer": set(), "answerer": {"answer"}, "operator": {"answer", "start", "cancel", "play"}}
 
 
 @pytest.fixture(scope="module")
@@ -53,19 +54,28 @@ def post(client: httpx.Client, url: str, data: dict[str, str]) -> httpx.Response
 
 
 def actions(run_id: str) -> list[tuple[str, str, dict[str, str]]]:
-    return [("start", "/workflows/notes/runs/", {"changes": "From the form."}),
-            ("answer", f"/runs/{run_id}/gates/{GATE}/", {"_event": "reply", "text": "An answer"}),
-            ("cancel", f"/runs/{run_id}/cancel/", {}),
-            ("play", f"/runs/{run_id}/seats/writer/take/", {}),
-            ("play", f"/runs/{run_id}/seats/writer/give/", {}),
-            ("play", f"/runs/{run_id}/seats/writer/pick/", {"_event": "done", "notes": "by hand"})]
+    return [
+        ("start", "/workflows/notes/runs/", {"changes": "From the form."}),
+        ("answer", f"/runs/{run_id}/gates/{GATE}/", {"_event": "reply", "text": "An answer"}),
+        ("cancel", f"/runs/{run_id}/cancel/", {}),
+        ("play", f"/runs/{run_id}/seats/writer/take/", {}),
+        ("play", f"/runs/{run_id}/seats/writer/give/", {}),
+        ("play", f"/runs/{run_id}/seats/writer/pick/", {"_event": "done", "notes": "by hand"}),
+    ]
 
 
 @pytest.mark.parametrize("role", ["anonymous", "observer", "answerer", "operator"])
-def test_console_pages_need_a_login(site: LiveServer, clients: dict[str, httpx.Client], waiting: str,
-                                    role: str) -> None:
-    for url in ["/", "/workflows/notes/", "/workflows/notes/graph.svg", "/runs/", f"/runs/{waiting}/",
-                f"/runs/{waiting}/replay/"]:
+def test_console_pages_need_a_login(
+    site: LiveServer, clients: dict[str, httpx.Client], waiting: str, role: str
+) -> None:
+    for url in [
+        "/",
+        "/workflows/notes/",
+        "/workflows/notes/graph.svg",
+        "/runs/",
+        f"/runs/{waiting}/",
+        f"/runs/{waiting}/replay/",
+    ]:
         got = clients[role].get(url)
         if role == "anonymous":
             assert got.status_code == 302 and got.headers["location"].startswith("/accounts/login/?next="), url
@@ -77,7 +87,8 @@ def test_console_pages_need_a_login(site: LiveServer, clients: dict[str, httpx.C
 
 @pytest.mark.parametrize("role", ["anonymous", "observer", "answerer", "operator"])
 def test_console_actions_without_the_permission_are_403_and_change_nothing(
-        site: LiveServer, clients: dict[str, httpx.Client], waiting: str, role: str) -> None:
+    site: LiveServer, clients: dict[str, httpx.Client], waiting: str, role: str
+) -> None:
     before = database_rows(site)
     for action, url, data in actions(waiting):
         if action in MAY[role]:
@@ -95,7 +106,8 @@ def test_a_gate_answerer_answers_a_gate_from_the_console(site: LiveServer, clien
 
 
 def test_an_operator_starts_plays_gives_back_and_cancels_from_the_console(
-        site: LiveServer, clients: dict[str, httpx.Client]) -> None:
+    site: LiveServer, clients: dict[str, httpx.Client]
+) -> None:
     operator = clients["operator"]
     got = post(operator, "/workflows/notes/runs/", {"changes": "From the form."})
     assert got.status_code == 302 and got.headers["location"].startswith("/runs/"), got.text[:300]
@@ -110,17 +122,23 @@ def test_an_operator_starts_plays_gives_back_and_cancels_from_the_console(
 
 
 def api_calls(run_id: str) -> list[tuple[str, str, str, Any]]:
-    return [("read", "GET", "/api/workflows", None), ("read", "GET", "/api/workflows/notes", None),
-            ("read", "GET", "/api/runs", None), ("read", "GET", f"/api/runs/{run_id}", None),
-            ("read", "GET", f"/api/runs/{run_id}/turns", None), ("read", "GET", f"/api/runs/{run_id}/journal", None),
-            ("start", "POST", "/api/workflows/notes/runs", NOTES),
-            ("answer", "POST", f"/api/runs/{run_id}/gates/{GATE}/events", {"type": "reply", "text": "x"}),
-            ("cancel", "POST", f"/api/runs/{run_id}/cancel", None)]
+    return [
+        ("read", "GET", "/api/workflows", None),
+        ("read", "GET", "/api/workflows/notes", None),
+        ("read", "GET", "/api/runs", None),
+        ("read", "GET", f"/api/runs/{run_id}", None),
+        ("read", "GET", f"/api/runs/{run_id}/turns", None),
+        ("read", "GET", f"/api/runs/{run_id}/journal", None),
+        ("start", "POST", "/api/workflows/notes/runs", NOTES),
+        ("answer", "POST", f"/api/runs/{run_id}/gates/{GATE}/events", {"type": "reply", "text": "x"}),
+        ("cancel", "POST", f"/api/runs/{run_id}/cancel", None),
+    ]
 
 
 @pytest.mark.parametrize("role", ["anonymous", "observer", "answerer", "operator"])
 def test_api_operations_without_the_token_or_permission_are_refused_and_change_nothing(
-        site: LiveServer, tokens: dict[str, str | None], waiting: str, role: str) -> None:
+    site: LiveServer, tokens: dict[str, str | None], waiting: str, role: str
+) -> None:
     headers = {"Authorization": f"Bearer {tokens[role]}"} if tokens[role] else {}
     before = database_rows(site)
     with httpx.Client(base_url=site.url, headers=headers, timeout=30) as client:
@@ -140,8 +158,10 @@ def test_api_operations_without_the_token_or_permission_are_refused_and_change_n
 def test_api_operations_with_the_permission_act(site: LiveServer, tokens: dict[str, str | None]) -> None:
     run_id = site.start_run("notes", NOTES, "waiting")
     with site.client(tokens["answerer"]) as answerer:
-        assert answerer.post(f"/api/runs/{run_id}/gates/{GATE}/events",
-                             json={"type": "reply", "text": "Ops"}).status_code == 200
+        assert (
+            answerer.post(f"/api/runs/{run_id}/gates/{GATE}/events", json={"type": "reply", "text": "Ops"}).status_code
+            == 200
+        )
     with site.client(tokens["operator"]) as operator:
         created = operator.post("/api/workflows/notes/runs", json=NOTES)
         assert created.status_code == 201, created.text
@@ -149,13 +169,15 @@ def test_api_operations_with_the_permission_act(site: LiveServer, tokens: dict[s
         assert operator.post(f"/api/runs/{created.json()['id']}/cancel").status_code == 200
 
 
-def test_a_csrf_token_of_one_session_does_not_serve_another(site: LiveServer,
-                                                            clients: dict[str, httpx.Client]) -> None:
+def test_a_csrf_token_of_one_session_does_not_serve_another(site: LiveServer, clients: dict[str, httpx.Client]) -> None:
     """The observer's form token in the operator's request: refused (403), nothing started."""
     observer_page = clients["observer"].get("/workflows/notes/")
     operator = clients["operator"]
     before = database_rows(site)
-    got = operator.post("/workflows/notes/runs/", data={"csrfmiddlewaretoken": csrf_of(observer_page.text),
-                                                         "changes": "x"}, headers={"Referer": site.url})
+    got = operator.post(
+        "/workflows/notes/runs/",
+        data={"csrfmiddlewaretoken": csrf_of(observer_page.text), "changes": "x"},
+        headers={"Referer": site.url},
+    )
     assert got.status_code == 403 and "CSRF" in got.text
     assert database_rows(site) == before

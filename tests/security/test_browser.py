@@ -6,10 +6,12 @@ a run's output, a failure's reason) shows as text, never as elements, and runs n
 Every field gets the same payload: elements carrying `data-xss`, an inline script and event handlers that would set
 `window.__xss`. A page passes when no `[data-xss]` element exists, `window.__xss` is unset, no
 `securitypolicyviolation` fired, and the payload's text is on the page."""
+
 from __future__ import annotations
 
 import secrets
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -19,8 +21,10 @@ from tests.browsers import log_in
 from tests.live_server import LiveServer, served
 from tests.security.conftest import ECHO, PASSWORD, ROLES, csrf_of
 
-PAYLOAD = ('<b data-xss="1">bold</b><img data-xss="1" src="x" onerror="window.__xss=1">'
-           '<script data-xss="1">window.__xss=1</script>"\'><svg data-xss="1" onload="window.__xss=1"></svg>')
+PAYLOAD = (
+    '<b data-xss="1">bold</b><img data-xss="1" src="x" onerror="window.__xss=1">'
+    '<script data-xss="1">window.__xss=1</script>"\'><svg data-xss="1" onload="window.__xss=1"></svg>'
+)
 #: What shows of the payload as text wherever it is (quoted as JSON in places).
 SHOWN = "<b data-xss="
 FAILS = '''"""Fails at once, with the door's text as the reason."""
@@ -48,12 +52,21 @@ document.addEventListener('securitypolicyviolation', e => window.__csp.push(
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    env = {"DJANGO_SETTINGS_MODULE": "jr2.settings_production", "JR2_SECRET_KEY": secrets.token_urlsafe(64),
-           "JR2_ALLOWED_HOSTS": "127.0.0.1,localhost", "JR2_SSL_REDIRECT": "0", "JR2_LEASE_SECONDS": "15"}
-    with served(tmp_path_factory.mktemp("browser-security"), env, files={"echo.py": ECHO, "fails.py": FAILS},
-                users=ROLES, password=PASSWORD) as live:
+    env = {
+        "DJANGO_SETTINGS_MODULE": "jr2.settings_production",
+        "JR2_SECRET_KEY": secrets.token_urlsafe(64),
+        "JR2_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "JR2_SSL_REDIRECT": "0",
+        "JR2_LEASE_SECONDS": "15",
+    }
+    with served(
+        tmp_path_factory.mktemp("browser-security"),
+        env,
+        files={"echo.py": ECHO, "fails.py": FAILS},
+        users=ROLES,
+        password=PASSWORD,
+    ) as live:
         yield live
-
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +89,13 @@ class Visitor:
     def send(self, method: str, url: str, data: dict[str, Any] | None = None) -> httpx.Response:
         if data is not None:
             data = {"csrfmiddlewaretoken": self.cookies.get("csrftoken", ""), **data}
-        got = httpx.request(method, self.server.url + url, data=data, timeout=30, headers={
-            "Referer": self.server.url, "Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())})
+        got = httpx.request(
+            method,
+            self.server.url + url,
+            data=data,
+            timeout=30,
+            headers={"Referer": self.server.url, "Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())},
+        )
         for header in got.headers.get_list("set-cookie"):
             name, value = header.split(";")[0].split("=", 1)
             self.cookies[name] = value
@@ -85,8 +103,11 @@ class Visitor:
 
     def log_in(self, username: str) -> None:
         page = self.send("GET", "/accounts/login/")
-        done = self.send("POST", "/accounts/login/", {"username": username, "password": PASSWORD, "next": "/",
-                                                      "csrfmiddlewaretoken": csrf_of(page.text)})
+        done = self.send(
+            "POST",
+            "/accounts/login/",
+            {"username": username, "password": PASSWORD, "next": "/", "csrfmiddlewaretoken": csrf_of(page.text)},
+        )
         assert done.status_code == 302, done.text[:300]
 
 
@@ -132,14 +153,30 @@ def assert_clean(tab: Page, errors: list[str], url: str) -> None:
     assert tab.locator("[data-xss]").count() == 0, f"{url}: a payload became elements"
 
 
-def test_every_console_page_loads_under_the_csp_with_no_violation(server: LiveServer, operator: BrowserContext,
-                                                                  runs: dict[str, str]) -> None:
-    urls = ["/", "/workflows/notes/", "/workflows/triage/", "/workflows/code_review/", "/workflows/echo/",
-            "/workflows/notes/graph.svg", "/runs/", "/runs/?status=waiting", "/accounts/login/", "/api/docs",
-            "/admin/", "/workflows/nope/"]
+def test_every_console_page_loads_under_the_csp_with_no_violation(
+    server: LiveServer, operator: BrowserContext, runs: dict[str, str]
+) -> None:
+    urls = [
+        "/",
+        "/workflows/notes/",
+        "/workflows/triage/",
+        "/workflows/code_review/",
+        "/workflows/echo/",
+        "/workflows/notes/graph.svg",
+        "/runs/",
+        "/runs/?status=waiting",
+        "/accounts/login/",
+        "/api/docs",
+        "/admin/",
+        "/workflows/nope/",
+    ]
     for run_id in runs.values():
-        urls += [f"/runs/{run_id}/", f"/runs/{run_id}/replay/", f"/runs/{run_id}/replay/?step=1",
-                 f"/runs/{run_id}/replay/?rerun=1"]
+        urls += [
+            f"/runs/{run_id}/",
+            f"/runs/{run_id}/replay/",
+            f"/runs/{run_id}/replay/?step=1",
+            f"/runs/{run_id}/replay/?rerun=1",
+        ]
     for url in urls:
         tab, errors = load(operator, server.url + url)
         if url == "/api/docs":
@@ -155,8 +192,9 @@ def test_every_console_page_loads_under_the_csp_with_no_violation(server: LiveSe
 
 
 @pytest.mark.parametrize("which", ["door", "failed", "echo", "triage", "answered", "seat"])
-def test_markup_written_by_a_model_or_a_person_shows_as_text(server: LiveServer, operator: BrowserContext,
-                                                             runs: dict[str, str], which: str) -> None:
+def test_markup_written_by_a_model_or_a_person_shows_as_text(
+    server: LiveServer, operator: BrowserContext, runs: dict[str, str], which: str
+) -> None:
     for url in [f"/runs/{runs[which]}/", f"/runs/{runs[which]}/replay/", "/runs/", "/"]:
         tab, errors = load(operator, server.url + url)
         assert_clean(tab, errors, url)
@@ -167,8 +205,11 @@ def test_markup_written_by_a_model_or_a_person_shows_as_text(server: LiveServer,
 
 
 def test_an_unknown_address_with_markup_in_it_shows_none(server: LiveServer, operator: BrowserContext) -> None:
-    for url in ["/workflows/%3Cb%20data-xss%3D1%3Ex%3C%2Fb%3E/", "/runs/%3Cb%20data-xss%3D1%3E/",
-                "/accounts/login/?next=%22%3E%3Cb%20data-xss%3D1%3E"]:
+    for url in [
+        "/workflows/%3Cb%20data-xss%3D1%3Ex%3C%2Fb%3E/",
+        "/runs/%3Cb%20data-xss%3D1%3E/",
+        "/accounts/login/?next=%22%3E%3Cb%20data-xss%3D1%3E",
+    ]:
         tab, errors = load(operator, server.url + url)
         assert_clean(tab, [e for e in errors if "404" not in e], url)
         tab.close()
@@ -183,7 +224,10 @@ def test_htmx_answers_a_gate_from_the_page_under_the_csp(server: LiveServer, ope
     assert server.wait_for(run_id, "done")["status"] == "done"
     tab.wait_for_timeout(600)
     # htmx logs "oobErrorNoTarget" for regions of the answer's response that the page lacks: not a CSP matter.
-    assert_clean(tab, [e for e in errors if not e.startswith("htmx:oobErrorNoTarget")],
-                 "the run page after its Gate was answered")
+    assert_clean(
+        tab,
+        [e for e in errors if not e.startswith("htmx:oobErrorNoTarget")],
+        "the run page after its Gate was answered",
+    )
     assert tab.url.endswith(f"/runs/{run_id}/"), "htmx answered in place"
     tab.close()

@@ -1,6 +1,7 @@
 """Injection (OWASP A03) through a workflow's input into a command Effect's argv, on a live `jr2 up`: the door's text
 goes over HTTP into the run, then as one argument to the command (an argv list, no shell). Shell metacharacters
 arrive as the same bytes, one argument, and nothing they spell is run."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,8 @@ from tests.live_server import LiveServer
 
 @pytest.mark.parametrize("shape", ["semicolon", "subshell", "backticks", "pipe", "quotes", "newline", "glob"])
 def test_shell_metacharacters_in_a_workflow_input_reach_the_command_as_one_literal_argument(
-        site: LiveServer, shape: str) -> None:
+    site: LiveServer, shape: str
+) -> None:
     marker = site.folder / f"pwned-{shape}"
     payload = {
         "semicolon": f"x; touch {marker}",

@@ -1,9 +1,10 @@
 """Rate limits on the login form and on API tokens (429 with Retry-After, on a live `jr2 up` with small limits),
 and how tokens are kept: hashed, never in clear, found by prefix and compared in constant time."""
+
 from __future__ import annotations
 
 import hashlib
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -15,17 +16,23 @@ from tests.security.conftest import PASSWORD, ROLES, csrf_of
 
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with served(tmp_path_factory.mktemp("limits"), {"JR2_RATE_LOGIN": "3/300", "JR2_RATE_TOKEN": "4/300"},
-                users=ROLES, password=PASSWORD) as server:
+    with served(
+        tmp_path_factory.mktemp("limits"),
+        {"JR2_RATE_LOGIN": "3/300", "JR2_RATE_TOKEN": "4/300"},
+        users=ROLES,
+        password=PASSWORD,
+    ) as server:
         yield server
 
 
 def attempt(server: LiveServer, username: str, password: str) -> httpx.Response:
     with httpx.Client(base_url=server.url, timeout=30) as client:
         page = client.get("/accounts/login/")
-        return client.post("/accounts/login/", data={"username": username, "password": password, "next": "/",
-                                                      "csrfmiddlewaretoken": csrf_of(page.text)},
-                           headers={"Referer": server.url})
+        return client.post(
+            "/accounts/login/",
+            data={"username": username, "password": password, "next": "/", "csrfmiddlewaretoken": csrf_of(page.text)},
+            headers={"Referer": server.url},
+        )
 
 
 def test_failed_logins_are_limited_with_429_and_retry_after_even_for_the_right_password(limited: LiveServer) -> None:
@@ -74,5 +81,6 @@ def test_the_token_check_compares_hashes_in_constant_time() -> None:
     import inspect
 
     from engine.web.api import TokenAuth
+
     source = inspect.getsource(TokenAuth.authenticate)
     assert "hmac.compare_digest(" in source and "prefix=" in source and "key_hash=" not in source

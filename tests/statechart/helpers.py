@@ -1,4 +1,5 @@
 """What the statechart tests share: a started actor, and waiting for something a timer or a thread does."""
+
 import time
 
 from engine.core.statechart import create_actor

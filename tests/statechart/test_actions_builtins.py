@@ -30,7 +30,6 @@ from engine.core.statechart import (
     spawn_child,
     stop_child,
 )
-
 from tests.statechart.helpers import started
 
 
@@ -247,13 +246,10 @@ class TestLog:
         actor.send({"type": "L", "x": 2})
         assert calls == [({"context": {"k": 1}, "event": {"type": "L", "x": 2}},)]
 
-
     def test_log_runs_in_action_order_among_custom_actions(self):
         # xstate runs log at once, as it runs a custom action: not after the macrostep as it does sends
         seen = []
-        machine = create_machine(
-            {"on": {"E": {"actions": [log("L1"), lambda: seen.append("custom"), log("L2")]}}}
-        )
+        machine = create_machine({"on": {"E": {"actions": [log("L1"), lambda: seen.append("custom"), log("L2")]}}})
         actor = started(machine, logger=lambda value: seen.append(value))
         actor.send({"type": "E"})
         assert seen == ["L1", "custom", "L2"]
@@ -401,7 +397,10 @@ class TestEnqueueActions:
                 enqueue.assign({"size": "small"})
 
         machine = create_machine(
-            {"context": {"n": 0, "size": None}, "on": {"SET": {"actions": [assign({"n": lambda event: event["n"]}), enqueue_actions(body)]}}},
+            {
+                "context": {"n": 0, "size": None},
+                "on": {"SET": {"actions": [assign({"n": lambda event: event["n"]}), enqueue_actions(body)]}},
+            },
             guards={"isBig": lambda context: context["n"] > 10},
         )
         actor = started(machine)
@@ -444,9 +443,7 @@ class TestEnqueueActions:
     def test_enqueue_send_parent(self):
         child_machine = create_machine(
             {"entry": "sendToParent"},
-            actions={
-                "sendToParent": enqueue_actions(lambda enqueue: enqueue.send_parent({"type": "PARENT_EVENT"}))
-            },
+            actions={"sendToParent": enqueue_actions(lambda enqueue: enqueue.send_parent({"type": "PARENT_EVENT"}))},
         )
         hits = []
         parent_machine = create_machine(
@@ -468,7 +465,9 @@ class TestSendParent:
         child = create_machine(
             {"id": "child", "initial": "start", "states": {"start": {"entry": [send_parent({"type": "PARENT"})]}}}
         )
-        parent = create_machine({"context": {"got": 0}, "invoke": {"src": child}, "on": {"PARENT": {"actions": assign({"got": 1})}}})
+        parent = create_machine(
+            {"context": {"got": 0}, "invoke": {"src": child}, "on": {"PARENT": {"actions": assign({"got": 1})}}}
+        )
         actor = started(parent)
         assert actor.snapshot.context == {"got": 1}
 
@@ -1120,9 +1119,7 @@ class TestOtherBuiltins:
             raise boom
 
         after = []
-        machine = create_machine(
-            {"on": {"BOOM": {"actions": explode}, "LATER": {"actions": lambda: after.append(1)}}}
-        )
+        machine = create_machine({"on": {"BOOM": {"actions": explode}, "LATER": {"actions": lambda: after.append(1)}}})
         actor = create_actor(machine)
         errors = watch_errors(actor)
         actor.start()

@@ -17,7 +17,6 @@ from engine.core.statechart import (
     raise_,
     send_to,
 )
-
 from tests.statechart.helpers import started
 
 

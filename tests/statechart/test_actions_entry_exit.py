@@ -12,7 +12,6 @@ from engine.core.statechart import (
     send_parent,
     send_to,
 )
-
 from tests.statechart.helpers import started
 from tests.statechart.tracking import instrumented, track_entries
 
@@ -139,9 +138,7 @@ class TestTransitionActionLists:
         machine = tracked_named_machine(
             {
                 "initial": "green",
-                "states": {
-                    "green": {"initial": "walk", "states": {"walk": {}, "wait": {}, "stop": {}}}
-                },
+                "states": {"green": {"initial": "walk", "states": {"walk": {}, "wait": {}, "stop": {}}}},
             }
         )
         snapshot, _ = machine.initial_transition()
@@ -200,9 +197,7 @@ class TestTransitionActionLists:
         machine = tracked_named_machine(
             {
                 "initial": "a",
-                "states": {
-                    "a": {"initial": "a1", "states": {"a1": {"on": {"NEXT": "a2"}}, "a2": {}}}
-                },
+                "states": {"a": {"initial": "a1", "states": {"a1": {"on": {"NEXT": "a2"}}, "a2": {}}}},
             }
         )
         snapshot, _ = machine.initial_transition()
@@ -912,9 +907,7 @@ class TestWhenStopped:
                 "id": "parent",
                 "context": lambda spawn: {"child": spawn(child)},
                 "on": {
-                    "FINISH_CHILD": {
-                        "actions": send_to(lambda context: context["child"], {"type": "FINISH"})
-                    },
+                    "FINISH_CHILD": {"actions": send_to(lambda context: context["child"], {"type": "FINISH"})},
                     "CHILD_DONE": {"actions": lambda: received.append(True)},
                 },
             }
@@ -925,9 +918,7 @@ class TestWhenStopped:
 
     def test_stopped_child_exit_events_do_not_reach_grandchild(self):
         received = []
-        grandchild = create_machine(
-            {"id": "grandchild", "on": {"STOPPED": {"actions": lambda: received.append(1)}}}
-        )
+        grandchild = create_machine({"id": "grandchild", "on": {"STOPPED": {"actions": lambda: received.append(1)}}})
         child = create_machine(
             {
                 "id": "child",
@@ -949,9 +940,7 @@ class TestWhenStopped:
 
     def test_done_child_exit_events_reach_grandchild(self):
         received = []
-        grandchild = create_machine(
-            {"id": "grandchild", "on": {"STOPPED": {"actions": lambda: received.append(1)}}}
-        )
+        grandchild = create_machine({"id": "grandchild", "on": {"STOPPED": {"actions": lambda: received.append(1)}}})
         child = create_machine(
             {
                 "id": "child",

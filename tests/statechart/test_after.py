@@ -5,8 +5,15 @@ Time is driven by `SimulatedClock`, so nothing sleeps.
 
 import json
 
-from engine.core.statechart import SimulatedClock, cancel, create_actor, create_machine, raise_, send_parent, spawn_child
-
+from engine.core.statechart import (
+    SimulatedClock,
+    cancel,
+    create_actor,
+    create_machine,
+    raise_,
+    send_parent,
+    spawn_child,
+)
 from tests.statechart.helpers import started
 
 
@@ -73,9 +80,7 @@ class TestDelayedTransitions:
         assert actor.snapshot.value == "green"
 
     def test_fired_timer_is_not_cleared_when_its_state_is_exited(self):
-        machine = create_machine(
-            {"initial": "green", "states": {"green": {"after": {1: "yellow"}}, "yellow": {}}}
-        )
+        machine = create_machine({"initial": "green", "states": {"green": {"after": {1: "yellow"}}, "yellow": {}}})
         clock = _RecordingClock()
         actor = started(machine, clock=clock)
 
@@ -310,7 +315,9 @@ class TestRescheduledDelayedEvent:
 def test_timers_due_at_the_same_moment_fire_in_the_order_their_actions_ran():
     # the parent's delayed raise runs before the spawn that starts the child and its `after`: it fires first
     got = []
-    child = create_machine({"initial": "c", "states": {"c": {"after": {100: {"actions": send_parent({"type": "CHILD"})}}}}})
+    child = create_machine(
+        {"initial": "c", "states": {"c": {"after": {100: {"actions": send_parent({"type": "CHILD"})}}}}}
+    )
     machine = create_machine(
         {
             "initial": "idle",
@@ -318,8 +325,10 @@ def test_timers_due_at_the_same_moment_fire_in_the_order_their_actions_ran():
                 "idle": {"on": {"GO": "a"}},
                 "a": {
                     "entry": [raise_({"type": "OWN"}, delay=100), spawn_child(child, id="kid")],
-                    "on": {"OWN": {"actions": lambda: got.append("OWN")},
-                           "CHILD": {"actions": lambda: got.append("CHILD")}},
+                    "on": {
+                        "OWN": {"actions": lambda: got.append("OWN")},
+                        "CHILD": {"actions": lambda: got.append("CHILD")},
+                    },
                 },
             },
         }

@@ -7,7 +7,6 @@ checks the context that comes out.
 import pytest
 
 from engine.core.statechart import assign, create_machine
-
 from tests.statechart.helpers import started
 
 

@@ -1,8 +1,15 @@
 """Bad input gets a clear error that names what is wrong, never a silent wrong state (issue 2, section 2)."""
+
 import pytest
 
 from engine.core.statechart import (
-    ConfigError, EventError, ImplementationError, SnapshotError, create_actor, create_machine, raise_,
+    ConfigError,
+    EventError,
+    ImplementationError,
+    SnapshotError,
+    create_actor,
+    create_machine,
+    raise_,
 )
 
 
@@ -24,18 +31,27 @@ def test_initial_that_is_not_a_child_is_refused():
 
 
 def test_compound_state_without_initial_suggests_one():
-    with pytest.raises(ConfigError, match='"initial": \'a\''):
+    with pytest.raises(ConfigError, match="\"initial\": 'a'"):
         create_machine({"id": "m", "states": {"a": {}, "b": {}}})
 
 
-@pytest.mark.parametrize("kind, config, impl", [
-    ("guard", {"initial": "a", "states": {"a": {"on": {"GO": {"guard": "isReady", "target": "b"}}}, "b": {}}},
-     "isReady"),
-    ("action", {"initial": "a", "states": {"a": {"on": {"GO": {"actions": "shout"}}}}}, "shout"),
-    ("actor", {"initial": "a", "states": {"a": {"on": {"GO": "b"}}, "b": {"invoke": {"src": "fetcher"}}}},
-     "fetcher"),
-    ("delay", {"initial": "a", "states": {"a": {"on": {"GO": "b"}}, "b": {"after": {"slowly": "a"}}}}, "slowly"),
-])
+@pytest.mark.parametrize(
+    "kind, config, impl",
+    [
+        (
+            "guard",
+            {"initial": "a", "states": {"a": {"on": {"GO": {"guard": "isReady", "target": "b"}}}, "b": {}}},
+            "isReady",
+        ),
+        ("action", {"initial": "a", "states": {"a": {"on": {"GO": {"actions": "shout"}}}}}, "shout"),
+        (
+            "actor",
+            {"initial": "a", "states": {"a": {"on": {"GO": "b"}}, "b": {"invoke": {"src": "fetcher"}}}},
+            "fetcher",
+        ),
+        ("delay", {"initial": "a", "states": {"a": {"on": {"GO": "b"}}, "b": {"after": {"slowly": "a"}}}}, "slowly"),
+    ],
+)
 def test_unknown_named_implementation_is_an_error_naming_it(kind, config, impl):
     machine = create_machine({"id": "m", **config})
     snapshot, _ = machine.initial_transition()
@@ -46,8 +62,9 @@ def test_unknown_named_implementation_is_an_error_naming_it(kind, config, impl):
 
 
 def test_unknown_named_guard_in_a_running_actor_puts_it_in_error():
-    machine = create_machine({"initial": "a", "states": {"a": {"on": {"GO": {"guard": "nope", "target": "b"}}},
-                                                         "b": {}}})
+    machine = create_machine(
+        {"initial": "a", "states": {"a": {"on": {"GO": {"guard": "nope", "target": "b"}}}, "b": {}}}
+    )
     actor = create_actor(machine)
     seen = []
     actor.subscribe(error=seen.append)

@@ -21,7 +21,6 @@ from engine.core.statechart import (
     from_callback,
     from_promise,
 )
-
 from tests.statechart.helpers import wait_until
 
 

@@ -7,7 +7,6 @@ malformed wildcards never match.
 import pytest
 
 from engine.core.statechart import create_machine
-
 from tests.statechart.helpers import started
 
 

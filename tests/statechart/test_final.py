@@ -4,7 +4,6 @@ Behaviour ported from xstate's packages/core/test/final.test.ts (xstate 5.32.5).
 """
 
 from engine.core.statechart import assign, create_actor, create_machine, send_parent, spawn_child
-
 from tests.statechart.tracking import track_entries
 
 
@@ -722,8 +721,10 @@ def _finishing_with_children():
         {
             "entry": spawn_child(kid, id="spawned"),
             "initial": "a",
-            "states": {"a": {"invoke": {"id": "invoked", "src": kid}, "on": {"FINISH": "done"}},
-                       "done": {"type": "final"}},
+            "states": {
+                "a": {"invoke": {"id": "invoked", "src": kid}, "on": {"FINISH": "done"}},
+                "done": {"type": "final"},
+            },
         }
     )
 

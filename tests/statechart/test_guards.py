@@ -17,7 +17,6 @@ from engine.core.statechart import (
     or_,
     state_in,
 )
-
 from tests.statechart.helpers import started
 from tests.statechart.tracking import track_entries
 
@@ -155,9 +154,7 @@ class TestGuardConditions:
         assert actor.snapshot.value == "yellow"
 
     def test_missing_named_guard_errors_the_actor(self):
-        machine = create_machine(
-            {"initial": "foo", "states": {"foo": {"on": {"BAD_COND": {"guard": "doesNotExist"}}}}}
-        )
+        machine = create_machine({"initial": "foo", "states": {"foo": {"on": {"BAD_COND": {"guard": "doesNotExist"}}}}})
         errors = []
         actor = create_actor(machine)
         actor.subscribe(error=errors.append)
@@ -258,13 +255,23 @@ def test_state_in_checked_during_the_initial_entry_sees_the_initial_configuratio
     seen = []
 
     def ask(check):
-        seen.append((check(state_in("a.a1")), check(state_in({"a": "a1"})), check(state_in("a")),
-                     check(state_in("a.a2")), check(state_in("#first"))))
+        seen.append(
+            (
+                check(state_in("a.a1")),
+                check(state_in({"a": "a1"})),
+                check(state_in("a")),
+                check(state_in("a.a2")),
+                check(state_in("#first")),
+            )
+        )
 
     machine = create_machine(
-        {"initial": "a",
-         "states": {"a": {"initial": "a1", "states": {"a1": {"id": "first", "entry": enqueue_actions(ask)},
-                                                      "a2": {}}}}}
+        {
+            "initial": "a",
+            "states": {
+                "a": {"initial": "a1", "states": {"a1": {"id": "first", "entry": enqueue_actions(ask)}, "a2": {}}}
+            },
+        }
     )
     started(machine)
     machine.initial_transition()
@@ -348,11 +355,7 @@ class TestCustomGuards:
         machine = create_machine(
             {
                 "context": {"secret": 42},
-                "on": {
-                    "FOO": {
-                        "guard": {"type": "myGuard", "params": lambda context: {"secret": context["secret"]}}
-                    }
-                },
+                "on": {"FOO": {"guard": {"type": "myGuard", "params": lambda context: {"secret": context["secret"]}}}},
             },
             guards={"myGuard": my_guard},
         )
@@ -398,9 +401,7 @@ class TestCustomGuards:
             return True
 
         actor = started(
-            _root_guard_spy_machine(
-                {"type": "myGuard", "params": "foo"}, {"other": other, "myGuard": not_("other")}
-            )
+            _root_guard_spy_machine({"type": "myGuard", "params": "foo"}, {"other": other, "myGuard": not_("other")})
         )
         actor.send({"type": "FOO"})
         assert seen == [None]
@@ -564,7 +565,7 @@ class TestGuardsOther:
 
     @pytest.mark.parametrize(
         ("guard_factory", "action_runs"),
-        [(lambda: (lambda: False), False), (lambda: not_(lambda: False), True)],
+        [(lambda: lambda: False, False), (lambda: not_(lambda: False), True)],
         ids=["inline", "builtin"],
     )
     def test_inline_guard_is_not_written_into_the_provided_guards(self, guard_factory, action_runs):
@@ -604,9 +605,7 @@ class TestNotGuard:
         assert actor.snapshot.matches("b")
 
     def test_object(self):
-        actor = started(
-            _a_to_b(not_({"type": "greaterThan10", "params": {"value": 5}}), guards=_GREATER_THAN_10)
-        )
+        actor = started(_a_to_b(not_({"type": "greaterThan10", "params": {"value": 5}}), guards=_GREATER_THAN_10))
         actor.send({"type": "EVENT"})
         assert actor.snapshot.matches("b")
 

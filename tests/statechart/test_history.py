@@ -8,7 +8,6 @@ import json
 import pytest
 
 from engine.core.statechart import create_actor, create_machine, from_callback
-
 from tests.statechart.tracking import track_entries
 
 
@@ -611,32 +610,22 @@ def test_deep_history_of_a_parallel_state_reenters_every_region():
 
 
 def test_several_shallow_history_targets_at_once():
-    machine = create_machine(
-        _two_level_parallel_config({"PARALLEL_HISTORY": [{"target": ["on.A.hist", "on.K.hist"]}]})
-    )
-    assert _drive_two_level(machine, "PARALLEL_HISTORY") == {
-        "on": {"A": {"C": "D"}, "K": {"M": "N"}}
-    }
+    machine = create_machine(_two_level_parallel_config({"PARALLEL_HISTORY": [{"target": ["on.A.hist", "on.K.hist"]}]}))
+    assert _drive_two_level(machine, "PARALLEL_HISTORY") == {"on": {"A": {"C": "D"}, "K": {"M": "N"}}}
 
 
 def test_parallel_reentered_with_history_in_only_some_regions():
     machine = create_machine(
         _two_level_parallel_config({"PARALLEL_SOME_HISTORY": [{"target": ["on.A.C", "on.K.hist"]}]})
     )
-    assert _drive_two_level(machine, "PARALLEL_SOME_HISTORY") == {
-        "on": {"A": {"C": "D"}, "K": {"M": "N"}}
-    }
+    assert _drive_two_level(machine, "PARALLEL_SOME_HISTORY") == {"on": {"A": {"C": "D"}, "K": {"M": "N"}}}
 
 
 def test_parallel_reentered_with_deep_history_in_every_region():
     machine = create_machine(
-        _two_level_parallel_config(
-            {"PARALLEL_DEEP_HISTORY": [{"target": ["on.A.deepHistory", "on.K.deepHistory"]}]}
-        )
+        _two_level_parallel_config({"PARALLEL_DEEP_HISTORY": [{"target": ["on.A.deepHistory", "on.K.deepHistory"]}]})
     )
-    assert _drive_two_level(machine, "PARALLEL_DEEP_HISTORY") == {
-        "on": {"A": {"C": "E"}, "K": {"M": "O"}}
-    }
+    assert _drive_two_level(machine, "PARALLEL_DEEP_HISTORY") == {"on": {"A": {"C": "E"}, "K": {"M": "O"}}}
 
 
 # ---------------------------------------------------------------------------
@@ -730,10 +719,7 @@ def test_unresolvable_history_ids_are_dropped():
     assert history, "the source actor should have recorded history for on.hist"
     # point every remembered state at an id that does not exist
     broken = {
-        hist_id: [
-            {**entry, "id": "nonexistent"} if isinstance(entry, dict) else "nonexistent"
-            for entry in entries
-        ]
+        hist_id: [{**entry, "id": "nonexistent"} if isinstance(entry, dict) else "nonexistent" for entry in entries]
         for hist_id, entries in history.items()
     }
     fake = {**persisted, key: broken}

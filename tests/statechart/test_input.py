@@ -15,7 +15,6 @@ from engine.core.statechart import (
     from_transition,
     spawn_child,
 )
-
 from tests.statechart.helpers import started
 
 
@@ -81,9 +80,7 @@ class TestInput:
                 "entry": lambda context, event: seen.append((dict(context), dict(event["input"]))),
             }
         )
-        machine = create_machine(
-            {"entry": assign(lambda spawn: {"ref": spawn(spawned, input={"greeting": "hello"})})}
-        )
+        machine = create_machine({"entry": assign(lambda spawn: {"ref": spawn(spawned, input={"greeting": "hello"})})})
         actor = started(machine)
         assert seen == [({"greeting": "hello"}, {"greeting": "hello"})]
         assert actor.snapshot.context["ref"].get_snapshot().context == {"greeting": "hello"}

@@ -4,7 +4,6 @@ Behaviour ported from xstate's packages/core/test/internalTransitions.test.ts (x
 """
 
 from engine.core.statechart import assign, create_actor, create_machine
-
 from tests.statechart.tracking import track_entries
 
 
@@ -12,9 +11,7 @@ def test_parent_enters_a_child_without_reentering_itself():
     config, flush = track_entries(
         {
             "initial": "foo",
-            "states": {
-                "foo": {"initial": "a", "states": {"a": {}, "b": {}}, "on": {"CLICK": ".b"}}
-            },
+            "states": {"foo": {"initial": "a", "states": {"a": {}, "b": {}}, "on": {"CLICK": ".b"}}},
         }
     )
     actor = create_actor(create_machine(config)).start()
@@ -86,9 +83,7 @@ def test_explicit_reentering_transition_to_own_child_by_sibling_path():
 
 
 def test_events_declared_on_the_root_are_handled():
-    machine = create_machine(
-        {"initial": "foo", "on": {"CLICKED": ".bar"}, "states": {"foo": {}, "bar": {}}}
-    )
+    machine = create_machine({"initial": "foo", "on": {"CLICKED": ".bar"}, "states": {"foo": {}, "bar": {}}})
     actor = create_actor(machine).start()
     actor.send({"type": "CLICKED"})
     assert actor.get_snapshot().value == "bar"

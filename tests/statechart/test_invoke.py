@@ -307,9 +307,7 @@ def test_deeply_nested_invoke_reaches_root_handler():
                                     {
                                         "id": "child",
                                         "initial": "sending",
-                                        "states": {
-                                            "sending": {"entry": send_parent({"type": "SUCCESS", "data": 42})}
-                                        },
+                                        "states": {"sending": {"entry": send_parent({"type": "SUCCESS", "data": 42})}},
                                     }
                                 )
                             }
@@ -521,7 +519,7 @@ class TestParentToChild:
         machine = create_machine(
             {
                 "id": "machine",
-                "invoke": {"src": from_callback(lambda: (lambda: stopped.append(True)))},
+                "invoke": {"src": from_callback(lambda: lambda: stopped.append(True))},
                 "initial": "running",
                 "states": {"running": {"on": {"finished": "complete"}}, "complete": {"type": "final"}},
             }
@@ -1202,7 +1200,7 @@ class TestWithCallbacks:
                     "counting": {
                         "invoke": {
                             "id": "intervalService",
-                            "src": from_callback(lambda: (lambda: cleanups.append("disposed"))),
+                            "src": from_callback(lambda: lambda: cleanups.append("disposed")),
                         },
                         "on": {"NEXT": "idle"},
                     },
@@ -1819,9 +1817,7 @@ def test_named_src_with_static_input(kind):
         {
             "initial": "searching",
             "states": {
-                "searching": {
-                    "invoke": {"src": "search", "input": {"endpoint": "example.com"}, "onDone": "success"}
-                },
+                "searching": {"invoke": {"src": "search", "input": {"endpoint": "example.com"}, "onDone": "success"}},
                 "success": {"type": "final"},
             },
         },
@@ -2020,7 +2016,7 @@ def test_root_invoke_is_disposed_when_machine_is_done():
     machine = create_machine(
         {
             "initial": "a",
-            "invoke": {"src": from_callback(lambda: (lambda: disposed.append(True)))},
+            "invoke": {"src": from_callback(lambda: lambda: disposed.append(True))},
             "states": {"a": {"on": {"FINISH": "b"}}, "b": {"type": "final"}},
         }
     )
@@ -2033,7 +2029,7 @@ def test_root_invoke_is_disposed_when_machine_is_done():
 
 def test_grandchild_invoke_is_disposed_when_root_is_done():
     disposed = []
-    child = create_machine({"invoke": {"src": from_callback(lambda: (lambda: disposed.append(True)))}})
+    child = create_machine({"invoke": {"src": from_callback(lambda: lambda: disposed.append(True))}})
     machine = create_machine(
         {
             "initial": "a",

@@ -61,9 +61,7 @@ def test_microsteps_include_steps_taken_on_raised_events():
         {
             "initial": "first",
             "states": {
-                "first": {
-                    "on": {"TRIGGER": {"target": "second", "actions": raise_({"type": "RAISED"})}}
-                },
+                "first": {"on": {"TRIGGER": {"target": "second", "actions": raise_({"type": "RAISED"})}}},
                 "second": {"on": {"RAISED": "third"}},
                 "third": {},
             },

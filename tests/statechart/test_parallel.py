@@ -6,7 +6,6 @@ Behaviour ported from xstate's packages/core/test/parallel.test.ts (xstate 5.32.
 import pytest
 
 from engine.core.statechart import assign, create_actor, create_machine, raise_
-
 from tests.statechart.tracking import track_entries
 
 
@@ -289,9 +288,7 @@ DEEP_FLAT_PARALLEL_MACHINE = create_machine(
                     "A": {},
                     "B": {
                         "initial": "BB",
-                        "states": {
-                            "BB": {"type": "parallel", "states": {"BBB_A": {}, "BBB_B": {}}}
-                        },
+                        "states": {"BB": {"type": "parallel", "states": {"BBB_A": {}, "BBB_B": {}}}},
                     },
                     "C": {},
                 },
@@ -382,9 +379,7 @@ def test_relative_target_inside_a_parallel_region():
     actor = create_actor(COMPOSER_MACHINE).start()
     actor.send({"type": "singleClickActivity"})
     assert actor.get_snapshot().value == {
-        "ReadOnly": {
-            "StructureEdit": {"SelectionStatus": "SelectedActivity", "ClipboardStatus": "Empty"}
-        }
+        "ReadOnly": {"StructureEdit": {"SelectionStatus": "SelectedActivity", "ClipboardStatus": "Empty"}}
     }
 
 
@@ -437,9 +432,7 @@ def test_simultaneous_orthogonal_transitions_all_apply():
             "type": "parallel",
             "context": {"value": ""},
             "states": {
-                "editing": {
-                    "on": {"CHANGE": {"actions": assign(value=lambda event: event["value"])}}
-                },
+                "editing": {"on": {"CHANGE": {"actions": assign(value=lambda event: event["value"])}}},
                 "status": {
                     "initial": "unsaved",
                     "states": {
@@ -490,9 +483,7 @@ def test_initial_transition_actions_of_a_region_run_when_the_parallel_state_is_t
                 "a": {"on": {"NEXT": "b"}},
                 "b": {
                     "type": "parallel",
-                    "states": {
-                        "c": {"initial": {"target": "c1", "actions": spy}, "states": {"c1": {}}}
-                    },
+                    "states": {"c": {"initial": {"target": "c1", "actions": spy}, "states": {"c1": {}}}},
                 },
             },
         }
@@ -523,9 +514,7 @@ def test_nested_parallel_complex_path():
     actor.send({"type": "EVENT_STATE_NTJ0_WORK"})
     assert actor.get_snapshot().value == {
         "OUTER1": {"STATE_ON": {"STATE_NTJ0": "STATE_WORKING_0", "STATE_NTJ1": "STATE_IDLE_1"}},
-        "OUTER2": {
-            "STATE_ON_COMPLEX": {"STATE_INNER1": "STATE_OFF", "STATE_INNER2": "STATE_OFF"}
-        },
+        "OUTER2": {"STATE_ON_COMPLEX": {"STATE_INNER1": "STATE_OFF", "STATE_INNER2": "STATE_OFF"}},
     }
 
 

@@ -101,7 +101,10 @@ def test_builtin_transition_action_receives_the_raised_event():
             "initial": "a",
             "states": {
                 "a": {"on": {"NEXT": "b"}},
-                "b": {"on": {"RAISED": {"target": "c", "actions": assign(updater)}}, "entry": raise_({"type": "RAISED"})},
+                "b": {
+                    "on": {"RAISED": {"target": "c", "actions": assign(updater)}},
+                    "entry": raise_({"type": "RAISED"}),
+                },
                 "c": {},
             },
         }
@@ -241,7 +244,9 @@ def test_parent_sees_updated_child_snapshot_when_child_event_arrives():
             "invoke": {"id": "myChild", "src": child},
             "initial": "initial",
             "states": {
-                "initial": {"on": {"CHILD_UPDATED": [{"guard": child_is_in_b, "target": "success"}, {"target": "fail"}]}},
+                "initial": {
+                    "on": {"CHILD_UPDATED": [{"guard": child_is_in_b, "target": "success"}, {"target": "fail"}]}
+                },
                 "success": {"type": "final"},
                 "fail": {"type": "final"},
             },
@@ -434,8 +439,12 @@ def test_event_sent_by_entry_reaches_the_child_of_that_entry_not_a_later_one():
 
 def test_pure_send_to_from_entry_names_the_invoked_child_itself():
     child = create_machine({})
-    machine = create_machine({"initial": "a", "states": {"a": {"entry": send_to("kid", {"type": "PING"}),
-                                                                "invoke": {"id": "kid", "src": child}}}})
+    machine = create_machine(
+        {
+            "initial": "a",
+            "states": {"a": {"entry": send_to("kid", {"type": "PING"}), "invoke": {"id": "kid", "src": child}}},
+        }
+    )
 
     snapshot, actions = machine.initial_transition()
 
@@ -449,9 +458,7 @@ def test_pure_send_to_from_entry_names_the_invoked_child_itself():
 
 def test_emit_of_the_initial_entry_comes_after_its_custom_actions():
     order = []
-    machine = create_machine(
-        {"entry": [lambda: order.append("c1"), emit({"type": "EV"}), lambda: order.append("c2")]}
-    )
+    machine = create_machine({"entry": [lambda: order.append("c1"), emit({"type": "EV"}), lambda: order.append("c2")]})
     actor = create_actor(machine)
     actor.on("*", lambda event: order.append(event["type"]))
     actor.start()
@@ -463,13 +470,21 @@ def test_send_and_spawn_of_the_initial_entry_come_after_its_custom_actions():
     order = []
 
     def kid(name):
-        return create_machine({"entry": lambda: order.append(f"{name} starts"),
-                               "on": {"PING": {"actions": lambda: order.append(f"{name} PING")}}})
+        return create_machine(
+            {
+                "entry": lambda: order.append(f"{name} starts"),
+                "on": {"PING": {"actions": lambda: order.append(f"{name} PING")}},
+            }
+        )
 
     machine = create_machine(
         {
-            "entry": [lambda: order.append("c1"), send_to("invoked", {"type": "PING"}),
-                      spawn_child(kid("spawned"), id="spawned"), lambda: order.append("c2")],
+            "entry": [
+                lambda: order.append("c1"),
+                send_to("invoked", {"type": "PING"}),
+                spawn_child(kid("spawned"), id="spawned"),
+                lambda: order.append("c2"),
+            ],
             "invoke": {"id": "invoked", "src": kid("invoked")},
         }
     )

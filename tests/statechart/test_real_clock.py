@@ -1,12 +1,14 @@
 """The default clock is real time: asyncio's loop when one runs, else a timer thread. (SimulatedClock covers the
 timing rules; these only show that real timers reach the actor at all.)"""
+
 import asyncio
 import threading
 
 from engine.core.statechart import create_machine
 
-MACHINE = create_machine({"initial": "waiting", "states": {"waiting": {"after": {10: "done"}},
-                                                           "done": {"type": "final"}}})
+MACHINE = create_machine(
+    {"initial": "waiting", "states": {"waiting": {"after": {10: "done"}}, "done": {"type": "final"}}}
+)
 
 
 def test_a_real_timer_fires_from_a_thread_when_no_loop_runs():

@@ -19,7 +19,6 @@ from engine.core.statechart import (
     raise_,
     send_to,
 )
-
 from tests.statechart.helpers import wait_until
 
 

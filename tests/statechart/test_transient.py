@@ -5,7 +5,6 @@ Candidate selection order, action ordering across a macrostep, interplay with ra
 """
 
 from engine.core.statechart import assign, create_actor, create_machine, raise_, state_in
-
 from tests.statechart.helpers import started
 
 

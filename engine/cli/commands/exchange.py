@@ -4,6 +4,7 @@ or with --url a server's API.
 The file format is engine/web/exchange.py's. engine.cli sits beside engine.web in the layers and imports none of
 it, so the management command hands the format in (`files`: that module, or anything with its four names).
 """
+
 from __future__ import annotations
 
 from argparse import ArgumentParser
@@ -20,7 +21,7 @@ __all__ = ["RunFiles", "export_arguments", "import_arguments", "export", "import
 
 class RunFiles(Protocol):
     @property
-    def ExchangeError(self) -> type[ValueError]: ...  # noqa: N802 - the module's class, as it is named there
+    def ExchangeError(self) -> type[ValueError]: ...
 
     def schema(self) -> dict[str, Any]: ...
 
@@ -43,8 +44,16 @@ def import_arguments(parser: ArgumentParser) -> None:
     parser.add_argument("--token", help="with --url: an API token (default: $JR2_TOKEN)")
 
 
-def export(out: Output, files: RunFiles, run: str | None = None, output: str | None = None, schema: bool = False,
-           url: str | None = None, token: str | None = None, **options: Any) -> None:
+def export(
+    out: Output,
+    files: RunFiles,
+    run: str | None = None,
+    output: str | None = None,
+    schema: bool = False,
+    url: str | None = None,
+    token: str | None = None,
+    **options: Any,
+) -> None:
     """The run as one JSON file, from the database or with --url from a server's API; --schema: the format's."""
     if schema:
         data: Any = files.schema()
@@ -64,12 +73,16 @@ def export(out: Output, files: RunFiles, run: str | None = None, output: str | N
             f.write(text + "\n")
     except OSError as err:
         raise CliError(f"jr2 export: cannot write {output}: {err.strerror or err}") from err
-    out.progress(f"jr2 export: run {data['run']['id']} ({len(data['journal'])} journal entries) written to "
-                 f"{output}" if not schema else f"jr2 export: the schema written to {output}")
+    out.progress(
+        f"jr2 export: run {data['run']['id']} ({len(data['journal'])} journal entries) written to {output}"
+        if not schema
+        else f"jr2 export: the schema written to {output}"
+    )
 
 
-def import_(out: Output, files: RunFiles, file: str, url: str | None = None, token: str | None = None,
-            **options: Any) -> None:
+def import_(
+    out: Output, files: RunFiles, file: str, url: str | None = None, token: str | None = None, **options: Any
+) -> None:
     """Read an export in, read-only, in one transaction; prints the run's id."""
     from django.db import DatabaseError
 
@@ -84,9 +97,11 @@ def import_(out: Output, files: RunFiles, file: str, url: str | None = None, tok
     except files.ExchangeError as err:
         raise CliError(f"jr2 import: {file}: {err}") from err
     except DatabaseError as err:
-        raise CliError(f"jr2 import: cannot write to the database ({database_name()}): {one_line(str(err))}; "
-                       "`jr2 up` migrates it") from err
+        raise CliError(
+            f"jr2 import: cannot write to the database ({database_name()}): {one_line(str(err))}; `jr2 up` migrates it"
+        ) from err
     kept = "" if run.id == run.imported_from else f" (its id {run.imported_from} is taken here)"
-    out.progress(f"jr2 import: run {run.id} of {run.workflow} ({run.status}, {run.seq} journal entries) "
-                 f"imported read-only{kept}")
+    out.progress(
+        f"jr2 import: run {run.id} of {run.workflow} ({run.status}, {run.seq} journal entries) imported read-only{kept}"
+    )
     out.line(run.id)

@@ -1,6 +1,7 @@
 """`jr2 replay`: a run's journal re-run against the workflow's Machine (engine/core/journal/replay.py does the work),
 read from this project's database or with --url from a server's API; and `jr2 fork`: a run started from the
 Session another had after one of its journal entries (through a server's API)."""
+
 from __future__ import annotations
 
 from argparse import ArgumentParser
@@ -21,28 +22,44 @@ UNREADABLE = "; `jr2 up` migrates it, or use --url to read a server's"
 
 def replay_arguments(parser: ArgumentParser) -> None:
     run_argument(parser)
-    parser.add_argument("--against-current", action="store_true",
-                        help="replay even when the workflow's shape changed since the run was written")
-    parser.add_argument("--workflows", metavar="DIR",
-                        help="the workflows folder to read the Machine from (default: settings.JR2_WORKFLOWS)")
-    parser.add_argument("--url", help="read the run and its journal from this server's API instead of the "
-                                      "database ($JR2_URL is not used here)")
+    parser.add_argument(
+        "--against-current",
+        action="store_true",
+        help="replay even when the workflow's shape changed since the run was written",
+    )
+    parser.add_argument(
+        "--workflows",
+        metavar="DIR",
+        help="the workflows folder to read the Machine from (default: settings.JR2_WORKFLOWS)",
+    )
+    parser.add_argument(
+        "--url",
+        help="read the run and its journal from this server's API instead of the database ($JR2_URL is not used here)",
+    )
     parser.add_argument("--token", help="with --url: an API token (default: $JR2_TOKEN)")
 
 
 def fork_arguments(parser: ArgumentParser) -> None:
     run_argument(parser)
     parser.add_argument("--step", type=int, required=True, help="the journal entry to fork after (see `jr2 replay`)")
-    parser.add_argument("--context", metavar="JSON",
-                        help="the fork's context, a JSON object (@FILE reads a file, - reads stdin)")
+    parser.add_argument(
+        "--context", metavar="JSON", help="the fork's context, a JSON object (@FILE reads a file, - reads stdin)"
+    )
     parser.add_argument("--gate", help="a Gate open at that step, to answer differently")
     parser.add_argument("--event", help="with --gate: the event to send it")
     parser.add_argument("--input", metavar="JSON", help="with --gate: the event's input, a JSON object (default {})")
     server_arguments(parser)
 
 
-def replay(out: Output, run: str, against_current: bool = False, workflows: str | None = None,
-           url: str | None = None, token: str | None = None, **options: Any) -> None:
+def replay(
+    out: Output,
+    run: str,
+    against_current: bool = False,
+    workflows: str | None = None,
+    url: str | None = None,
+    token: str | None = None,
+    **options: Any,
+) -> None:
     """Re-run the run's journal against the workflow's current Machine: "same (N steps)", exit 0; the first
     divergence in words, exit 1; a run whose Machine changed shape is not replayed without --against-current
     (exit 1)."""
@@ -56,22 +73,31 @@ def replay(out: Output, run: str, against_current: bool = False, workflows: str 
     name, run_id = record["workflow"], record["id"]
     loaded = found.find(name)
     if loaded is None:
-        raise CliError(f'jr2 replay: run {run_id} is a run of workflow "{name}", which is not in {found.folder} '
-                       f"(workflows: {', '.join(found.names()) or 'none'})")
+        raise CliError(
+            f'jr2 replay: run {run_id} is a run of workflow "{name}", which is not in {found.folder} '
+            f"(workflows: {', '.join(found.names()) or 'none'})"
+        )
     if loaded.machine is None:
         raise CliError(f"jr2 replay: {loaded.message()}")
     machine = loaded.machine
     recorded = str(record.get("digest") or "")
     changed = recorded != machine.digest
     journal = record["journal"]
-    shape = (f"its shape changed: the run's {recorded[:12]}, now {machine.digest[:12]}" if changed
-             else f"the same shape {machine.digest[:12]}")
-    out.progress(f"jr2 replay: run {run_id} ({name}, {record.get('status')}, {len(journal)} journal entries) "
-                 f"against {loaded.path} ({shape})")
+    shape = (
+        f"its shape changed: the run's {recorded[:12]}, now {machine.digest[:12]}"
+        if changed
+        else f"the same shape {machine.digest[:12]}"
+    )
+    out.progress(
+        f"jr2 replay: run {run_id} ({name}, {record.get('status')}, {len(journal)} journal entries) "
+        f"against {loaded.path} ({shape})"
+    )
     if changed and not against_current:
-        out.line(f'run {run_id} was written under workflow "{name}" with shape {recorded[:12]}, but '
-                 f"{loaded.file} now has shape {machine.digest[:12]}: not replayed. Pass "
-                 "--against-current to replay it against the current Machine and see where it diverges")
+        out.line(
+            f'run {run_id} was written under workflow "{name}" with shape {recorded[:12]}, but '
+            f"{loaded.file} now has shape {machine.digest[:12]}: not replayed. Pass "
+            "--against-current to replay it against the current Machine and see where it diverges"
+        )
         raise SystemExit(1)
     try:
         report = replay_journal(machine, journal)
@@ -87,15 +113,22 @@ def _source_db(prefix: str) -> dict[str, Any]:
 
     from engine.models import JournalEntry
 
-    found = run_by_prefix("replay", prefix, listed=lambda r: f"{r.id} ({r.workflow}, {r.status})",
-                          unreadable=UNREADABLE)
+    found = run_by_prefix(
+        "replay", prefix, listed=lambda r: f"{r.id} ({r.workflow}, {r.status})", unreadable=UNREADABLE
+    )
     try:
         journal = list(JournalEntry.objects.filter(run=found).order_by("seq").values("seq", "kind", "entry", "out"))
     except DatabaseError as err:
-        raise CliError(f"jr2 replay: cannot read the runs in the database ({database_name()}): "
-                       f"{one_line(str(err))}{UNREADABLE}") from err
-    return {"id": found.id, "workflow": found.workflow, "status": found.status, "digest": found.digest,
-            "journal": journal}
+        raise CliError(
+            f"jr2 replay: cannot read the runs in the database ({database_name()}): {one_line(str(err))}{UNREADABLE}"
+        ) from err
+    return {
+        "id": found.id,
+        "workflow": found.workflow,
+        "status": found.status,
+        "digest": found.digest,
+        "journal": journal,
+    }
 
 
 def _source_api(prefix: str, url: str, token: str | None) -> dict[str, Any]:
@@ -109,13 +142,27 @@ def _source_api(prefix: str, url: str, token: str | None) -> dict[str, Any]:
             journal.extend(entries)
             if not entries or journal[-1]["seq"] >= int(page.get("seq") or 0):
                 break
-    return {"id": run_id, "workflow": body["workflow"], "status": body.get("status"), "digest": body.get("digest"),
-            "journal": journal}
+    return {
+        "id": run_id,
+        "workflow": body["workflow"],
+        "status": body.get("status"),
+        "digest": body.get("digest"),
+        "journal": journal,
+    }
 
 
-def fork(out: Output, run: str, step: int, context: str | None = None, gate: str | None = None,
-         event: str | None = None, input: str | None = None, url: str | None = None, token: str | None = None,
-         **options: Any) -> None:
+def fork(
+    out: Output,
+    run: str,
+    step: int,
+    context: str | None = None,
+    gate: str | None = None,
+    event: str | None = None,
+    input: str | None = None,
+    url: str | None = None,
+    token: str | None = None,
+    **options: Any,
+) -> None:
     """POST /api/runs/<id>/fork; prints the new run as JSON."""
     body: dict[str, Any] = {"step": step}
     if context is not None:

@@ -1,6 +1,7 @@
 """`jr2 run`, `runs`, `status`, `send` and `cancel`: against a running server's API (engine/cli/client.py: `--url`
 or $JR2_URL, `--token` or $JR2_TOKEN). Wherever a run is named, its id or 4 or more of its first characters will
 do. `run` and `status` exit by the run's status (engine/cli/text.py)."""
+
 from __future__ import annotations
 
 from argparse import ArgumentParser
@@ -12,8 +13,22 @@ from engine.cli.follow import Follower
 from engine.cli.output import Output
 from engine.cli.text import exit_code, final, runs_table, status_lines
 
-__all__ = ["server_arguments", "run_argument", "run_arguments", "runs_arguments", "status_arguments",
-           "send_arguments", "cancel_arguments", "run", "runs", "status", "send", "cancel", "exit_by", "root_of"]
+__all__ = [
+    "server_arguments",
+    "run_argument",
+    "run_arguments",
+    "runs_arguments",
+    "status_arguments",
+    "send_arguments",
+    "cancel_arguments",
+    "run",
+    "runs",
+    "status",
+    "send",
+    "cancel",
+    "exit_by",
+    "root_of",
+]
 
 
 def server_arguments(parser: ArgumentParser) -> None:
@@ -27,10 +42,14 @@ def run_argument(parser: ArgumentParser) -> None:
 
 def run_arguments(parser: ArgumentParser) -> None:
     parser.add_argument("workflow", help="the Workflow's name (its file name without .py)")
-    parser.add_argument("--input", metavar="JSON",
-                        help="the run's input, validated against the door (@FILE reads a file, - reads stdin)")
-    parser.add_argument("--detach", action="store_true",
-                        help="print the created run as JSON and exit 0 instead of following it")
+    parser.add_argument(
+        "--input",
+        metavar="JSON",
+        help="the run's input, validated against the door (@FILE reads a file, - reads stdin)",
+    )
+    parser.add_argument(
+        "--detach", action="store_true", help="print the created run as JSON and exit 0 instead of following it"
+    )
     server_arguments(parser)
 
 
@@ -52,8 +71,11 @@ def send_arguments(parser: ArgumentParser) -> None:
     run_argument(parser)
     parser.add_argument("--gate", required=True, help="the open Gate's id (see `jr2 status <run>`)")
     parser.add_argument("--event", required=True, help="an event the Gate accepts")
-    parser.add_argument("--input", metavar="JSON",
-                        help="the event's input, a JSON object (@FILE reads a file, - reads stdin; default {})")
+    parser.add_argument(
+        "--input",
+        metavar="JSON",
+        help="the event's input, a JSON object (@FILE reads a file, - reads stdin; default {})",
+    )
     server_arguments(parser)
 
 
@@ -62,8 +84,15 @@ def cancel_arguments(parser: ArgumentParser) -> None:
     server_arguments(parser)
 
 
-def run(out: Output, workflow: str, input: str | None = None, detach: bool = False, url: str | None = None,
-        token: str | None = None, **options: Any) -> None:
+def run(
+    out: Output,
+    workflow: str,
+    input: str | None = None,
+    detach: bool = False,
+    url: str | None = None,
+    token: str | None = None,
+    **options: Any,
+) -> None:
     """Start a run (POST /api/workflows/<name>/runs with the --input JSON as the body), then follow it to its
     end, or with --detach print the created run and exit 0."""
     body = parse_json("run", "--input", input, default={})
@@ -75,16 +104,16 @@ def run(out: Output, workflow: str, input: str | None = None, detach: bool = Fal
             if detach:
                 out.json(created)
                 return
-            out.progress(f"jr2 run: started run {run_id} of {workflow}; following it (Ctrl-C stops following, "
-                         "the run goes on)")
+            out.progress(
+                f"jr2 run: started run {run_id} of {workflow}; following it (Ctrl-C stops following, the run goes on)"
+            )
             try:
                 followed = Follower(api, run_id, root_of(api, workflow), out.progress).follow()
             except CliError as err:
                 raise CliError(f"{err.message} (run {run_id} goes on: `jr2 status {run_id}`)") from err
     except KeyboardInterrupt:
         if run_id:
-            out.progress(f"jr2 run: stopped following run {run_id}; it goes on. Look again with "
-                         f"`jr2 status {run_id}`")
+            out.progress(f"jr2 run: stopped following run {run_id}; it goes on. Look again with `jr2 status {run_id}`")
         else:
             out.progress("jr2 run: interrupted")
         raise SystemExit(130) from None
@@ -92,8 +121,16 @@ def run(out: Output, workflow: str, input: str | None = None, detach: bool = Fal
     exit_by(str(followed.get("status")))
 
 
-def runs(out: Output, workflow: str | None = None, status: str | None = None, page: int = 1, json: bool = False,
-         url: str | None = None, token: str | None = None, **options: Any) -> None:
+def runs(
+    out: Output,
+    workflow: str | None = None,
+    status: str | None = None,
+    page: int = 1,
+    json: bool = False,
+    url: str | None = None,
+    token: str | None = None,
+    **options: Any,
+) -> None:
     with Client.connect("runs", url, token) as api:
         found = api.get("/api/runs", workflow=workflow, status=status, page=page)
     if json:
@@ -103,8 +140,9 @@ def runs(out: Output, workflow: str | None = None, status: str | None = None, pa
         out.line(line)
 
 
-def status(out: Output, run: str, json: bool = False, url: str | None = None, token: str | None = None,
-           **options: Any) -> None:
+def status(
+    out: Output, run: str, json: bool = False, url: str | None = None, token: str | None = None, **options: Any
+) -> None:
     with Client.connect("status", url, token) as api:
         run_id = api.resolve(run)
         body = api.get(f"/api/runs/{run_id}")
@@ -117,12 +155,21 @@ def status(out: Output, run: str, json: bool = False, url: str | None = None, to
     exit_by(str(body.get("status")))
 
 
-def send(out: Output, run: str, gate: str, event: str, input: str | None = None, url: str | None = None,
-         token: str | None = None, **options: Any) -> None:
+def send(
+    out: Output,
+    run: str,
+    gate: str,
+    event: str,
+    input: str | None = None,
+    url: str | None = None,
+    token: str | None = None,
+    **options: Any,
+) -> None:
     params = parse_json("send", "--input", input, default={})
     if not isinstance(params, dict):
-        raise CliError(f"jr2 send: --input must be a JSON object, like '{{\"text\": \"...\"}}'; got "
-                       f"{type(params).__name__}")
+        raise CliError(
+            f'jr2 send: --input must be a JSON object, like \'{{"text": "..."}}\'; got {type(params).__name__}'
+        )
     if "type" in params:
         raise CliError('jr2 send: --input cannot hold "type": the event is named by --event')
     with Client.connect("send", url, token) as api:

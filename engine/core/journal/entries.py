@@ -13,17 +13,33 @@ outputs differ. Entries are data: frozen, compared by value, JSON in and out. Th
 needs (`KINDS`, `ROOT_KINDS`, `HOST_KINDS`, `INPUT_KINDS`) are derived from the types, so adding a kind is one
 class here. Pure: no Django, no I/O.
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from engine.core.words import brief, duration_text, error_text
 
 __all__ = [
-    "Entry", "Start", "Fork", "Pick", "GateAnswer", "EffectStarted", "EffectDone", "EffectFailed", "Advance",
-    "Fault", "Cancel", "JournalError", "KINDS", "ROOT_KINDS", "HOST_KINDS", "INPUT_KINDS",
+    "Entry",
+    "Start",
+    "Fork",
+    "Pick",
+    "GateAnswer",
+    "EffectStarted",
+    "EffectDone",
+    "EffectFailed",
+    "Advance",
+    "Fault",
+    "Cancel",
+    "JournalError",
+    "KINDS",
+    "ROOT_KINDS",
+    "HOST_KINDS",
+    "INPUT_KINDS",
 ]
 
 
@@ -256,12 +272,13 @@ class Cancel(Entry):
 
 
 #: Every kind of entry, by its JSON `kind`.
-KINDS: dict[str, type[Entry]] = {cls.kind: cls for cls in (
-    Start, Fork, Pick, GateAnswer, EffectStarted, EffectDone, EffectFailed, Advance, Fault, Cancel)}
+KINDS: dict[str, type[Entry]] = {
+    cls.kind: cls
+    for cls in (Start, Fork, Pick, GateAnswer, EffectStarted, EffectDone, EffectFailed, Advance, Fault, Cancel)
+}
 #: The kinds a journal starts with.
 ROOT_KINDS: frozenset[str] = frozenset(kind for kind, cls in KINDS.items() if cls.root)
 #: The kinds a host writes for itself, which a Session skips on replay.
 HOST_KINDS: frozenset[str] = frozenset(kind for kind, cls in KINDS.items() if cls.host)
 #: The kinds a Session takes as inputs after its first entry.
 INPUT_KINDS: frozenset[str] = frozenset(KINDS) - ROOT_KINDS - HOST_KINDS
-

@@ -8,23 +8,25 @@ edited or a different Gate answer; the parent run is only read.
     plan.visited      # the states the parent passed through up to that step
     plan.pending      # Turn id -> the tool call whose pick was outstanding at that step
 
-The Session at the step is rebuilt by walking the parent's journal (engine/core/journal/trace.py). Its clock is moved to `now`
-with every timer, so a timer keeps the time it had left. An edited context must keep the keys and JSON types of
-the context it replaces (the Machine's guards and actions read them; new keys are welcome), and a Gate answer
-must be delivered by the Session at that step. Anything else is a `ForkError` that names what is wrong; nothing
-is made. Pure: no Django, no I/O.
+The Session at the step is rebuilt by walking the parent's journal (engine/core/journal/trace.py). Its clock is moved
+to `now` with every timer, so a timer keeps the time it had left. An edited context must keep the keys and JSON types
+of the context it replaces (the Machine's guards and actions read them; new keys are welcome), and a Gate answer must
+be delivered by the Session at that step. Anything else is a `ForkError` that names what is wrong; nothing is made.
+Pure: no Django, no I/O.
 """
+
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from engine.core.journal.entries import Fork, Pick
+from engine.core.journal.trace import numbered, trace
 from engine.core.session import Session, SessionError
 from engine.core.text import NUL_REFUSED, nul_at
-from engine.core.journal.trace import numbered, trace
 from engine.core.workflow import Machine
 
 __all__ = ["ForkError", "ForkPlan", "plan_fork", "context_problems"]
@@ -42,8 +44,16 @@ class ForkPlan:
     pending: dict[str, str] = field(default_factory=dict)
 
 
-def plan_fork(machine: Machine, journal: Iterable[Mapping[str, Any]], step: int, *, parent: str, now: float,
-              context: Any = None, answer: tuple[str, str, Mapping[str, Any]] | None = None) -> ForkPlan:
+def plan_fork(
+    machine: Machine,
+    journal: Iterable[Mapping[str, Any]],
+    step: int,
+    *,
+    parent: str,
+    now: float,
+    context: Any = None,
+    answer: tuple[str, str, Mapping[str, Any]] | None = None,
+) -> ForkPlan:
     """The fork of `parent` after its journal entry `step` (see the module docstring). `context` None keeps the
     context; `answer` is (Gate id, event, input) for a Gate open at that step."""
     entries = numbered(journal)
@@ -60,12 +70,14 @@ def plan_fork(machine: Machine, journal: Iterable[Mapping[str, Any]], step: int,
             if isinstance(found.entry, Pick) and found.entry.outcome == "outstanding":
                 calls[found.entry.turn or ""] = found.entry.call or ""
     except SessionError as err:
-        raise ForkError(f"run {parent} does not replay on the workflow as it is now, so it cannot be forked: "
-                        f"{err}") from err
+        raise ForkError(
+            f"run {parent} does not replay on the workflow as it is now, so it cannot be forked: {err}"
+        ) from err
     assert session is not None
     if session.status != "active":
-        raise ForkError(f"after step {step} run {parent} had already ended ({session.status}); fork it from an "
-                        "earlier step")
+        raise ForkError(
+            f"after step {step} run {parent} had already ended ({session.status}); fork it from an earlier step"
+        )
     data = _moved(session.to_json(), now - session.now)
     if context is not None:
         problems = context_problems(session.context, context)
@@ -82,8 +94,9 @@ def plan_fork(machine: Machine, journal: Iterable[Mapping[str, Any]], step: int,
     return ForkPlan(Session.restore(machine, data), entry, sorted(visited), pending)
 
 
-def _check_answer(machine: Machine, data: Mapping[str, Any], answer: tuple[str, str, Mapping[str, Any]],
-                  step: int) -> None:
+def _check_answer(
+    machine: Machine, data: Mapping[str, Any], answer: tuple[str, str, Mapping[str, Any]], step: int
+) -> None:
     """The Gate answer, tried on a copy of the fork's Session: refused now, refused with the same words later."""
     gate, event, params = answer
     probe = Session.restore(machine, data)
@@ -93,8 +106,9 @@ def _check_answer(machine: Machine, data: Mapping[str, Any], answer: tuple[str, 
     delivery = probe.send_gate(gate, event, params)
     if delivery.outcome != "delivered":
         accepts = f' (Gate "{gate}" accepts: {", ".join(delivery.accepts)})' if delivery.accepts else ""
-        raise ForkError(f"the Gate answer is refused after step {step}: "
-                        f"{delivery.error or 'the Machine did not take it'}{accepts}")
+        raise ForkError(
+            f"the Gate answer is refused after step {step}: {delivery.error or 'the Machine did not take it'}{accepts}"
+        )
 
 
 def context_problems(old: Any, new: Any, where: str = "context") -> list[str]:

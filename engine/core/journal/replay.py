@@ -8,32 +8,44 @@
 
 A fresh `Session` of the Machine (for a fork, the Session its `fork` entry carries) is fed the recorded inputs in
 order: the start (the door input), picks, Gate answers, Effect results, time passing, faults, a cancel. Nothing is
-called: no model, no Effect; what they answered is in the journal. Entries a host writes for itself (`HOST_KINDS`: an Effect having started) are skipped. Each
-entry must apply as it did (a pick's outcome, a Gate answer or an Effect result delivered) and produce the same
-outputs (the digest in its `out`); the first one that does not is described: the step number is the entry's `seq`,
-then the entry as a person reads it, then what happens now, at the state the Session is in when the entry comes.
+called: no model, no Effect; what they answered is in the journal. Entries a host writes for itself (`HOST_KINDS`: an
+Effect having started) are skipped. Each entry must apply as it did (a pick's outcome, a Gate answer or an Effect
+result delivered) and produce the same outputs (the digest in its `out`); the first one that does not is described:
+the step number is the entry's `seq`, then the entry as a person reads it, then what happens now, at the state the
+Session is in when the entry comes.
 
 The journal may hold the rows of the database or the API (`{"seq", "kind", "entry", "out", ...}`) or the Session's
 own entries (`{"kind", ..., "out"}`, numbered from 1). Pure: no Django, no I/O.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
-from engine.core.statechart.clock import SimulatedClock
-
-from engine.core.outputs import Output
 from engine.core.journal.entries import (
-    HOST_KINDS, INPUT_KINDS, KINDS, Advance, Cancel, EffectDone, EffectFailed, Entry, Fault, GateAnswer, JournalError,
+    HOST_KINDS,
+    INPUT_KINDS,
+    KINDS,
+    Advance,
+    Cancel,
+    EffectDone,
+    EffectFailed,
+    Entry,
+    Fault,
+    GateAnswer,
+    JournalError,
     Pick,
 )
-from engine.core.session import Session, SessionError
 from engine.core.journal.trace import numbered, start_session
-from engine.core.workflow import Machine
+from engine.core.outputs import Output
+from engine.core.session import Session, SessionError
+from engine.core.statechart.clock import SimulatedClock
 from engine.core.words import brief, validation_text
+from engine.core.workflow import Machine
 
 __all__ = ["ReplayReport", "replay", "describe", "brief", "state_paths", "numbered"]
 
@@ -68,8 +80,10 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
     is not a run's journal (empty, no start entry first, an unknown kind)."""
     entries = numbered(journal)
     if not entries or entries[0][1].get("kind") not in ("start", "fork"):
-        raise ValueError("a run's journal starts with its 'start' entry; this one "
-                         + ("is empty" if not entries else f"starts with {entries[0][1].get('kind')!r}"))
+        raise ValueError(
+            "a run's journal starts with its 'start' entry; this one "
+            + ("is empty" if not entries else f"starts with {entries[0][1].get('kind')!r}")
+        )
     seq, start = entries[0]
     root = machine.id
     try:
@@ -81,7 +95,7 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
         return _diverged(1, seq, start, f"now cannot start from there: {err}", root)
     except ValidationError as err:
         return _diverged(1, seq, start, f"now refused: the door says {validation_text(err)}", root)
-    except Exception as err:  # noqa: BLE001 - the workflow's own code raised while starting
+    except Exception as err:
         return _diverged(1, seq, start, f"now raises {type(err).__name__}: {err}", root)
     outputs = session.drain()
     first: ReplayReport | None = None
@@ -105,7 +119,7 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
             mark = len(session.journal)
             try:
                 now = _apply(session, Entry.from_json(entry), where)
-            except Exception as err:  # noqa: BLE001 - the workflow's code raised where the Session does not catch it
+            except Exception as err:
                 now = f"now raises {type(err).__name__}: {err}"
             outputs = session.drain()
             got = getattr(session.journal[mark], "out", None) if mark < len(session.journal) else None
@@ -121,8 +135,6 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
     if first is not None:
         return replace(first, message=f"{first.message}; every later entry still applies")
     return ReplayReport(True, steps, message=f"same ({steps} step{'s' if steps != 1 else ''})")
-
-
 
 
 def _apply(session: Session, entry: Entry, where: str) -> str | None:
@@ -180,8 +192,13 @@ def _now_cancel(session: Session, entry: Cancel, where: str) -> str | None:
 
 
 _NOW: dict[type[Entry], Callable[[Session, Any, str], str | None]] = {
-    Pick: _now_pick, GateAnswer: _now_gate, EffectDone: _now_effect, EffectFailed: _now_effect,
-    Advance: _now_advance, Fault: _now_fault, Cancel: _now_cancel,
+    Pick: _now_pick,
+    GateAnswer: _now_gate,
+    EffectDone: _now_effect,
+    EffectFailed: _now_effect,
+    Advance: _now_advance,
+    Fault: _now_fault,
+    Cancel: _now_cancel,
 }
 
 
@@ -207,8 +224,8 @@ def _different_outputs(outputs: list[Output], session: Session) -> str:
     return f"now produces different outputs (now: {what}; then in {_where(session)})"
 
 
-
 # -- words for journal entries ----------------------------------------------------------------------------------
+
 
 def describe(entry: Mapping[str, Any] | Entry, slots: Mapping[str, str] | None = None) -> str:
     """A journal entry as a person reads it: "writer picked done {notes: "…"}", "the Gate writing.asking got reply

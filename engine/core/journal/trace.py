@@ -4,31 +4,32 @@
         step.seq, step.entry, step.outputs      # what the entry produced this time
         step.session                            # the Session right after it (the same object at every step)
 
-One walker for everything that reads a run step by step without a host: a fork (the Session at step N), the
-compare view (states, answers and context per step) and the timeline (when Gates opened and closed, timers). A
-journal starts with its `start` entry, or with a `fork` entry that carries the Session the fork started from
-(engine/core/journal/forking.py). Entries a host writes for itself (`HOST_KINDS`) are yielded with no outputs. An entry that
-does not apply as recorded raises `SessionError` (engine/core/journal/replay.py is the walker that explains divergences).
+One walker for everything that reads a run step by step without a host: a fork (the Session at step N), the compare
+view (states, answers and context per step) and the timeline (when Gates opened and closed, timers). A journal starts
+with its `start` entry, or with a `fork` entry that carries the Session the fork started from
+(engine/core/journal/forking.py). Entries a host writes for itself (`HOST_KINDS`) are yielded with no outputs. An
+entry that does not apply as recorded raises `SessionError` (engine/core/journal/replay.py is the walker that explains
+divergences).
 
 Pure: no Django, no I/O.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
-from engine.core.statechart.clock import SimulatedClock
-
-from engine.core.outputs import Output
 from engine.core.journal.entries import ROOT_KINDS, Entry, Fork, JournalError, Start
+from engine.core.outputs import Output
 from engine.core.session import Session, SessionError
+from engine.core.statechart.clock import SimulatedClock
 from engine.core.words import validation_text
 from engine.core.workflow import Machine
 
 __all__ = ["TraceStep", "trace", "trace_on", "numbered", "start_session", "typed", "ROOT_KINDS"]
-
 
 
 @dataclass
@@ -92,8 +93,9 @@ def trace(machine: Machine, journal: Iterable[Mapping[str, Any]], until: int | N
     yield from trace_on(session, entries[1:], until)
 
 
-def trace_on(session: Session, entries: Iterable[tuple[int, Mapping[str, Any]]],
-             until: int | None = None) -> Iterator[TraceStep]:
+def trace_on(
+    session: Session, entries: Iterable[tuple[int, Mapping[str, Any]]], until: int | None = None
+) -> Iterator[TraceStep]:
     """Go on from `session`, where an earlier walk stopped, through the entries that came after it (a live run's
     new ones), as (seq, entry) pairs (`numbered`), each applied in order."""
     for seq, data in entries:

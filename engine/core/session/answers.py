@@ -9,13 +9,23 @@ The rules it keeps:
 - a pick is answered when its Agent's state comes to Rest, by the route's `answer` or else the last reply
   (`settle`); when something else leaves the state first, the pick did not finish.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from engine.core.outputs import AllowedChanged, GateClosed, GateOpened, NoticeKept, PickAnswered, PickStopped
-from engine.core.outputs import TurnEnded, TurnStarted
-from engine.core.prompts import answer_message, allowed_changed_message, system_prompt, user_message
+from engine.core.outputs import (
+    AllowedChanged,
+    GateClosed,
+    GateOpened,
+    NoticeKept,
+    PickAnswered,
+    PickStopped,
+    TurnEnded,
+    TurnStarted,
+)
+from engine.core.prompts import allowed_changed_message, answer_message, system_prompt, user_message
 from engine.core.routes import Answer
 from engine.core.seats import state_path
 from engine.core.session.ports import SessionPort
@@ -25,7 +35,6 @@ from engine.core.statechart.actions.base import ExecutableAction
 from engine.core.statechart.callables import call_with
 from engine.core.statechart.nodes import StateNode
 from engine.core.statechart.refs import ActorRef
-
 
 __all__ = ["DID_NOT_FINISH", "Parties"]
 
@@ -70,14 +79,34 @@ class Parties:
         pending = self.notices.pop(agent, [])
         notices = tuple(pending) if continues else ()
         state_id = node.id if node is not None else ""
-        turn = Turn(f"turn-{session.counters['turn']}", agent, state_id,
-                    state_path(session.machine.id, node) if node is not None else "", ref.id,
-                    str(data.get("prompt", "")), continues, {**slot.dials, **dict(data.get("dials") or {})}, notices)
+        turn = Turn(
+            f"turn-{session.counters['turn']}",
+            agent,
+            state_id,
+            state_path(session.machine.id, node) if node is not None else "",
+            ref.id,
+            str(data.get("prompt", "")),
+            continues,
+            {**slot.dials, **dict(data.get("dials") or {})},
+            notices,
+        )
         self.turns[ref.id] = turn
         allowed = tuple(session.allowed_picks(agent))
         turn.told = allowed
-        session.emit(TurnStarted(turn.id, agent, turn.path, turn.prompt, continues, turn.dials, notices, allowed,
-                                 system_prompt(slot.instructions), user_message(turn.prompt, allowed, notices)))
+        session.emit(
+            TurnStarted(
+                turn.id,
+                agent,
+                turn.path,
+                turn.prompt,
+                continues,
+                turn.dials,
+                notices,
+                allowed,
+                system_prompt(slot.instructions),
+                user_message(turn.prompt, allowed, notices),
+            )
+        )
 
     def close_turn(self, turn: Turn) -> None:
         del self.turns[turn.invoke_id]
@@ -95,9 +124,13 @@ class Parties:
         seat = session.machine.seat_of(node.id) if node is not None else None
         data = ref.input if isinstance(ref.input, Mapping) else {}
         meta = dict(data.get("meta") or {})
-        gate = Gate(ref.id, node.id if node is not None else "",
-                    state_path(session.machine.id, node) if node else "", seat.events if seat is not None else (),
-                    plain(meta))
+        gate = Gate(
+            ref.id,
+            node.id if node is not None else "",
+            state_path(session.machine.id, node) if node else "",
+            seat.events if seat is not None else (),
+            plain(meta),
+        )
         self.gates[ref.id] = gate
         session.emit(GateOpened(gate.id, gate.path, gate.accepts, gate.meta))
 
@@ -140,8 +173,7 @@ class Parties:
         agent = answer.agent or ""
         target = self._answer_target(agent)
         chain = list(target.chain) if target is not None else []
-        value = call_with(answer.fn, context=action.info.get("context"), event=action.info.get("event"),
-                          chain=chain)
+        value = call_with(answer.fn, context=action.info.get("context"), event=action.info.get("event"), chain=chain)
         if target is None:
             self.notices.setdefault(agent, []).append(value)
             self.session.emit(NoticeKept(agent, "", value))
@@ -192,8 +224,11 @@ class Parties:
                 if pick is not self.current:
                     allowed = tuple(session.allowed_picks(turn.agent))
                     turn.told = allowed
-                    session.emit(PickAnswered(turn.id, pick.id, pick.event, turn.answer, allowed,
-                                              answer_message(turn.answer, allowed)))
+                    session.emit(
+                        PickAnswered(
+                            turn.id, pick.id, pick.event, turn.answer, allowed, answer_message(turn.answer, allowed)
+                        )
+                    )
         for turn in list(self.turns.values()):
             if turn.outstanding is not None or (self.current is not None and turn.agent == self.picking):
                 continue
@@ -205,9 +240,11 @@ class Parties:
     # -- persisting ----------------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        return {"turns": [t.persisted() for t in self.turns.values()],
-                "gates": [g.to_json() for g in self.gates.values()],
-                "notices": {k: list(v) for k, v in self.notices.items() if v}}
+        return {
+            "turns": [t.persisted() for t in self.turns.values()],
+            "gates": [g.to_json() for g in self.gates.values()],
+            "notices": {k: list(v) for k, v in self.notices.items() if v},
+        }
 
     def restore(self, data: Mapping[str, Any]) -> None:
         for turn in data.get("turns", ()):

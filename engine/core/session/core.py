@@ -9,28 +9,37 @@ The Session's jobs each have a module: its parties, picks, answers and notices (
 Rest), its records and their JSON (records.py) and its words (status.py). This class takes the inputs, runs each
 event to completion through its mailbox, performs what the pure transition asked for, and persists.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import hashlib
 import json
-from typing import Any, Callable, Mapping, Sequence
-
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from engine.core.journal.entries import (
-    Advance, Cancel, EffectDone, EffectFailed, Entry, Fault, GateAnswer, Pick, Start,
+    Advance,
+    Cancel,
+    EffectDone,
+    EffectFailed,
+    Entry,
+    Fault,
+    GateAnswer,
+    Pick,
+    Start,
 )
 from engine.core.outputs import Delivery, Output, PickResult, RunEnded
 from engine.core.routes import Answer
 from engine.core.session.answers import Parties
+from engine.core.session.errors import SessionError
 from engine.core.session.nest import Nest
 from engine.core.session.probe import PartyEvent, targets_self
 from engine.core.session.records import Outstanding, Turn, plain
 from engine.core.session.replaying import apply_entry, replay_journal
-from engine.core.session.validation import validate_input
-from engine.core.session.errors import SessionError
 from engine.core.session.status import RunReading, error_reason, where
+from engine.core.session.validation import validate_input
 from engine.core.slots import AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.statechart.actions.base import ExecutableAction
 from engine.core.statechart.clock import SimulatedClock
@@ -40,8 +49,8 @@ from engine.core.statechart.nodes import StateNode
 from engine.core.statechart.refs import ActorRef
 from engine.core.statechart.selection import select_transitions
 from engine.core.statechart.snapshot import Snapshot
-from engine.core.workflow import Machine, SlotLogic
 from engine.core.words import exception_text
+from engine.core.workflow import Machine, SlotLogic
 
 __all__ = ["Session"]
 
@@ -51,6 +60,7 @@ def _journaled(method: Callable[..., Any]) -> Callable[..., Any]:
     first entry whose outputs differ. `at=` (the host's clock) lets time pass first: timers that come due by then
     fire as an `advance` step of its own; otherwise the time moves, as a journaled `advance`, only if the input is
     accepted, so a refused input changes nothing, not even the time."""
+
     @functools.wraps(method)
     def wrapper(self: Session, *args: Any, at: float | None = None, **kwargs: Any) -> Any:
         if at is not None and at > self.now and self.status == "active":
@@ -73,6 +83,7 @@ def _journaled(method: Callable[..., Any]) -> Callable[..., Any]:
         if not self._depth:
             del self._emitted[:]
         return result
+
     return wrapper
 
 
@@ -84,8 +95,14 @@ def _digest(outputs: list[Output]) -> str:
 class Session(RunReading):
     """One run of a Machine, driven only by its inputs."""
 
-    def __init__(self, machine: Machine, input: Any = None, clock: SimulatedClock | None = None, *,
-                 counters: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        machine: Machine,
+        input: Any = None,
+        clock: SimulatedClock | None = None,
+        *,
+        counters: dict[str, int] | None = None,
+    ) -> None:
         self._setup(machine, clock, counters)
         door = machine.validate_door(input)
         self.journal.append(Start(input=plain(input), at=self.now))
@@ -93,9 +110,8 @@ class Session(RunReading):
         self.statechart_snapshot: Snapshot = snapshot
         try:
             self._perform(snapshot, actions)
-        except Exception as err:  # noqa: BLE001 - an entry action of the workflow raised: the run fails at once
-            self._end("failed", reason=f"the Machine raised while starting in {self._where()}: "
-                                       f"{exception_text(err)}")
+        except Exception as err:
+            self._end("failed", reason=f"the Machine raised while starting in {self._where()}: {exception_text(err)}")
         self.parties.settle()
         self._notice_end()
         self.journal[0] = self.journal[0].with_out(_digest(self._emitted))
@@ -127,15 +143,15 @@ class Session(RunReading):
     # -- persisting ----------------------------------------------------------------------------------------
 
     @classmethod
-    def restore(cls, machine: Machine, data: Mapping[str, Any], *,
-                counters: dict[str, int] | None = None) -> Session:
+    def restore(cls, machine: Machine, data: Mapping[str, Any], *, counters: dict[str, int] | None = None) -> Session:
         """The Session `to_json()` was taken from, ready for its next input. Refuses (SessionError) a state
         written under another shape of the Machine: the run has drifted, and the reason names both digests."""
         if data.get("machine") != machine.id or data.get("digest") != machine.digest:
             raise SessionError(
                 f'the run was written under machine "{data.get("machine")}" with shape {str(data.get("digest"))[:12]}, '
                 f'but the workflow now has machine "{machine.id}" with shape {machine.digest[:12]}: the run has '
-                "drifted")
+                "drifted"
+            )
         session = cls.__new__(cls)
         shared = counters if counters is not None else {k: int(v) for k, v in data["counters"].items()}
         session._setup(machine, SimulatedClock(data["now"]), shared)
@@ -176,13 +192,20 @@ class Session(RunReading):
     def _pick(self, turn: Turn, agent: str, event: str, params: Mapping[str, Any] | None) -> PickResult:
         menu = self.machine.menu_names(agent)
         if event not in menu:
-            return PickResult("refused", allowed=tuple(self.allowed_picks(agent)),
-                              error=f'"{event}" is not on the Menu of agent "{agent}" (its Menu: {list(menu)})')
+            return PickResult(
+                "refused",
+                allowed=tuple(self.allowed_picks(agent)),
+                error=f'"{event}" is not on the Menu of agent "{agent}" (its Menu: {list(menu)})',
+            )
         if turn.outstanding is not None or not self.at_rest(turn):
-            what = f'the pick "{turn.outstanding.event}" is outstanding' if turn.outstanding else \
-                "the Agent's state is not at Rest"
-            return PickResult("refused", error=f"{what}: every other pick is refused and nothing is delivered "
-                                               "until its work is done")
+            what = (
+                f'the pick "{turn.outstanding.event}" is outstanding'
+                if turn.outstanding
+                else "the Agent's state is not at Rest"
+            )
+            return PickResult(
+                "refused", error=f"{what}: every other pick is refused and nothing is delivered until its work is done"
+            )
         validated, error = validate_input(self.machine, event, params)
         if error is not None:
             return PickResult("refused", allowed=tuple(self.allowed_picks(agent)), error=error)
@@ -192,18 +215,23 @@ class Session(RunReading):
         if event in allowed:
             try:
                 taken = bool(select_transitions(self.statechart_snapshot, delivered))
-            except Exception as err:  # noqa: BLE001 - a guard of the workflow raised on this input
-                return PickResult("refused", allowed=tuple(allowed),
-                                  error=f'a guard on "{event}" raised {exception_text(err)} with this input; '
-                                        "nothing moved")
+            except Exception as err:
+                return PickResult(
+                    "refused",
+                    allowed=tuple(allowed),
+                    error=f'a guard on "{event}" raised {exception_text(err)} with this input; nothing moved',
+                )
         recorded = self._record(Pick(agent=agent, event=event, params=validated, outcome="unmoved"))
         if event not in allowed:
-            return PickResult("unmoved", allowed=tuple(allowed),
-                              error=f'"{event}" is on the Menu but not allowed now; nothing moved')
+            return PickResult(
+                "unmoved", allowed=tuple(allowed), error=f'"{event}" is on the Menu but not allowed now; nothing moved'
+            )
         if not taken:
-            return PickResult("unmoved", allowed=tuple(allowed),
-                              error=f'the Machine did not take "{event}" with this input (a guard said no); '
-                                    "nothing moved")
+            return PickResult(
+                "unmoved",
+                allowed=tuple(allowed),
+                error=f'the Machine did not take "{event}" with this input (a guard said no); nothing moved',
+            )
         self.counters["pick"] += 1
         pick = Outstanding(f"pick-{self.counters['pick']}", event)
         self.parties.begin_pick(turn, pick, agent)
@@ -215,8 +243,7 @@ class Session(RunReading):
         if self.parties.turns.get(turn.invoke_id) is not turn:
             result = PickResult("ended", answer=turn.answer, pick=pick.id)
         elif turn.outstanding is None:
-            result = PickResult("answered", answer=turn.answer, allowed=tuple(self.allowed_picks(agent)),
-                                pick=pick.id)
+            result = PickResult("answered", answer=turn.answer, allowed=tuple(self.allowed_picks(agent)), pick=pick.id)
         else:
             result = PickResult("outstanding", pick=pick.id)
         self.journal[recorded] = dataclasses.replace(self.journal[recorded], outcome=result.outcome)  # type: ignore[call-arg]
@@ -237,23 +264,35 @@ class Session(RunReading):
             return result
         open_gate = self.parties.gates.get(gate)
         if open_gate is None:
-            return Delivery("refused", error=f'no open Gate "{gate}" (open Gates: {sorted(g.id for g in self.gates)})',
-                            code="no-gate")
+            return Delivery(
+                "refused",
+                error=f'no open Gate "{gate}" (open Gates: {sorted(g.id for g in self.gates)})',
+                code="no-gate",
+            )
         if event not in open_gate.accepts:
-            return Delivery("refused", accepts=open_gate.accepts, code="not-accepted",
-                            error=f'Gate "{gate}" does not accept "{event}" (it accepts {list(open_gate.accepts)})')
+            return Delivery(
+                "refused",
+                accepts=open_gate.accepts,
+                code="not-accepted",
+                error=f'Gate "{gate}" does not accept "{event}" (it accepts {list(open_gate.accepts)})',
+            )
         validated, error = validate_input(self.machine, event, params)
         if error is not None:
             return Delivery("refused", accepts=open_gate.accepts, error=error, code="invalid")
         delivered = PartyEvent({**validated, "type": event, "sender": {"party": "gate", "id": gate}})
         try:
             taken = bool(select_transitions(self.statechart_snapshot, delivered))
-        except Exception as err:  # noqa: BLE001 - a guard of the workflow raised on this input
-            return Delivery("refused", accepts=open_gate.accepts, code="invalid",
-                            error=f'a guard on "{event}" raised {exception_text(err)} with this input; nothing moved')
+        except Exception as err:
+            return Delivery(
+                "refused",
+                accepts=open_gate.accepts,
+                code="invalid",
+                error=f'a guard on "{event}" raised {exception_text(err)} with this input; nothing moved',
+            )
         if not taken:
-            return Delivery("unmoved", accepts=open_gate.accepts,
-                            error=f'the Machine takes no "{event}" now; nothing moved')
+            return Delivery(
+                "unmoved", accepts=open_gate.accepts, error=f'the Machine takes no "{event}" now; nothing moved'
+            )
         self._record(GateAnswer(gate=gate, event=event, params=validated))
         self.parties.work_ended(self.invoke_nodes.get(gate), validated)
         self.deliver(delivered)
@@ -281,8 +320,11 @@ class Session(RunReading):
             return result
         pending = self.nest.effects.get(effect_id)
         if pending is None or self.status != "active":
-            return Delivery("refused", code="no-effect",
-                            error=f'no running Effect "{effect_id}" (running: {sorted(self.nest.effects)})')
+            return Delivery(
+                "refused",
+                code="no-effect",
+                error=f'no running Effect "{effect_id}" (running: {sorted(self.nest.effects)})',
+            )
         self._record(_effect_entry(kind, effect_id, plain(value)))
         self.nest.finish_effect(pending)
         node = self.invoke_nodes.get(pending.invoke_id)
@@ -312,8 +354,11 @@ class Session(RunReading):
         turn = self.turn_of(agent)
         self.deliver(Event(type="agent.fault", agent=agent, reason=reason))
         if turn is not None and self.status == "active" and self.parties.turns.get(turn.invoke_id) is turn:
-            self._end("failed", reason=f'the Turn of Agent "{agent}" could not go on ({reason}), and the Machine has '
-                                       f"no route for agent.fault that leaves {turn.path}")
+            self._end(
+                "failed",
+                reason=f'the Turn of Agent "{agent}" could not go on ({reason}), and the Machine has '
+                f"no route for agent.fault that leaves {turn.path}",
+            )
 
     @_journaled
     def advance(self, ms: float) -> None:
@@ -323,8 +368,11 @@ class Session(RunReading):
         self.journal.append(Advance(ms=ms, at=self.now))
         target = self.now + ms
         while self.status == "active":
-            due = [(t.started_at + t.delay, t.id) for t in self.statechart_snapshot.timers.values()
-                   if t.started_at is not None and t.started_at + t.delay <= target]
+            due = [
+                (t.started_at + t.delay, t.id)
+                for t in self.statechart_snapshot.timers.values()
+                if t.started_at is not None and t.started_at + t.delay <= target
+            ]
             if not due:
                 break
             at, key = min(due)
@@ -363,7 +411,6 @@ class Session(RunReading):
 
     # -- the core loop -------------------------------------------------------------------------------------
 
-
     def deliver(self, event: Event) -> None:
         """Run one event to completion. An event raised while one is being applied (a child that finished as it
         started) waits its turn in the mailbox, as in an actor's."""
@@ -380,9 +427,11 @@ class Session(RunReading):
         try:
             snapshot, actions = self.statechart.transition(self.statechart_snapshot, event)
             self._perform(snapshot, actions)
-        except Exception as err:  # noqa: BLE001 - the workflow's guard or action raised: the run fails
-            self._end("failed", reason=f'the Machine raised while taking "{event.type}" in '
-                                       f"{self._where()}: {exception_text(err)}")
+        except Exception as err:
+            self._end(
+                "failed",
+                reason=f'the Machine raised while taking "{event.type}" in {self._where()}: {exception_text(err)}',
+            )
         self.parties.step_done()
         self.parties.settle()
         self._notice_end()
@@ -429,8 +478,10 @@ class Session(RunReading):
         if self.status == "active" and self.statechart_snapshot.status == "done":
             self._end("done", output=self.statechart_snapshot.output)
         elif self.status == "active" and self.statechart_snapshot.status == "error":
-            self._end("failed", reason=error_reason(self.machine, self.invoke_nodes, self._last_event,
-                                                    self.statechart_snapshot.error))
+            self._end(
+                "failed",
+                reason=error_reason(self.machine, self.invoke_nodes, self._last_event, self.statechart_snapshot.error),
+            )
 
     def _to_self(self, target: Any) -> bool:
         return targets_self(self.statechart, self.statechart_snapshot, target)
@@ -477,5 +528,8 @@ class Session(RunReading):
 
 
 def _effect_entry(kind: str, effect_id: str, value: Any) -> Entry:
-    return EffectDone(effect=effect_id, output=value) if kind == "effect_done" else EffectFailed(effect=effect_id,
-                                                                                                error=value)
+    return (
+        EffectDone(effect=effect_id, output=value)
+        if kind == "effect_done"
+        else EffectFailed(effect=effect_id, error=value)
+    )

@@ -1,4 +1,5 @@
 """The Session's one exception."""
+
 from __future__ import annotations
 
 __all__ = ["SessionError"]

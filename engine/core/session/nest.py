@@ -6,16 +6,18 @@ A party, Gate or Effect of a child Machine is named `<invoke id>/<name>` from th
 nested Session that owns such a name, and `routed` makes a read of the Session ask it there. A child Machine's
 outputs become the parent's, their names prefixed (`forward`); its end is the invoke's done or error event.
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from engine.core.outputs import EffectCancelled, Output, RunEnded
+from engine.core.session.errors import SessionError
 from engine.core.session.ports import SessionPort
 from engine.core.session.records import PendingEffect, plain
-from engine.core.session.errors import SessionError
 from engine.core.slots import EffectSlot
 from engine.core.statechart.actor import Actor, create_actor
 from engine.core.statechart.clock import SimulatedClock
@@ -23,7 +25,6 @@ from engine.core.statechart.events import Event, done_actor_event, error_actor_e
 from engine.core.statechart.nodes import StateNode
 from engine.core.statechart.refs import ActorRef
 from engine.core.workflow import Machine
-
 
 __all__ = ["Nest", "routed", "invoke_src"]
 
@@ -33,12 +34,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 def routed(method: F) -> F:
     """A read of the Session that names a party, Gate or Effect: `<invoke id>/<name>` is asked of that child
     Machine's nested Session, by the same method."""
+
     @functools.wraps(method)
     def wrapper(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
         sub, local, prefix = self.nest.route(name)
         if prefix is None:
             return method(self, name, *args, **kwargs)
         return getattr(sub, method.__name__)(local, *args, **kwargs)
+
     return wrapper  # type: ignore[return-value]
 
 
@@ -66,8 +69,7 @@ class Nest:
     def start_machine(self, ref: ActorRef, slot: Machine) -> None:
         session = self.session
         make: Any = type(session)  # a nested Session is of its parent's class
-        self.subs[ref.id] = make(slot, input=ref.input, clock=SimulatedClock(session.now),
-                                    counters=session.counters)
+        self.subs[ref.id] = make(slot, input=ref.input, clock=SimulatedClock(session.now), counters=session.counters)
         self.pull(ref.id)
 
     def pull(self, prefix: str) -> None:
@@ -88,8 +90,11 @@ class Nest:
         for out in outputs:
             if isinstance(out, RunEnded):
                 continue
-            changes = {name: f"{prefix}/{getattr(out, name)}" for name in ("turn", "agent", "gate", "effect", "pick")
-                       if getattr(out, name, None)}
+            changes = {
+                name: f"{prefix}/{getattr(out, name)}"
+                for name in ("turn", "agent", "gate", "effect", "pick")
+                if getattr(out, name, None)
+            }
             self.session.emit(replace(out, **changes))
 
     def time_reaches(self, target: float) -> None:
@@ -116,8 +121,10 @@ class Nest:
         """Run a statechart child (a promise, a callback, an inline machine) here, from its persisted snapshot
         when the run was restored."""
         child = create_actor(ref.logic, input=ref.input, snapshot=ref.persisted, clock=self.session.clock)
-        child.subscribe(error=functools.partial(self._child_error, ref.id),
-                        complete=functools.partial(self._child_done, ref.id, child))
+        child.subscribe(
+            error=functools.partial(self._child_error, ref.id),
+            complete=functools.partial(self._child_done, ref.id, child),
+        )
         ref.bind(child)
         self.children[ref.id] = child
         child.start()
@@ -152,8 +159,9 @@ class Nest:
         session = self.session
         session.counters["effect"] += 1
         effect_id = f"effect-{session.counters['effect']}"
-        pending = PendingEffect(effect_id, ref.id, name, state_id, slot.effect, plain(dict(slot.spec)),
-                                plain(ref.input), slot.idempotent)
+        pending = PendingEffect(
+            effect_id, ref.id, name, state_id, slot.effect, plain(dict(slot.spec)), plain(ref.input), slot.idempotent
+        )
         self.effects[effect_id] = pending
         self.effect_by_invoke[ref.id] = effect_id
         session.emit(pending.request())
@@ -201,8 +209,10 @@ class Nest:
     # -- persisting ----------------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        return {"effects": [vars(e) for e in self.effects.values()],
-                "subs": {prefix: sub.to_json() for prefix, sub in self.subs.items()}}
+        return {
+            "effects": [vars(e) for e in self.effects.values()],
+            "subs": {prefix: sub.to_json() for prefix, sub in self.subs.items()},
+        }
 
     def restore(self, data: Mapping[str, Any], counters: dict[str, int]) -> None:
         session = self.session

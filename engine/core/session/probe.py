@@ -5,9 +5,11 @@ A guard that reads only the context decides exactly. A guard that reads the pick
 pick: the probe event raises `PickInputRead` on any such read, directly or through a copy, so that pick stays
 allowed and the guard decides when it comes.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from engine.core.statechart.errors import GuardError
 from engine.core.statechart.events import Event
@@ -93,16 +95,20 @@ def allowed_events(machine: Machine, snapshot: Snapshot, agent: str) -> list[str
     return allowed
 
 
-def at_rest(statechart: StateMachine, snapshot: Snapshot, state: StateNode,
-            invoke_nodes: Mapping[str, StateNode]) -> bool:
+def at_rest(
+    statechart: StateMachine, snapshot: Snapshot, state: StateNode, invoke_nodes: Mapping[str, StateNode]
+) -> bool:
     """Rest: nothing runs below the Agent's state, and no timer is set that could move it to another state
     inside it."""
     for child_id in snapshot.children:
         node = invoke_nodes.get(child_id)
         if node is not None and state in node.ancestor_set:
             return False
-    return not any(_moves_inside(snapshot, timer.event["type"], state)
-                   for timer in snapshot.timers.values() if targets_self(statechart, snapshot, timer.target))
+    return not any(
+        _moves_inside(snapshot, timer.event["type"], state)
+        for timer in snapshot.timers.values()
+        if targets_self(statechart, snapshot, timer.target)
+    )
 
 
 def _moves_inside(snapshot: Snapshot, event_type: str, state: StateNode) -> bool:

@@ -1,9 +1,11 @@
 """What a Session keeps of its open parties, as plain records: Turns (with their outstanding pick, Chain and
 answer), Gates and the Effects it waits on; and how each goes to and from the JSON of `Session.to_json()`."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 from engine.core.outputs import EffectRequested
 
@@ -39,10 +41,19 @@ class Turn:
 
     def to_json(self) -> dict[str, Any]:
         """The Turn as readers see it (the run's `snapshot`)."""
-        return {"id": self.id, "agent": self.agent, "state": self.state, "path": self.path, "prompt": self.prompt,
-                "continue": self.continues, "dials": self.dials, "notices": list(self.notices),
-                "outstanding": None if self.outstanding is None else {"id": self.outstanding.id,
-                                                                      "event": self.outstanding.event}}
+        return {
+            "id": self.id,
+            "agent": self.agent,
+            "state": self.state,
+            "path": self.path,
+            "prompt": self.prompt,
+            "continue": self.continues,
+            "dials": self.dials,
+            "notices": list(self.notices),
+            "outstanding": None
+            if self.outstanding is None
+            else {"id": self.outstanding.id, "event": self.outstanding.event},
+        }
 
     def persisted(self) -> dict[str, Any]:
         """Everything of the Turn, for `Session.to_json()`."""
@@ -70,8 +81,7 @@ class Gate:
     meta: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "state": self.state, "path": self.path, "accepts": list(self.accepts),
-                "meta": self.meta}
+        return {"id": self.id, "state": self.state, "path": self.path, "accepts": list(self.accepts), "meta": self.meta}
 
     @classmethod
     def restored(cls, data: Mapping[str, Any]) -> Gate:
@@ -92,8 +102,7 @@ class PendingEffect:
     idempotent: bool = False
 
     def request(self) -> EffectRequested:
-        return EffectRequested(self.id, self.slot, self.kind, dict(self.spec), self.input, self.idempotent,
-                               self.state)
+        return EffectRequested(self.id, self.slot, self.kind, dict(self.spec), self.input, self.idempotent, self.state)
 
 
 def plain(value: Any) -> Any:

@@ -2,16 +2,27 @@
 for a restored run's journal tail and the walkers of engine/core/journal/). Each kind of entry is applied by its
 own function, chosen by the entry's type, as Temporal's workflow instance applies each job. An entry that does
 not apply the same way, or produces different outputs (its `out` digest), raises SessionError naming it."""
+
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from engine.core.journal.entries import (
-    Advance, Cancel, EffectDone, EffectFailed, Entry, Fault, GateAnswer, JournalError, Pick, Start,
+    Advance,
+    Cancel,
+    EffectDone,
+    EffectFailed,
+    Entry,
+    Fault,
+    GateAnswer,
+    JournalError,
+    Pick,
+    Start,
 )
-from engine.core.session.ports import SessionPort
 from engine.core.session.errors import SessionError
+from engine.core.session.ports import SessionPort
 from engine.core.statechart.clock import SimulatedClock
 from engine.core.workflow import Machine
 
@@ -46,8 +57,9 @@ def apply_entry(session: SessionPort, data: Mapping[str, Any] | Entry, index: in
     mark = len(session.journal)
     if not apply(session, entry):
         text = json.dumps(entry.to_json(), default=str)[:200]
-        raise SessionError(f"{where} ({entry.kind}: {text}) did not apply the same way on replay: the Machine or "
-                           "the run diverged here")
+        raise SessionError(
+            f"{where} ({entry.kind}: {text}) did not apply the same way on replay: the Machine or the run diverged here"
+        )
     check_outputs(session, mark, entry, where)
 
 
@@ -56,8 +68,10 @@ def check_outputs(session: SessionPort, mark: int, recorded: Entry, where: str |
     expected = getattr(recorded, "out", None)
     got = getattr(session.journal[mark], "out", None) if mark < len(session.journal) else None
     if expected is not None and got != expected:
-        raise SessionError(f"{where or f'journal entry {mark}'} ({recorded.kind}) produced different outputs on "
-                           "replay: the Machine or the run diverged here")
+        raise SessionError(
+            f"{where or f'journal entry {mark}'} ({recorded.kind}) produced different outputs on "
+            "replay: the Machine or the run diverged here"
+        )
 
 
 def _entry(data: Mapping[str, Any], index: int | None) -> Entry:
@@ -104,6 +118,11 @@ def _apply_cancel(session: SessionPort, entry: Cancel) -> bool:
 
 
 _APPLY: dict[type[Entry], Callable[[Any, Any], bool]] = {
-    Pick: _apply_pick, GateAnswer: _apply_gate, EffectDone: _apply_effect_done, EffectFailed: _apply_effect_failed,
-    Advance: _apply_advance, Fault: _apply_fault, Cancel: _apply_cancel,
+    Pick: _apply_pick,
+    GateAnswer: _apply_gate,
+    EffectDone: _apply_effect_done,
+    EffectFailed: _apply_effect_failed,
+    Advance: _apply_advance,
+    Fault: _apply_fault,
+    Cancel: _apply_cancel,
 }

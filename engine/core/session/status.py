@@ -1,10 +1,12 @@
 """Reading a run without moving it: its state as JSON (`to_json` to go on from, `snapshot` for readers), its open
 Turns, Gates and Effects (child Machines' included, named `<invoke id>/<name>`), an Agent's Menu and Allowed
 picks; and, in words, where it is and why it stopped (an invoked actor's error that no `onError` route took)."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from engine.core.outputs import Output
 from engine.core.seats import state_path
@@ -46,11 +48,20 @@ class RunReading:
         id counters. The journal is not in it: a host keeps that apart, and a restored Session journals on."""
         parties, nest = self.parties.to_json(), self.nest.to_json()
         return {
-            "version": 1, "machine": self.machine.id, "digest": self.machine.digest, "status": self.status,
-            "output": self.output, "reason": self.reason, "now": self.now, "counters": dict(self.counters),
+            "version": 1,
+            "machine": self.machine.id,
+            "digest": self.machine.digest,
+            "status": self.status,
+            "output": self.output,
+            "reason": self.reason,
+            "now": self.now,
+            "counters": dict(self.counters),
             "statechart": self.statechart_snapshot.to_json(),
-            "turns": parties["turns"], "gates": parties["gates"], "effects": nest["effects"],
-            "notices": parties["notices"], "subs": nest["subs"],
+            "turns": parties["turns"],
+            "gates": parties["gates"],
+            "effects": nest["effects"],
+            "notices": parties["notices"],
+            "subs": nest["subs"],
         }
 
     def next_due(self) -> float | None:
@@ -66,8 +77,12 @@ class RunReading:
     def snapshot(self) -> dict[str, Any]:
         """The run as plain JSON: the statechart snapshot and the Session's own bookkeeping."""
         return {
-            "machine": self.machine.id, "digest": self.machine.digest, "status": self.status,
-            "output": self.output, "reason": self.reason, "now": self.now,
+            "machine": self.machine.id,
+            "digest": self.machine.digest,
+            "status": self.status,
+            "output": self.output,
+            "reason": self.reason,
+            "now": self.now,
             "statechart": self.statechart_snapshot.to_json(),
             "turns": [t.to_json() for t in self.parties.turns.values()],
             "gates": [g.to_json() for g in self.parties.gates.values()],
@@ -150,8 +165,7 @@ class RunReading:
         return allowed_events(self.machine, self.statechart_snapshot, agent)
 
     def at_rest(self, turn: Turn) -> bool:
-        return at_rest(self.statechart, self.statechart_snapshot, self.statechart.id_map[turn.state],
-                       self.invoke_nodes)
+        return at_rest(self.statechart, self.statechart_snapshot, self.statechart.id_map[turn.state], self.invoke_nodes)
 
     def work_ended(self, node: StateNode | None, *reply: Any) -> None:
         self.parties.work_ended(node, *reply)
@@ -166,7 +180,6 @@ class RunReading:
         return out
 
 
-
 def prefixed(turn: Turn, prefix: str, agent: str | None = None) -> Turn:
     """A child Machine's Turn as its parent names it: `<invoke id>/<id>`, `<invoke id>/<agent>`."""
     return replace(turn, id=f"{prefix}/{turn.id}", agent=agent if agent is not None else f"{prefix}/{turn.agent}")
@@ -177,8 +190,7 @@ def where(machine: Machine, snapshot: Snapshot) -> str:
     return ", ".join(state_path(machine.id, n) for n in snapshot.nodes if n.is_atomic) or machine.id
 
 
-def error_reason(machine: Machine, invoke_nodes: Mapping[str, StateNode], last_event: Event | None,
-                 error: Any) -> str:
+def error_reason(machine: Machine, invoke_nodes: Mapping[str, StateNode], last_event: Event | None, error: Any) -> str:
     """Why the Machine is in error: the error of an invoked actor that no onError route took (the event that
     carried it is the last one delivered), else the error itself."""
     actor_id = last_event.get("actorId") if last_event is not None else None
@@ -188,8 +200,12 @@ def error_reason(machine: Machine, invoke_nodes: Mapping[str, StateNode], last_e
         return f"the Machine stopped with an error: {what}"
     src = next((inv.src for inv in node.invoke if inv.id == actor_id), None)
     slot = machine.slots.get(src) if isinstance(src, str) else None
-    kind = "child Machine" if isinstance(slot, Machine) else \
-        {"effect": "Effect", "agent": "Agent", "gate": "Gate"}.get(getattr(slot, "kind", ""), "actor")
+    kind = (
+        "child Machine"
+        if isinstance(slot, Machine)
+        else {"effect": "Effect", "agent": "Agent", "gate": "Gate"}.get(getattr(slot, "kind", ""), "actor")
+    )
     name = f'"{actor_id}" ({src})' if kind == "child Machine" else f'"{src}"'
-    return (f"the {kind} {name} in state {state_path(machine.id, node)} failed and no onError route took "
-            f"its error: {what}")
+    return (
+        f"the {kind} {name} in state {state_path(machine.id, node)} failed and no onError route took its error: {what}"
+    )

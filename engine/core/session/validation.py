@@ -1,15 +1,17 @@
 """A party's input checked before anything moves: an object with string keys, no NUL in any text, no `sender` or
 `type` (the engine writes those), and valid for its event's model. A refusal comes back as words, never as an
 exception, so a host never has to catch one."""
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
 from engine.core.text import NUL_REFUSED, nul_at
-from engine.core.workflow import Machine
 from engine.core.words import validation_text
+from engine.core.workflow import Machine
 
 __all__ = ["validate_input"]
 
@@ -35,7 +37,7 @@ def validate_input(machine: Machine, event: str, params: Mapping[str, Any] | Non
         validated = model.model_dump(mode="json")
     except ValidationError as err:
         return {}, f'the input of "{event}" is not valid: {validation_text(err)}'
-    except Exception as err:  # noqa: BLE001 - a validator of the workflow's own raised: the input is refused
+    except Exception as err:
         return {}, f'the input of "{event}" is not valid: its model raised {type(err).__name__}: {err}'
     for reserved, _ in _RESERVED:
         if reserved in validated:

@@ -5,6 +5,7 @@ As xstate's actor does: each action the macrostep resolves runs at once while th
 emit), or waits in the deferred queue while the actor starts. The queued effects run, in order, after the new
 snapshot is stored; then observers are told. An exception anywhere puts the actor in status "error".
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -12,15 +13,16 @@ import functools
 import inspect
 import logging
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from engine.core.statechart.mailbox import Mailbox
-from engine.core.statechart.observers import Observers, Subscription
 from engine.core.statechart.actions.base import ExecutableAction
 from engine.core.statechart.clock import Clock, RealClock
 from engine.core.statechart.errors import StatechartError
 from engine.core.statechart.events import STOP, Event, done_actor_event, error_actor_event, init_event, to_event
 from engine.core.statechart.logic import ActorSnapshot, to_logic
+from engine.core.statechart.mailbox import Mailbox
+from engine.core.statechart.observers import Observers, Subscription
 from engine.core.statechart.refs import ActorRef
 from engine.core.statechart.scheduler import Scheduler
 from engine.core.statechart.snapshot import Snapshot, Timer
@@ -76,14 +78,26 @@ class ActorSystem:
 class Actor:
     """A running instance of some logic: a Machine, or promise/callback/transition logic."""
 
-    def __init__(self, logic: Any, *, input: Any = None, snapshot: Any = None, clock: Clock | None = None,
-                 id: str | None = None, system_id: str | None = None, parent: Actor | None = None,
-                 logger: Callable[..., None] | None = None, src: Any = None, sync_snapshot: bool = False,
-                 ref: ActorRef | None = None) -> None:
+    def __init__(
+        self,
+        logic: Any,
+        *,
+        input: Any = None,
+        snapshot: Any = None,
+        clock: Clock | None = None,
+        id: str | None = None,
+        system_id: str | None = None,
+        parent: Actor | None = None,
+        logger: Callable[..., None] | None = None,
+        src: Any = None,
+        sync_snapshot: bool = False,
+        ref: ActorRef | None = None,
+    ) -> None:
         self.logic = logic
         self.parent = parent
-        self.system: ActorSystem = parent.system if parent is not None else ActorSystem(
-            clock or RealClock(), logger or _default_logger)
+        self.system: ActorSystem = (
+            parent.system if parent is not None else ActorSystem(clock or RealClock(), logger or _default_logger)
+        )
         self.clock = self.system.clock
         self.logger = logger or self.system.logger
         self.session_id = self.system._book_id()
@@ -122,7 +136,7 @@ class Actor:
                         self._create_child(ref)
             else:
                 self._snapshot = self.logic.get_initial_snapshot(self, self.input)
-        except Exception as err:  # noqa: BLE001 - any failure of user code becomes the actor's error
+        except Exception as err:
             self._snapshot = ActorSnapshot(status="error", error=err, input=self.input)
 
     # -- public surface ------------------------------------------------------------------------------------
@@ -145,9 +159,14 @@ class Actor:
             return self
         if self._sync_snapshot and self.parent is not None:
             parent, child_id = self.parent, self.id
-            self.subscribe(next=lambda snap: parent._send({"type": f"xstate.snapshot.{child_id}",
-                                                            "snapshot": snap}) if snap.status == "active" else None,
-                           error=lambda err: None)
+            self.subscribe(
+                next=lambda snap: (
+                    parent._send({"type": f"xstate.snapshot.{child_id}", "snapshot": snap})
+                    if snap.status == "active"
+                    else None
+                ),
+                error=lambda err: None,
+            )
         if self.system_id:
             self.system._set(self.system_id, self)
         self._status = RUNNING
@@ -169,7 +188,7 @@ class Actor:
                     self._start_children()
                 else:
                     self.logic.start(self._snapshot, self)
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 self._snapshot = self._with_error(self._snapshot, err)
                 self._error(err)
                 return self
@@ -188,10 +207,12 @@ class Actor:
             raise StatechartError(f"actor '{self.id}' is a child: stop it with stop_child from its parent")
         return self._stop()
 
-    def subscribe(self, next: Any = None, error: Callable[[Any], None] | None = None,
-                  complete: Callable[[], None] | None = None) -> Subscription:
-        return self._observers.subscribe(next, error, complete,
-                                         ended=self._snapshot if self._status == STOPPED else None)
+    def subscribe(
+        self, next: Any = None, error: Callable[[Any], None] | None = None, complete: Callable[[], None] | None = None
+    ) -> Subscription:
+        return self._observers.subscribe(
+            next, error, complete, ended=self._snapshot if self._status == STOPPED else None
+        )
 
     def on(self, event_type: str, handler: Callable[[Event], None]) -> Subscription:
         """Listen to events this actor emits (`emit(...)`); `"*"` hears all of them."""
@@ -220,7 +241,7 @@ class Actor:
                 snapshot = self.logic.transition_in(self._snapshot, event, self)
             else:
                 snapshot = self.logic.transition(self._snapshot, event, self)
-        except Exception as err:  # noqa: BLE001 - a throwing guard or action puts the actor in error
+        except Exception as err:
             self._deferred.clear()
             self._snapshot = self._with_error(self._snapshot, err)
             self._error(err)
@@ -236,7 +257,7 @@ class Actor:
             fn = self._deferred.pop(0)
             try:
                 fn()
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 self._deferred.clear()
                 self._snapshot = self._with_error(snapshot, err)
         status = self._snapshot.status
@@ -281,8 +302,17 @@ class Actor:
     def _create_child(self, ref: ActorRef) -> None:
         if ref.actor is not None or ref.stopped:
             return
-        child = Actor(ref.logic, input=ref.input, id=ref.id, system_id=ref.system_id, parent=self, src=ref.src,
-                      sync_snapshot=ref.sync_snapshot, snapshot=ref.persisted, ref=ref)
+        child = Actor(
+            ref.logic,
+            input=ref.input,
+            id=ref.id,
+            system_id=ref.system_id,
+            parent=self,
+            src=ref.src,
+            sync_snapshot=ref.sync_snapshot,
+            snapshot=ref.persisted,
+            ref=ref,
+        )
         ref.bind(child)
 
     def _execute_builtin(self, action: ExecutableAction) -> None:
@@ -301,8 +331,10 @@ class Actor:
                 return  # a child that never came to life: the event reaches nobody, as in xstate
             target = self._resolve_target(to)
             if target is None:
-                raise StatechartError(f"cannot send event '{params['event']['type']}' from actor '{self.id}': "
-                                      f"no actor {params.get('targetId') or params['to']!r}")
+                raise StatechartError(
+                    f"cannot send event '{params['event']['type']}' from actor '{self.id}': "
+                    f"no actor {params.get('targetId') or params['to']!r}"
+                )
             event = params["event"]
             if event["type"] == "xstate.error":
                 event = error_actor_event(self.id, event.get("data"))
@@ -386,7 +418,7 @@ class Actor:
         if loop is None:
             try:
                 value = asyncio.run(_as_coroutine(awaitable))
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 settle(False, err)
             else:
                 settle(True, value)
@@ -448,9 +480,16 @@ async def _as_coroutine(awaitable: Any) -> Any:
     return await awaitable
 
 
-def create_actor(logic: Any, *, input: Any = None, snapshot: Any = None, clock: Clock | None = None,
-                 id: str | None = None, system_id: str | None = None,
-                 logger: Callable[..., None] | None = None) -> Actor:
+def create_actor(
+    logic: Any,
+    *,
+    input: Any = None,
+    snapshot: Any = None,
+    clock: Clock | None = None,
+    id: str | None = None,
+    system_id: str | None = None,
+    logger: Callable[..., None] | None = None,
+) -> Actor:
     """An actor for `logic`, not yet started (call `.start()`)."""
     resolved = to_logic(logic)
     if resolved is None:

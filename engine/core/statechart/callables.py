@@ -3,10 +3,12 @@
 Config callables (`lambda context: ...`, `def act(event, params): ...`) declare what they read; we inspect each
 signature once and pass exactly those names. This keeps workflow code short and lets the engine add arguments later.
 """
+
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["call_with", "accepts"]
 

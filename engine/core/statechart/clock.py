@@ -1,4 +1,5 @@
 """Clocks: how delayed events meet time. Inject `SimulatedClock` to test timers without sleeping."""
+
 from __future__ import annotations
 
 import asyncio
@@ -6,7 +7,8 @@ import heapq
 import itertools
 import threading
 import time
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 __all__ = ["Clock", "SimulatedClock", "RealClock"]
 

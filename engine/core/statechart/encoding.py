@@ -1,5 +1,6 @@
 """Values and snapshots to plain JSON: what a snapshot's `to_json()` and an actor snapshot's write. Lower than
 serialize.py (which also reads them back, and needs the Snapshot class to do so), so a snapshot can write itself."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

@@ -3,6 +3,7 @@
 xstate v5 differs from SCXML in one place that matters: a transition whose targets are all inside its source does
 not exit the source unless `reenter: True`.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -40,8 +41,9 @@ def _has_descendant_in(to_enter: dict[StateNode, None], child: StateNode) -> boo
     return any(child in s.ancestor_set for s in to_enter)
 
 
-def _add_descendants(node: StateNode, history_value: HistoryValue, default_entry: dict[StateNode, None],
-                     to_enter: dict[StateNode, None]) -> None:
+def _add_descendants(
+    node: StateNode, history_value: HistoryValue, default_entry: dict[StateNode, None], to_enter: dict[StateNode, None]
+) -> None:
     if node.type == "history":
         remembered = history_value.get(node.id)
         if remembered is not None:  # an empty memory is still a memory, as in xstate
@@ -76,9 +78,13 @@ def _add_descendants(node: StateNode, history_value: HistoryValue, default_entry
                 _add_descendants(child, history_value, default_entry, to_enter)
 
 
-def _add_ancestors(to_enter: dict[StateNode, None], history_value: HistoryValue,
-                   default_entry: dict[StateNode, None], ancestors: list[StateNode],
-                   reentrancy_domain: StateNode | None = None) -> None:
+def _add_ancestors(
+    to_enter: dict[StateNode, None],
+    history_value: HistoryValue,
+    default_entry: dict[StateNode, None],
+    ancestors: list[StateNode],
+    reentrancy_domain: StateNode | None = None,
+) -> None:
     for anc in ancestors:
         if reentrancy_domain is None or reentrancy_domain in anc.ancestor_set:
             to_enter[anc] = None
@@ -101,8 +107,12 @@ def _proper_ancestors(node: StateNode, stop: StateNode | None) -> list[StateNode
     return out
 
 
-def compute_entry_set(transitions: list[Transition], history_value: HistoryValue,
-                      default_entry: dict[StateNode, None], to_enter: dict[StateNode, None]) -> None:
+def compute_entry_set(
+    transitions: list[Transition],
+    history_value: HistoryValue,
+    default_entry: dict[StateNode, None],
+    to_enter: dict[StateNode, None],
+) -> None:
     """Fill `to_enter` with the states the transitions enter, and `default_entry` with those entered by default
     (whose `initial` actions run). Transitions share one entry set (a region entered by one is not entered by
     default by another), so only a lone transition that cannot touch history has its set cached."""
@@ -120,8 +130,9 @@ def compute_entry_set(transitions: list[Transition], history_value: HistoryValue
         _add_entry_set(t, history_value, default_entry, to_enter)
 
 
-def _add_entry_set(t: Transition, history_value: HistoryValue, default_entry: dict[StateNode, None],
-                   to_enter: dict[StateNode, None]) -> None:
+def _add_entry_set(
+    t: Transition, history_value: HistoryValue, default_entry: dict[StateNode, None], to_enter: dict[StateNode, None]
+) -> None:
     domain = transition_domain(t, history_value)
     for s in t.target or ():
         if s.type != "history" and (t.source is not s or t.source is not domain or t.reenter):

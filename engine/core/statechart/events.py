@@ -1,13 +1,24 @@
 """Events: what the interpreter accepts, the engine's own event types, and descriptor matching."""
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from engine.core.statechart.errors import EventError
 
 __all__ = [
-    "Event", "to_event", "matches_descriptor", "init_event", "done_state_event", "done_actor_event",
-    "error_actor_event", "after_event", "INIT", "STOP", "WILDCARD",
+    "Event",
+    "to_event",
+    "matches_descriptor",
+    "init_event",
+    "done_state_event",
+    "done_actor_event",
+    "error_actor_event",
+    "after_event",
+    "INIT",
+    "STOP",
+    "WILDCARD",
 ]
 
 INIT = "xstate.init"

@@ -1,7 +1,9 @@
 """Guards: named, parameterised, inline, and the combinators `and_`, `or_`, `not_`, `state_in`."""
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from engine.core.statechart.callables import call_with
 from engine.core.statechart.errors import ImplementationError

@@ -3,14 +3,16 @@
 Each logic is a small object with the same five methods a Machine has for the Actor shell:
 `get_initial_snapshot`, `transition`, `start`, `get_persisted_snapshot`, `restore_snapshot`.
 """
+
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from engine.core.statechart.callables import call_with
-from engine.core.statechart.events import STOP, Event, to_event
 from engine.core.statechart.encoding import encode
+from engine.core.statechart.events import STOP, Event, to_event
 
 if TYPE_CHECKING:
     from engine.core.statechart.actor import Actor
@@ -26,8 +28,9 @@ class ActorSnapshot:
 
     __slots__ = ("status", "output", "error", "input", "context")
 
-    def __init__(self, status: str = "active", output: Any = None, error: Any = None, input: Any = None,
-                 context: Any = None) -> None:
+    def __init__(
+        self, status: str = "active", output: Any = None, error: Any = None, input: Any = None, context: Any = None
+    ) -> None:
         self.status, self.output, self.error, self.input, self.context = status, output, error, input, context
 
     def replace(self, **changes: Any) -> ActorSnapshot:
@@ -36,8 +39,13 @@ class ActorSnapshot:
         return ActorSnapshot(**values)
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "output": encode(self.output), "error": encode(self.error),
-                "input": encode(self.input), "context": encode(self.context)}
+        return {
+            "status": self.status,
+            "output": encode(self.output),
+            "error": encode(self.error),
+            "input": encode(self.input),
+            "context": encode(self.context),
+        }
 
     def __repr__(self) -> str:
         return f"ActorSnapshot(status={self.status!r}, output={self.output!r}, context={self.context!r})"
@@ -65,8 +73,13 @@ class ActorLogic:
     def restore_snapshot(self, data: Any, actor: Actor) -> ActorSnapshot:
         if isinstance(data, ActorSnapshot):
             return data
-        return ActorSnapshot(status=data.get("status", "active"), output=data.get("output"),
-                             error=data.get("error"), input=data.get("input"), context=data.get("context"))
+        return ActorSnapshot(
+            status=data.get("status", "active"),
+            output=data.get("output"),
+            error=data.get("error"),
+            input=data.get("input"),
+            context=data.get("context"),
+        )
 
 
 class PromiseLogic(ActorLogic):
@@ -95,8 +108,9 @@ class PromiseLogic(ActorLogic):
         if snapshot.status != "active":
             return
         try:
-            result = call_with(self.fn, input=snapshot.input, self=actor, system=actor.system,
-                               signal=actor.signal, emit=actor._emit)
+            result = call_with(
+                self.fn, input=snapshot.input, self=actor, system=actor.system, signal=actor.signal, emit=actor._emit
+            )
         except Exception as err:
             actor._deliver({"type": REJECT, "data": err})
             return
@@ -135,8 +149,15 @@ class CallbackLogic(ActorLogic):
         def receive(listener: Callable[[Event], None]) -> None:
             state["receivers"].append(listener)
 
-        state["cleanup"] = call_with(self.fn, send_back=send_back, receive=receive, input=snapshot.input,
-                                     self=actor, system=actor.system, emit=actor._emit)
+        state["cleanup"] = call_with(
+            self.fn,
+            send_back=send_back,
+            receive=receive,
+            input=snapshot.input,
+            self=actor,
+            system=actor.system,
+            emit=actor._emit,
+        )
 
 
 class TransitionLogic(ActorLogic):
@@ -154,8 +175,9 @@ class TransitionLogic(ActorLogic):
     def transition(self, snapshot: ActorSnapshot, event: Event, actor: Actor) -> ActorSnapshot:
         if event["type"] == STOP:
             return snapshot.replace(status="stopped")
-        state = call_with(self.reducer, state=snapshot.context, event=event, self=actor, system=actor.system,
-                          emit=actor._emit)
+        state = call_with(
+            self.reducer, state=snapshot.context, event=event, self=actor, system=actor.system, emit=actor._emit
+        )
         return snapshot.replace(context=state)
 
 

@@ -1,21 +1,23 @@
 """`create_machine` and `Machine`: the config built once, and the pure functions over its snapshots."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from engine.core.statechart.actions.base import ExecutableAction
+from engine.core.statechart.actor import create_actor
 from engine.core.statechart.errors import ConfigError, ImplementationError, SnapshotError
 from engine.core.statechart.events import Event, to_event
+from engine.core.statechart.logic import to_logic
 from engine.core.statechart.macrostep import Scope, initial_snapshot, is_in_final_state, macrostep
 from engine.core.statechart.nodes import StateNode, to_state_path
 from engine.core.statechart.refs import ActorRef
 from engine.core.statechart.selection import UNSET, select_transitions
-from engine.core.statechart.snapshot import Snapshot
-from engine.core.statechart.logic import to_logic
 from engine.core.statechart.serialize import node_definition, nodes_for_value, snapshot_from_json
-from engine.core.statechart.actor import create_actor
+from engine.core.statechart.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from engine.core.statechart.actor import Actor
@@ -38,8 +40,12 @@ class Implementations:
 class StateMachine:
     """A built statechart. Pure: `initial_transition` and `transition` compute, and never run anything."""
 
-    def __init__(self, config: Mapping[str, Any], implementations: Implementations | None = None,
-                 max_iterations: float = math.inf) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        implementations: Implementations | None = None,
+        max_iterations: float = math.inf,
+    ) -> None:
         if not isinstance(config, Mapping):
             raise ConfigError(f"a machine config is a dict; got {type(config).__name__}")
         self.config = config if isinstance(config, dict) else dict(config)
@@ -62,14 +68,25 @@ class StateMachine:
 
     # -- building ------------------------------------------------------------------------------------------
 
-    def provide(self, guards: Mapping[str, Any] | None = None, actions: Mapping[str, Any] | None = None,
-                actors: Mapping[str, Any] | None = None, delays: Mapping[str, Any] | None = None) -> StateMachine:
+    def provide(
+        self,
+        guards: Mapping[str, Any] | None = None,
+        actions: Mapping[str, Any] | None = None,
+        actors: Mapping[str, Any] | None = None,
+        delays: Mapping[str, Any] | None = None,
+    ) -> StateMachine:
         """A new Machine with these implementations added over the current ones."""
         impl = self.implementations
-        return StateMachine(self.config, Implementations(
-            guards={**impl.guards, **(guards or {})}, actions={**impl.actions, **(actions or {})},
-            actors={**impl.actors, **(actors or {})}, delays={**impl.delays, **(delays or {})},
-        ), self.max_iterations)
+        return StateMachine(
+            self.config,
+            Implementations(
+                guards={**impl.guards, **(guards or {})},
+                actions={**impl.actions, **(actions or {})},
+                actors={**impl.actors, **(actors or {})},
+                delays={**impl.delays, **(delays or {})},
+            ),
+            self.max_iterations,
+        )
 
     @property
     def states(self) -> dict[str, StateNode]:
@@ -100,8 +117,10 @@ class StateMachine:
         else:
             logic = to_logic(src)
         if logic is None:
-            raise ImplementationError(f"{src!r} is not actor logic (a Machine, from_promise/from_callback/"
-                                      "from_transition logic, or a callable)")
+            raise ImplementationError(
+                f"{src!r} is not actor logic (a Machine, from_promise/from_callback/"
+                "from_transition logic, or a callable)"
+            )
         return logic
 
     def logic_for_child(self, child_id: str) -> Any:
@@ -137,8 +156,9 @@ class StateMachine:
         macrostep(snapshot, to_event(event), scope, steps.append)
         return steps
 
-    def microsteps_with_actions(self, snapshot: Snapshot | None, event: Any = None,
-                                input: Any = None) -> list[tuple[Snapshot, list[ExecutableAction]]]:
+    def microsteps_with_actions(
+        self, snapshot: Snapshot | None, event: Any = None, input: Any = None
+    ) -> list[tuple[Snapshot, list[ExecutableAction]]]:
         """Each microstep's snapshot with the actions it produced; from the initial state when `snapshot` is None."""
         scope, actions = self._collecting_scope()
         steps: list[tuple[Snapshot, list[ExecutableAction]]] = []
@@ -176,8 +196,14 @@ class StateMachine:
     def resolve_state(self, config: Mapping[str, Any]) -> Snapshot:
         """A snapshot at a given `value` (and `context`), as xstate's `machine.resolveState`."""
         nodes = nodes_for_value(self, config["value"])
-        snapshot = Snapshot(self, tuple(nodes), config.get("context") or {}, status=config.get("status", "active"),
-                            output=config.get("output"), error=config.get("error"))
+        snapshot = Snapshot(
+            self,
+            tuple(nodes),
+            config.get("context") or {},
+            status=config.get("status", "active"),
+            output=config.get("output"),
+            error=config.get("error"),
+        )
         if is_in_final_state(dict.fromkeys(nodes), self.root):
             snapshot = snapshot.replace(status="done")
         return snapshot
@@ -193,8 +219,9 @@ class StateMachine:
     def get_initial_snapshot(self, actor: Actor, input: Any) -> Snapshot:
         """An actor's first snapshot; one that fails on the way is in status "error" and keeps the pre-initial
         value and context, as in xstate 5.33 (the pure `initial_transition` raises instead)."""
-        return initial_snapshot(self, input, Scope(self, actor, actor.system, actor._execute_action),
-                                errors_as_snapshot=True)
+        return initial_snapshot(
+            self, input, Scope(self, actor, actor.system, actor._execute_action), errors_as_snapshot=True
+        )
 
     def transition_in(self, snapshot: Snapshot, event: Event, actor: Actor) -> Snapshot:
         return macrostep(snapshot, event, Scope(self, actor, actor.system, actor._execute_action))
@@ -226,15 +253,27 @@ def invoke_state(machine: StateMachine, invoke: InvokeDef) -> str:
     return "?"
 
 
-def create_machine(config: Mapping[str, Any], guards: Mapping[str, Any] | None = None,
-                   actions: Mapping[str, Any] | None = None, actors: Mapping[str, Any] | None = None,
-                   delays: Mapping[str, Any] | None = None, max_iterations: float = math.inf) -> StateMachine:
+def create_machine(
+    config: Mapping[str, Any],
+    guards: Mapping[str, Any] | None = None,
+    actions: Mapping[str, Any] | None = None,
+    actors: Mapping[str, Any] | None = None,
+    delays: Mapping[str, Any] | None = None,
+    max_iterations: float = math.inf,
+) -> StateMachine:
     """Build a Machine from an xstate v5 config dict, with named implementations."""
-    return StateMachine(config, Implementations(guards=dict(guards or {}), actions=dict(actions or {}),
-                                           actors=dict(actors or {}), delays=dict(delays or {})), max_iterations)
+    return StateMachine(
+        config,
+        Implementations(
+            guards=dict(guards or {}), actions=dict(actions or {}), actors=dict(actors or {}), delays=dict(delays or {})
+        ),
+        max_iterations,
+    )
 
 
-def get_microsteps(machine: StateMachine, snapshot: Snapshot, event: Any) -> list[tuple[Snapshot, list[ExecutableAction]]]:
+def get_microsteps(
+    machine: StateMachine, snapshot: Snapshot, event: Any
+) -> list[tuple[Snapshot, list[ExecutableAction]]]:
     """xstate's `getMicrosteps`: every microstep of processing `event`, with its actions."""
     return machine.microsteps_with_actions(snapshot, event)
 

@@ -4,12 +4,16 @@ machine is stable; a microstep exits states, runs transition actions, enters sta
 One function serves both executors: `Scope.sink` receives each action as it resolves. The pure `transition()`
 collects them; a running Actor performs them. See https://www.w3.org/TR/scxml/#microstepProcedure.
 """
+
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from engine.core.statechart.actions.assign import Assign
 from engine.core.statechart.actions.base import BuiltinAction, ExecutableAction
+from engine.core.statechart.actions.spawn import SpawnChild
 from engine.core.statechart.actions.stop import stop_child
 from engine.core.statechart.callables import call_with
 from engine.core.statechart.entry_exit import compute_entry_set, initial_state_nodes
@@ -18,11 +22,13 @@ from engine.core.statechart.events import INIT, STOP, Event, done_state_event, i
 from engine.core.statechart.guards import evaluate_guard
 from engine.core.statechart.nodes import InitialTransition
 from engine.core.statechart.refs import ActorRef
-from engine.core.statechart.selection import compute_exit_set, remove_conflicting_transitions, select_eventless_transitions, \
-    select_transitions
+from engine.core.statechart.selection import (
+    compute_exit_set,
+    remove_conflicting_transitions,
+    select_eventless_transitions,
+    select_transitions,
+)
 from engine.core.statechart.snapshot import Snapshot
-from engine.core.statechart.actions.assign import Assign
-from engine.core.statechart.actions.spawn import SpawnChild
 
 if TYPE_CHECKING:
     from engine.core.statechart.machine import StateMachine
@@ -38,8 +44,14 @@ class Spawner:
         self.scope, self.snapshot, self.event = scope, snapshot, event
         self.spawned: dict[str, ActorRef] = {}
 
-    def __call__(self, src: Any, id: str | None = None, input: Any = None, system_id: str | None = None,
-                 sync_snapshot: bool = False) -> ActorRef:
+    def __call__(
+        self,
+        src: Any,
+        id: str | None = None,
+        input: Any = None,
+        system_id: str | None = None,
+        sync_snapshot: bool = False,
+    ) -> ActorRef:
         logic = self.scope.machine.resolve_logic(src, None)
         if id is None:
             self.snapshot, id = self.snapshot.next_id("x")
@@ -47,9 +59,20 @@ class Spawner:
             input = call_with(input, context=self.snapshot.context, event=self.event, self=self.scope.self_ref)
         ref = self.scope.make_ref(id, src, logic, input, system_id, sync_snapshot)
         self.spawned[id] = ref
-        self.scope.sink(ExecutableAction("xstate.spawnChild", {
-            "id": id, "systemId": system_id, "actorRef": ref, "src": src, "input": input,
-        }, None, {"context": self.snapshot.context, "event": self.event}))
+        self.scope.sink(
+            ExecutableAction(
+                "xstate.spawnChild",
+                {
+                    "id": id,
+                    "systemId": system_id,
+                    "actorRef": ref,
+                    "src": src,
+                    "input": input,
+                },
+                None,
+                {"context": self.snapshot.context, "event": self.event},
+            )
+        )
         return ref
 
     def children_with(self, children: dict[str, ActorRef]) -> dict[str, ActorRef]:
@@ -61,7 +84,9 @@ class Scope:
 
     __slots__ = ("machine", "self_ref", "system", "sink", "internal_queue", "deferred_actor_ids", "retries")
 
-    def __init__(self, machine: StateMachine, self_ref: Any, system: Any, sink: Callable[[ExecutableAction], None]) -> None:
+    def __init__(
+        self, machine: StateMachine, self_ref: Any, system: Any, sink: Callable[[ExecutableAction], None]
+    ) -> None:
         self.machine = machine
         self.self_ref = self_ref
         self.system = system
@@ -73,10 +98,12 @@ class Scope:
     def spawner(self, snapshot: Snapshot, event: Event) -> Spawner:
         return Spawner(self, snapshot, event)
 
-    def make_ref(self, id: str, src: Any, logic: Any, input: Any, system_id: str | None,
-                 sync_snapshot: bool) -> ActorRef:
-        return ActorRef(id, src, logic, input=input, system_id=system_id, sync_snapshot=sync_snapshot,
-                        parent=self.self_ref)
+    def make_ref(
+        self, id: str, src: Any, logic: Any, input: Any, system_id: str | None, sync_snapshot: bool
+    ) -> ActorRef:
+        return ActorRef(
+            id, src, logic, input=input, system_id=system_id, sync_snapshot=sync_snapshot, parent=self.self_ref
+        )
 
     def evaluate_guard(self, guard: Any, snapshot: Snapshot, event: Event) -> bool:
         return evaluate_guard(guard, snapshot.context, event, snapshot)
@@ -116,8 +143,10 @@ def resolve_actions(snapshot: Snapshot, event: Event, scope: Scope, actions: Any
             elif isinstance(action, str):
                 name = action
             else:
-                raise StatechartError(f"an action is a name, a {{'type', 'params'}} dict or a callable ({describe(where)}); "
-                                      f"got {action!r}")
+                raise StatechartError(
+                    f"an action is a name, a {{'type', 'params'}} dict or a callable ({describe(where)}); "
+                    f"got {action!r}"
+                )
             registered = machine.implementations.actions
             if name not in registered:
                 raise ImplementationError(
@@ -145,9 +174,15 @@ def resolve_actions(snapshot: Snapshot, event: Event, scope: Scope, actions: Any
 
 # -- exit / enter ---------------------------------------------------------------------------------------------
 
-def _exit_states(snapshot: Snapshot, event: Event, scope: Scope, transitions: list[Transition],
-                 active: dict[StateNode, None], history_value: dict[str, tuple[StateNode, ...]]
-                 ) -> tuple[Snapshot, dict[str, tuple[StateNode, ...]]]:
+
+def _exit_states(
+    snapshot: Snapshot,
+    event: Event,
+    scope: Scope,
+    transitions: list[Transition],
+    active: dict[StateNode, None],
+    history_value: dict[str, tuple[StateNode, ...]],
+) -> tuple[Snapshot, dict[str, tuple[StateNode, ...]]]:
     to_exit = compute_exit_set(transitions, active, history_value)
     to_exit.sort(key=lambda n: n.order, reverse=True)
     changed: dict[str, tuple[StateNode, ...]] | None = None
@@ -184,9 +219,15 @@ def is_in_final_state(active: dict[StateNode, None], node: StateNode) -> bool:
     return node.type == "final"
 
 
-def _enter_states(snapshot: Snapshot, event: Event, scope: Scope, transitions: list[Transition],
-                  active: dict[StateNode, None], history_value: dict[str, tuple[StateNode, ...]],
-                  is_initial: bool) -> Snapshot:
+def _enter_states(
+    snapshot: Snapshot,
+    event: Event,
+    scope: Scope,
+    transitions: list[Transition],
+    active: dict[StateNode, None],
+    history_value: dict[str, tuple[StateNode, ...]],
+    is_initial: bool,
+) -> Snapshot:
     to_enter: dict[StateNode, None] = {}
     default_entry: dict[StateNode, None] = {}
     compute_entry_set(transitions, history_value, default_entry, to_enter)
@@ -217,8 +258,12 @@ def _enter_states(snapshot: Snapshot, event: Event, scope: Scope, transitions: l
         if parent is not None and parent.type == "compound":
             output = _resolve_output(node.output, snapshot.context, event, scope.self_ref) if node.has_output else None
             scope.internal_queue.append(done_state_event(parent.id, output))
-        while (marker is not None and marker.type == "parallel" and marker not in completed
-               and is_in_final_state(active, marker)):
+        while (
+            marker is not None
+            and marker.type == "parallel"
+            and marker not in completed
+            and is_in_final_state(active, marker)
+        ):
             completed.add(marker)
             scope.internal_queue.append(done_state_event(marker.id))
             completion = marker
@@ -244,8 +289,14 @@ def _retry_send_targets(snapshot: Snapshot, scope: Scope) -> None:
 def _invoke_spawn(inv: Any) -> BuiltinAction:
     """The spawn action of an invoke (built once per invoke)."""
     if inv.spawn is None:
-        inv.spawn = SpawnChild(inv.src, id=inv.id, input=inv.input, system_id=inv.system_id,
-                               sync_snapshot=inv.on_snapshot is not None, state=inv)
+        inv.spawn = SpawnChild(
+            inv.src,
+            id=inv.id,
+            input=inv.input,
+            system_id=inv.system_id,
+            sync_snapshot=inv.on_snapshot is not None,
+            state=inv,
+        )
     return inv.spawn
 
 
@@ -259,8 +310,9 @@ def _machine_output(snapshot: Snapshot, event: Event, scope: Scope, completion: 
     return _resolve_output(root.output, snapshot.context, done_state_event(completion.id, inner), scope.self_ref)
 
 
-def microstep(transitions: list[Transition], snapshot: Snapshot, event: Event, scope: Scope,
-              is_initial: bool = False) -> Snapshot:
+def microstep(
+    transitions: list[Transition], snapshot: Snapshot, event: Event, scope: Scope, is_initial: bool = False
+) -> Snapshot:
     if not transitions:
         return snapshot
     active = dict.fromkeys(snapshot.nodes)
@@ -279,8 +331,11 @@ def microstep(transitions: list[Transition], snapshot: Snapshot, event: Event, s
         exits = [a for n in nodes for a in n.exit]
         if exits:
             snapshot = resolve_actions(snapshot, event, scope, exits, "exit on completion")
-    if history_value is snapshot.history_value and len(nodes) == len(snapshot.nodes) and \
-            snapshot.node_set.issuperset(nodes):
+    if (
+        history_value is snapshot.history_value
+        and len(nodes) == len(snapshot.nodes)
+        and snapshot.node_set.issuperset(nodes)
+    ):
         # the same configuration keeps its old order, as in xstate (order decides which region is asked first)
         return snapshot
     return snapshot.replace(nodes=nodes, history_value=history_value)
@@ -289,12 +344,14 @@ def microstep(transitions: list[Transition], snapshot: Snapshot, event: Event, s
 def _stop_children(snapshot: Snapshot, event: Event, scope: Scope) -> Snapshot:
     if not snapshot.children:
         return snapshot
-    return resolve_actions(snapshot, event, scope, [stop_child(ref) for ref in list(snapshot.children.values())],
-                           "stopping children")
+    return resolve_actions(
+        snapshot, event, scope, [stop_child(ref) for ref in list(snapshot.children.values())], "stopping children"
+    )
 
 
-def macrostep(snapshot: Snapshot, event: Event, scope: Scope,
-              on_microstep: Callable[[Snapshot], None] | None = None) -> Snapshot:
+def macrostep(
+    snapshot: Snapshot, event: Event, scope: Scope, on_microstep: Callable[[Snapshot], None] | None = None
+) -> Snapshot:
     """Process one external event to completion (run-to-completion)."""
     etype = event["type"]
     if etype == STOP:
@@ -360,9 +417,14 @@ def _context_assign(machine: StateMachine) -> BuiltinAction:
     return action
 
 
-def initial_snapshot(machine: StateMachine, input: Any, scope: Scope,
-                     on_microstep: Callable[[Snapshot], None] | None = None, *,
-                     errors_as_snapshot: bool = False) -> Snapshot:
+def initial_snapshot(
+    machine: StateMachine,
+    input: Any,
+    scope: Scope,
+    on_microstep: Callable[[Snapshot], None] | None = None,
+    *,
+    errors_as_snapshot: bool = False,
+) -> Snapshot:
     """The pre-initial state (context from `input`), the initial microstep, then a macrostep on `xstate.init`.
 
     With `errors_as_snapshot` (a running actor's start, as xstate 5.33's `getInitialSnapshot`), an exception on

@@ -4,10 +4,12 @@ An event that arrives while another is being processed (an actor's own action se
 finished as it started) only joins the queue; the loop already running takes it after the current one. That is
 run-to-completion: no event is processed inside another.
 """
+
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 __all__ = ["Mailbox"]
 

@@ -2,14 +2,16 @@
 
 Nothing here runs at transition time except lookups; `transition()` never reads the raw config dicts.
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from engine.core.statechart.errors import ConfigError
-from engine.core.statechart.events import after_event, matches_descriptor
 from engine.core.statechart.actions.cancel import cancel
 from engine.core.statechart.actions.raise_ import raise_
+from engine.core.statechart.errors import ConfigError
+from engine.core.statechart.events import after_event, matches_descriptor
 
 if TYPE_CHECKING:
     from engine.core.statechart.machine import StateMachine
@@ -17,8 +19,29 @@ if TYPE_CHECKING:
 __all__ = ["StateNode", "Transition", "InvokeDef", "to_state_path"]
 
 _NODE_KEYS = {
-    "id", "key", "initial", "states", "type", "history", "target", "context", "on", "always", "after", "entry",
-    "exit", "invoke", "onDone", "output", "description", "meta", "tags", "input", "version", "schemas", "types",
+    "id",
+    "key",
+    "initial",
+    "states",
+    "type",
+    "history",
+    "target",
+    "context",
+    "on",
+    "always",
+    "after",
+    "entry",
+    "exit",
+    "invoke",
+    "onDone",
+    "output",
+    "description",
+    "meta",
+    "tags",
+    "input",
+    "version",
+    "schemas",
+    "types",
     "options",
 }
 
@@ -80,8 +103,21 @@ def _format_delay_key(delay: Any) -> Any:
 class Transition:
     """One formatted transition: its source node, resolved targets (None for targetless), guard and actions."""
 
-    __slots__ = ("source", "event_type", "target", "guard", "actions", "reenter", "delay", "description", "config",
-                 "_target_config", "static", "domain_cache", "entry_cache")
+    __slots__ = (
+        "source",
+        "event_type",
+        "target",
+        "guard",
+        "actions",
+        "reenter",
+        "delay",
+        "description",
+        "config",
+        "_target_config",
+        "static",
+        "domain_cache",
+        "entry_cache",
+    )
 
     def __init__(self, source: StateNode, event_type: str | None, config: dict[str, Any]) -> None:
         if "cond" in config:
@@ -162,15 +198,15 @@ class StateNode:
         if self.type not in ("atomic", "compound", "parallel", "final", "history"):
             raise ConfigError(f"state '#{self.id}' has unknown type {self.type!r}")
         if self.id in machine.id_map:
-            raise ConfigError(f"two states have the id '#{self.id}'; state ids must be unique in machine '{machine.id}'")
+            raise ConfigError(
+                f"two states have the id '#{self.id}'; state ids must be unique in machine '{machine.id}'"
+            )
         self.order = len(machine.id_map)
         machine.id_map[self.id] = self
         self.ancestors: tuple[StateNode, ...] = (parent, *parent.ancestors) if parent else ()
         self.ancestor_set = frozenset(self.ancestors)
         self.depth = len(self.ancestors)
-        self.states: dict[str, StateNode] = {
-            k: StateNode(v, machine, k, self) for k, v in states_config.items()
-        }
+        self.states: dict[str, StateNode] = {k: StateNode(v, machine, k, self) for k, v in states_config.items()}
         self.children: tuple[StateNode, ...] = tuple(s for s in self.states.values() if s.type != "history")
         self.history_nodes: tuple[StateNode, ...] = tuple(s for s in self.states.values() if s.type == "history")
         if self.type == "compound" and not config.get("initial"):
@@ -220,8 +256,11 @@ class StateNode:
             descriptor = f"xstate.done.state.{self.id}"
             transitions[descriptor] = [Transition(self, descriptor, c) for c in _transition_configs(config["onDone"])]
         for inv in self.invoke:
-            for attr, prefix in (("on_done", "xstate.done.actor."), ("on_error", "xstate.error.actor."),
-                                 ("on_snapshot", "xstate.snapshot.")):
+            for attr, prefix in (
+                ("on_done", "xstate.done.actor."),
+                ("on_error", "xstate.error.actor."),
+                ("on_snapshot", "xstate.snapshot."),
+            ):
                 handler = getattr(inv, attr)
                 if handler is not None:
                     descriptor = prefix + inv.id
@@ -320,7 +359,8 @@ class StateNode:
         exact = self.transitions.get(event_type, [])
         partial = sorted(
             (d for d in self.transitions if d != event_type and matches_descriptor(event_type, d)),
-            key=len, reverse=True,
+            key=len,
+            reverse=True,
         )
         result = tuple(exact) + tuple(t for d in partial for t in self.transitions[d])
         self._candidates[event_type] = result
@@ -346,8 +386,9 @@ class StateNode:
 
     @property
     def own_events(self) -> list[str]:
-        return [d for d, ts in self.transitions.items()
-                if any(t.target is not None or t.actions or t.reenter for t in ts)]
+        return [
+            d for d, ts in self.transitions.items() if any(t.target is not None or t.actions or t.reenter for t in ts)
+        ]
 
     def __repr__(self) -> str:
         return f"StateNode(#{self.id})"

@@ -1,10 +1,12 @@
 """Who hears an actor: observers of its snapshots (`next`, `error`, `complete`) and listeners of the events it
 emits. An observer's own failure is reported and never breaks the actor; an error nobody observes is reported
 as unhandled, as xstate's `reportUnhandledError`."""
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine.core.statechart.events import Event, to_event
 
@@ -30,8 +32,9 @@ class Subscription:
 class _Observer:
     __slots__ = ("next", "error", "complete")
 
-    def __init__(self, next: Callable[..., Any] | None, error: Callable[..., Any] | None,
-                 complete: Callable[..., Any] | None) -> None:
+    def __init__(
+        self, next: Callable[..., Any] | None, error: Callable[..., Any] | None, complete: Callable[..., Any] | None
+    ) -> None:
         self.next, self.error, self.complete = next, error, complete
 
 
@@ -45,13 +48,15 @@ class Observers:
     def __bool__(self) -> bool:
         return bool(self._observers)
 
-    def subscribe(self, next: Any, error: Callable[[Any], None] | None, complete: Callable[[], None] | None,
-                  ended: Any = None) -> Subscription:
+    def subscribe(
+        self, next: Any, error: Callable[[Any], None] | None, complete: Callable[[], None] | None, ended: Any = None
+    ) -> Subscription:
         """Observe an actor; `ended` is its final snapshot when it has already stopped (the observer hears its
         completion or its error at once)."""
         if next is not None and not callable(next) and any(hasattr(next, a) for a in ("next", "error", "complete")):
-            observer = _Observer(getattr(next, "next", None), getattr(next, "error", None),
-                                 getattr(next, "complete", None))
+            observer = _Observer(
+                getattr(next, "next", None), getattr(next, "error", None), getattr(next, "complete", None)
+            )
         else:
             observer = _Observer(next, error, complete)
         if ended is None:
@@ -123,5 +128,5 @@ class Observers:
 def safe(fn: Callable[..., Any], *args: Any) -> None:
     try:
         fn(*args)
-    except Exception as err:  # noqa: BLE001 - an observer's failure must not break the actor
+    except Exception as err:
         report_unhandled_error(err)

@@ -1,4 +1,5 @@
 """`ActorRef`: how a snapshot names a child. Inert in a pure transition; bound to a live Actor by the host."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,11 +13,30 @@ class ActorRef:
     """A child actor as the parent's snapshot holds it: its id, logic, input, and (once a host starts it) the
     live actor that `send`, `get_snapshot` and `subscribe` reach."""
 
-    __slots__ = ("id", "src", "logic", "input", "system_id", "sync_snapshot", "parent", "persisted", "_actor",
-                 "stopped")
+    __slots__ = (
+        "id",
+        "src",
+        "logic",
+        "input",
+        "system_id",
+        "sync_snapshot",
+        "parent",
+        "persisted",
+        "_actor",
+        "stopped",
+    )
 
-    def __init__(self, id: str, src: Any, logic: Any, input: Any = None, system_id: str | None = None,
-                 sync_snapshot: bool = False, parent: Any = None, persisted: Any = None) -> None:
+    def __init__(
+        self,
+        id: str,
+        src: Any,
+        logic: Any,
+        input: Any = None,
+        system_id: str | None = None,
+        sync_snapshot: bool = False,
+        parent: Any = None,
+        persisted: Any = None,
+    ) -> None:
         self.id = id
         self.src = src
         self.logic = logic

@@ -6,11 +6,13 @@ the same moment fire in the order their actions ran. Like xstate, scheduling aga
 pending does not clear the earlier timer (both fire); `cancel(id)` clears only the latest one, and the first timer
 of an id to fire un-books the id, so a later `cancel` finds nothing to stop.
 """
+
 from __future__ import annotations
 
 import functools
 import itertools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine.core.statechart.clock import Clock
 from engine.core.statechart.snapshot import Timer

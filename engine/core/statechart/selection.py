@@ -3,6 +3,7 @@
 Follows xstate's `transitionNode` (deepest states first, a parent only when no child takes the event) and SCXML's
 `removeConflictingTransitions`.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -15,8 +16,15 @@ if TYPE_CHECKING:
     from engine.core.statechart.nodes import StateNode, Transition
     from engine.core.statechart.snapshot import Snapshot
 
-__all__ = ["select_transitions", "select_eventless_transitions", "remove_conflicting_transitions",
-           "is_descendant", "transition_domain", "effective_targets", "history_default_targets"]
+__all__ = [
+    "select_transitions",
+    "select_eventless_transitions",
+    "remove_conflicting_transitions",
+    "is_descendant",
+    "transition_domain",
+    "effective_targets",
+    "history_default_targets",
+]
 
 
 def is_descendant(node: StateNode, ancestor: StateNode | None) -> bool:
@@ -36,8 +44,9 @@ def next_transition(node: StateNode, snapshot: Snapshot, event: Event) -> Transi
         try:
             passed = evaluate_guard(guard, context, event, snapshot)
         except ImplementationError as err:
-            raise ImplementationError(f"{err}; used in transition for event '{event['type']}' in state "
-                                      f"'#{node.id}'") from None
+            raise ImplementationError(
+                f"{err}; used in transition for event '{event['type']}' in state '#{node.id}'"
+            ) from None
         except StatechartError:
             raise
         except Exception as err:
@@ -52,8 +61,9 @@ def next_transition(node: StateNode, snapshot: Snapshot, event: Event) -> Transi
     return None
 
 
-def _transition_node(node: StateNode, adjacency: dict[StateNode, list[StateNode]], snapshot: Snapshot,
-                     event: Event) -> list[Transition]:
+def _transition_node(
+    node: StateNode, adjacency: dict[StateNode, list[StateNode]], snapshot: Snapshot, event: Event
+) -> list[Transition]:
     """xstate's `transitionNode`, walking the active configuration: the deepest states answer first; a state is
     asked only when none of its active children took the event; every region of a parallel state is asked."""
     kids = adjacency.get(node)
@@ -119,8 +129,9 @@ def history_default_targets(history: StateNode) -> tuple[tuple[StateNode, ...], 
     return tuple(parent.get_by_path(t) if isinstance(t, str) else t for t in targets), False
 
 
-def effective_targets(targets: tuple[StateNode, ...] | None,
-                      history_value: dict[str, tuple[StateNode, ...]]) -> list[StateNode]:
+def effective_targets(
+    targets: tuple[StateNode, ...] | None, history_value: dict[str, tuple[StateNode, ...]]
+) -> list[StateNode]:
     """Targets with history states replaced by what they remember (or their default)."""
     if not targets:
         return []
@@ -173,8 +184,9 @@ def _domain(t: Transition, history_value: dict[str, tuple[StateNode, ...]]) -> S
     return source.machine.root
 
 
-def compute_exit_set(transitions: list[Transition], active: dict[StateNode, None],
-                     history_value: dict[str, tuple[StateNode, ...]]) -> list[StateNode]:
+def compute_exit_set(
+    transitions: list[Transition], active: dict[StateNode, None], history_value: dict[str, tuple[StateNode, ...]]
+) -> list[StateNode]:
     to_exit: dict[StateNode, None] = {}
     for t in transitions:
         if not t.target:
@@ -188,8 +200,9 @@ def compute_exit_set(transitions: list[Transition], active: dict[StateNode, None
     return list(to_exit)
 
 
-def remove_conflicting_transitions(enabled: list[Transition], active: dict[StateNode, None],
-                                   history_value: dict[str, tuple[StateNode, ...]]) -> list[Transition]:
+def remove_conflicting_transitions(
+    enabled: list[Transition], active: dict[StateNode, None], history_value: dict[str, tuple[StateNode, ...]]
+) -> list[Transition]:
     """SCXML's rule: of two transitions that exit a common state, the one from the deeper source wins;
     otherwise the earlier one (in selection order) wins."""
     if len(enabled) < 2:

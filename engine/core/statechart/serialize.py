@@ -1,13 +1,15 @@
 """Snapshots to plain JSON and back; state values to state nodes; a machine's definition as data."""
+
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+from engine.core.statechart.encoding import REF_MARK
 from engine.core.statechart.errors import ConfigError, SnapshotError
 from engine.core.statechart.events import Event
 from engine.core.statechart.refs import ActorRef
-from engine.core.statechart.encoding import REF_MARK
 from engine.core.statechart.snapshot import Snapshot, Timer, all_state_nodes
 
 if TYPE_CHECKING:
@@ -41,9 +43,15 @@ def snapshot_from_json(machine: StateMachine, data: Mapping[str, Any]) -> Snapsh
         logic = machine.resolve_logic(src, None) if src else machine.logic_for_child(child_id)
         if logic is None:
             raise SnapshotError(f"child '{child_id}' of the snapshot has no logic in machine '{machine.id}'")
-        children[child_id] = ActorRef(child_id, src or logic, logic, input=child.get("input"),
-                                      system_id=child.get("system_id"), sync_snapshot=bool(child.get("sync_snapshot")),
-                                      persisted=child.get("snapshot"))
+        children[child_id] = ActorRef(
+            child_id,
+            src or logic,
+            logic,
+            input=child.get("input"),
+            system_id=child.get("system_id"),
+            sync_snapshot=bool(child.get("sync_snapshot")),
+            persisted=child.get("snapshot"),
+        )
     history = _revive_history(machine, data.get("history_value"))
     timers: dict[str, Timer] = {}
     for t in data.get("timers") or []:
@@ -52,9 +60,18 @@ def snapshot_from_json(machine: StateMachine, data: Mapping[str, Any]) -> Snapsh
             ref_id = str(target.get("ref"))
             target = children.get(ref_id, ref_id)
         timers[t["id"]] = Timer(t["id"], Event(t["event"]), t["delay"], target, t.get("started_at"))
-    return Snapshot(machine, tuple(nodes), _decode(data.get("context"), children), status=data.get("status", "active"),
-                    output=data.get("output"), error=data.get("error"), children=children, history_value=history,
-                    timers=timers, seq=int(data.get("seq") or 0))
+    return Snapshot(
+        machine,
+        tuple(nodes),
+        _decode(data.get("context"), children),
+        status=data.get("status", "active"),
+        output=data.get("output"),
+        error=data.get("error"),
+        children=children,
+        history_value=history,
+        timers=timers,
+        seq=int(data.get("seq") or 0),
+    )
 
 
 def _revive_history(machine: StateMachine, data: Any) -> dict[str, tuple[StateNode, ...]]:
@@ -108,6 +125,7 @@ def _describe(action: Any) -> Any:
 
 def node_definition(node: StateNode) -> dict[str, Any]:
     """A JSON-friendly description of a state node and its subtree (for graphs and inspection)."""
+
     def transition(t: Any) -> dict[str, Any]:
         return {
             "event": t.event_type,
@@ -129,8 +147,10 @@ def node_definition(node: StateNode) -> dict[str, Any]:
         "always": [transition(t) for t in node.always],
         "entry": [_describe(a) for a in node.entry],
         "exit": [_describe(a) for a in node.exit],
-        "invoke": [{"id": i.id, "src": i.src if isinstance(i.src, str) else getattr(i.src, "id", "(inline)")}
-                   for i in node.invoke],
+        "invoke": [
+            {"id": i.id, "src": i.src if isinstance(i.src, str) else getattr(i.src, "id", "(inline)")}
+            for i in node.invoke
+        ],
         "tags": list(node.tags),
         "meta": node.meta,
         "description": node.description,

@@ -1,12 +1,14 @@
 """Snapshots: immutable values of a machine at rest between macrosteps, and their plain-JSON form."""
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from engine.core.statechart.events import Event, to_event
-from engine.core.statechart.nodes import to_state_path
 from engine.core.statechart.encoding import snapshot_to_json
 from engine.core.statechart.entry_exit import initial_state_nodes
+from engine.core.statechart.events import Event, to_event
+from engine.core.statechart.nodes import to_state_path
 
 if TYPE_CHECKING:
     from engine.core.statechart.machine import StateMachine
@@ -25,16 +27,22 @@ class Timer:
 
     __slots__ = ("id", "event", "delay", "target", "started_at")
 
-    def __init__(self, id: str, event: Event, delay: float, target: Any = None,
-                 started_at: float | None = None) -> None:
+    def __init__(
+        self, id: str, event: Event, delay: float, target: Any = None, started_at: float | None = None
+    ) -> None:
         self.id, self.event, self.delay, self.target, self.started_at = id, event, delay, target, started_at
 
     def to_json(self) -> dict[str, Any]:
         target = self.target
         if target is not None and not isinstance(target, str):
             target = {"ref": target.id}
-        return {"id": self.id, "event": dict(self.event), "delay": self.delay, "target": target,
-                "started_at": self.started_at}
+        return {
+            "id": self.id,
+            "event": dict(self.event),
+            "delay": self.delay,
+            "target": target,
+            "started_at": self.started_at,
+        }
 
     def __repr__(self) -> str:
         return f"Timer({self.id!r}, {self.event.get('type')!r}, delay={self.delay})"
@@ -70,13 +78,36 @@ class Snapshot:
     Snapshots are never changed in place: every step builds a new one with `replace`.
     """
 
-    __slots__ = ("machine", "nodes", "context", "status", "output", "error", "children", "history_value",
-                 "timers", "seq", "_value", "_node_set", "_tags", "_adjacency")
+    __slots__ = (
+        "machine",
+        "nodes",
+        "context",
+        "status",
+        "output",
+        "error",
+        "children",
+        "history_value",
+        "timers",
+        "seq",
+        "_value",
+        "_node_set",
+        "_tags",
+        "_adjacency",
+    )
 
-    def __init__(self, machine: StateMachine, nodes: tuple[StateNode, ...], context: Any, status: str = "active",
-                 output: Any = None, error: Any = None, children: dict[str, ActorRef] | None = None,
-                 history_value: dict[str, tuple[StateNode, ...]] | None = None,
-                 timers: dict[str, Timer] | None = None, seq: int = 0) -> None:
+    def __init__(
+        self,
+        machine: StateMachine,
+        nodes: tuple[StateNode, ...],
+        context: Any,
+        status: str = "active",
+        output: Any = None,
+        error: Any = None,
+        children: dict[str, ActorRef] | None = None,
+        history_value: dict[str, tuple[StateNode, ...]] | None = None,
+        timers: dict[str, Timer] | None = None,
+        seq: int = 0,
+    ) -> None:
         self.machine = machine
         self.nodes = nodes
         self.context = context
@@ -182,8 +213,7 @@ class Snapshot:
     def next_id(self, prefix: str) -> tuple[Snapshot, str]:
         return self.replace(seq=self.seq + 1), f"{prefix}:{self.seq}"
 
-    def with_timer(self, send_id: str | None, event: Event, delay: float,
-                   target: Any = None) -> tuple[Snapshot, Timer]:
+    def with_timer(self, send_id: str | None, event: Event, delay: float, target: Any = None) -> tuple[Snapshot, Timer]:
         """This snapshot with one more scheduled event (replacing the listing of a pending one with the same id),
         and that event's Timer."""
         snapshot = self

@@ -5,18 +5,39 @@ prefix -> dotted path; when set, it replaces the default below). Classes are imp
 asked for, so importing `engine.runtime.providers` imports no SDK: a deployment with only scripted models needs neither
 `anthropic` nor `openai` to work. One instance per prefix is kept, since each holds its SDK's connection pool.
 """
+
 from __future__ import annotations
 
 import importlib
 import threading
 
 from engine.runtime.providers._config import setting_dict
-from engine.runtime.providers.base import (ModelReply, ModelRequest, Provider, ProviderError, ToolCall, TurnView, Usage,
-                                   parse_arguments)
+from engine.runtime.providers.base import (
+    ModelReply,
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ToolCall,
+    TurnView,
+    Usage,
+    parse_arguments,
+)
 
-__all__ = ["provider_for", "split_model", "reset_providers", "aclose_all", "DEFAULT_PROVIDERS",
-           "ModelReply", "ModelRequest", "Provider", "ProviderError", "ToolCall", "TurnView", "Usage",
-           "parse_arguments"]
+__all__ = [
+    "provider_for",
+    "split_model",
+    "reset_providers",
+    "aclose_all",
+    "DEFAULT_PROVIDERS",
+    "ModelReply",
+    "ModelRequest",
+    "Provider",
+    "ProviderError",
+    "ToolCall",
+    "TurnView",
+    "Usage",
+    "parse_arguments",
+]
 
 DEFAULT_PROVIDERS: dict[str, str] = {
     "anthropic": "engine.runtime.providers.anthropic.AnthropicProvider",
@@ -70,16 +91,20 @@ def _load(prefix: str, model: str) -> Provider:
     path = paths.get(prefix)
     if path is None:
         known = ", ".join(sorted(paths)) or "none"
-        raise ProviderError(f'no provider for the prefix "{prefix}" of model "{model}": the known prefixes are '
-                            f"{known} (setting JR2_PROVIDERS)")
+        raise ProviderError(
+            f'no provider for the prefix "{prefix}" of model "{model}": the known prefixes are '
+            f"{known} (setting JR2_PROVIDERS)"
+        )
     module_name, _, class_name = path.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as err:
-        raise ProviderError(f'the provider "{prefix}" names {path!r} in JR2_PROVIDERS, which cannot be imported: '
-                            f"{err}") from err
+        raise ProviderError(
+            f'the provider "{prefix}" names {path!r} in JR2_PROVIDERS, which cannot be imported: {err}'
+        ) from err
     if not (isinstance(cls, type) and issubclass(cls, Provider)):
-        raise ProviderError(f'the provider "{prefix}" names {path!r} in JR2_PROVIDERS, which is not a Provider '
-                            "subclass")
+        raise ProviderError(
+            f'the provider "{prefix}" names {path!r} in JR2_PROVIDERS, which is not a Provider subclass'
+        )
     instance: Provider = cls()
     return instance

@@ -3,10 +3,12 @@
 A client holds a connection pool, so it is reused; but its connections belong to the event loop that opened them,
 and its key and base URL are read at each call, so a new loop or a changed setting gets a new client.
 """
+
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Generic, Hashable, Protocol, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Generic, Protocol, TypeVar
 
 __all__ = ["ClientCache"]
 

@@ -2,16 +2,26 @@
 the default. Read at call time, so a test's settings override (or a changed environment) is seen at once; and read
 without requiring Django to be configured, so a provider also works from a plain script.
 """
+
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from engine.runtime.providers.base import ProviderError
 
-__all__ = ["setting", "setting_str", "setting_int", "setting_float", "setting_dict", "max_retries", "timeout",
-           "connect_timeout"]
+__all__ = [
+    "setting",
+    "setting_str",
+    "setting_int",
+    "setting_float",
+    "setting_dict",
+    "max_retries",
+    "timeout",
+    "connect_timeout",
+]
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_TIMEOUT = 600.0
@@ -25,6 +35,7 @@ def setting(name: str) -> Any:
     """The value of `name`: the Django setting if it is set and not None, else the environment variable, else None."""
     try:
         from django.conf import settings
+
         if settings.configured:
             value = getattr(settings, name, None)
             if value is not None:

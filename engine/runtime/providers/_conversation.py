@@ -4,10 +4,12 @@ Recorded conversations are not always tidy: a reply with neither text nor a pick
 message, a re-prompt follows an answer as a second user message. APIs refuse both (empty content, and for
 Anthropic, roles that do not alternate), so every provider reads the conversation through `turns()`.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 __all__ = ["blocks", "turns", "text_of", "tool_use_count"]
 
@@ -71,5 +73,4 @@ def text_of(content: Any) -> str:
 
 def tool_use_count(messages: Iterable[Mapping[str, Any]]) -> int:
     """How many tool_use blocks the conversation holds (a scripted model numbers its calls with it)."""
-    return sum(1 for message in messages for block in blocks(message.get("content"))
-               if block.get("type") == "tool_use")
+    return sum(1 for message in messages for block in blocks(message.get("content")) if block.get("type") == "tool_use")

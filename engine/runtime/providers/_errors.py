@@ -1,5 +1,6 @@
 """How an HTTP status from a model API becomes a ProviderError, in words: shared by the providers, each of which
 still catches its own SDK's exceptions at its boundary."""
+
 from __future__ import annotations
 
 from engine.runtime.providers.base import ProviderError

@@ -5,13 +5,15 @@ first in the prompt, carry `cache_control`, and are the same bytes on every requ
 after the first reads them from the cache. Retries with backoff (429, 5xx, dropped connections) are the SDK's own;
 what is left after them leaves as a `ProviderError` whose message says what to do.
 """
+
 from __future__ import annotations
 
 import contextlib
 import functools
 import json
 import os
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import anthropic
 
@@ -19,7 +21,15 @@ from engine.runtime.providers import _config
 from engine.runtime.providers._clients import ClientCache
 from engine.runtime.providers._conversation import turns
 from engine.runtime.providers._errors import after_retries, status_error
-from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage, parse_arguments
+from engine.runtime.providers.base import (
+    ModelReply,
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ToolCall,
+    Usage,
+    parse_arguments,
+)
 
 __all__ = ["AnthropicProvider", "anthropic_tools", "anthropic_system", "anthropic_messages", "DEFAULT_BASE_URL"]
 
@@ -64,8 +74,12 @@ def anthropic_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, 
         converted = []
         for block in content:
             if block.get("type") == "tool_use":
-                block = {"type": "tool_use", "id": block["id"], "name": block["name"],
-                         "input": block.get("input") if isinstance(block.get("input"), Mapping) else {}}
+                block = {
+                    "type": "tool_use",
+                    "id": block["id"],
+                    "name": block["name"],
+                    "input": block.get("input") if isinstance(block.get("input"), Mapping) else {},
+                }
             converted.append(block)
         out.append({"role": role, "content": converted})
     return out
@@ -89,14 +103,16 @@ class AnthropicProvider(Provider):
         if not api_key:
             raise ProviderError(
                 "ANTHROPIC_API_KEY is not set: export your Anthropic API key as ANTHROPIC_API_KEY in the environment "
-                "of the jr2 server, or give this Agent a local/ or script/ model")
+                "of the jr2 server, or give this Agent a local/ or script/ model"
+            )
         base_url = _config.setting_str("JR2_ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
         retries = _config.max_retries()
         seconds = _config.timeout()
         timeout = anthropic.Timeout(seconds, connect=_config.connect_timeout(seconds))
         client = await self._clients.get(
             (api_key, base_url, retries, seconds),
-            lambda: anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=retries, timeout=timeout))
+            lambda: anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=retries, timeout=timeout),
+        )
         # Given per request, the timeout also turns off the SDK's guess that a large max_tokens needs streaming.
         params = {**self._params(request), "timeout": timeout}
         with _mapped_errors(base_url, retries):
@@ -136,16 +152,20 @@ def _reply(message: Any) -> ModelReply:
         elif block.type == "tool_use":
             data = block.input
             arguments, raw, error = parse_arguments(
-                data if isinstance(data, Mapping) else json.dumps(data, default=str))
+                data if isinstance(data, Mapping) else json.dumps(data, default=str)
+            )
             calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments, raw=raw, error=error))
     usage = message.usage
     return ModelReply(
         text="".join(texts),
         tool_calls=tuple(calls),
         stop_reason=str(message.stop_reason or ""),
-        usage=Usage(input=usage.input_tokens or 0, output=usage.output_tokens or 0,
-                    cache_read=usage.cache_read_input_tokens or 0,
-                    cache_write=usage.cache_creation_input_tokens or 0),
+        usage=Usage(
+            input=usage.input_tokens or 0,
+            output=usage.output_tokens or 0,
+            cache_read=usage.cache_read_input_tokens or 0,
+            cache_write=usage.cache_creation_input_tokens or 0,
+        ),
         model=str(message.model),
         response=message.model_dump(mode="json", warnings=False),
     )
@@ -158,15 +178,21 @@ def _mapped_errors(base_url: str, retries: int) -> Iterator[None]:
     try:
         yield
     except anthropic.APIStatusError as err:
-        raise status_error(err.status_code, _api_message(err), "the Anthropic API", "Check ANTHROPIC_API_KEY.",
-                           after) from err
+        raise status_error(
+            err.status_code, _api_message(err), "the Anthropic API", "Check ANTHROPIC_API_KEY.", after
+        ) from err
     except anthropic.APITimeoutError as err:
-        raise ProviderError(f"the Anthropic API at {base_url} did not answer in time{after}; raise "
-                            "JR2_PROVIDER_TIMEOUT if long replies are expected", retryable=True) from err
+        raise ProviderError(
+            f"the Anthropic API at {base_url} did not answer in time{after}; raise "
+            "JR2_PROVIDER_TIMEOUT if long replies are expected",
+            retryable=True,
+        ) from err
     except anthropic.APIConnectionError as err:
         cause = f" ({err.__cause__}{after})" if err.__cause__ else after
-        raise ProviderError(f"could not reach the Anthropic API at {base_url}{cause}: check the network, "
-                            "or JR2_ANTHROPIC_BASE_URL", retryable=True) from err
+        raise ProviderError(
+            f"could not reach the Anthropic API at {base_url}{cause}: check the network, or JR2_ANTHROPIC_BASE_URL",
+            retryable=True,
+        ) from err
     except anthropic.AnthropicError as err:
         raise ProviderError(f"the Anthropic SDK failed: {err}") from err
 

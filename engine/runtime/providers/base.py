@@ -1,9 +1,10 @@
 """The one seam between a Turn loop and a model: `await provider.complete(request) -> ModelReply`.
 
 A Turn loop (engine/runtime) builds a `ModelRequest` from the Session's outputs and the recorded conversation; a
-provider turns it into its SDK's call and the SDK's answer back into a `ModelReply`. Providers own their SDK's
-errors: whatever goes wrong leaves as a `ProviderError` whose message a person can act on. Nothing here imports an
-SDK; `engine.runtime.providers.anthropic` alone imports `anthropic`, `engine.runtime.providers.local` alone imports `openai`.
+provider turns it into its SDK's call and the SDK's answer back into a `ModelReply`. Providers own their SDK's errors:
+whatever goes wrong leaves as a `ProviderError` whose message a person can act on. Nothing here imports an SDK;
+`engine.runtime.providers.anthropic` alone imports `anthropic`, `engine.runtime.providers.local` alone imports
+`openai`.
 
 The conversation is kept in one neutral, JSON-ready form (shaped like Anthropic's Messages API, the richest of the
 three), so it can be recorded, resumed after a crash and sent to any provider:
@@ -13,17 +14,27 @@ three), so it can be recorded, resumed after a crash and sent to any provider:
     {"role": "assistant", "content": [{"type": "text", "text": "..."},
                                       {"type": "tool_use", "id": "...", "name": "...", "input": {...}}]}
 """
+
 from __future__ import annotations
 
 import abc
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from engine.core.text import nul_at, without_nul
 
-__all__ = ["ToolCall", "Usage", "ModelRequest", "ModelReply", "TurnView", "ProviderError", "Provider",
-           "parse_arguments"]
+__all__ = [
+    "ToolCall",
+    "Usage",
+    "ModelRequest",
+    "ModelReply",
+    "TurnView",
+    "ProviderError",
+    "Provider",
+    "parse_arguments",
+]
 
 
 @dataclass(frozen=True)
@@ -87,8 +98,12 @@ class Usage:
     cache_write: int = 0
 
     def to_json(self) -> dict[str, int]:
-        return {"input": self.input, "output": self.output, "cache_read": self.cache_read,
-                "cache_write": self.cache_write}
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+        }
 
 
 @dataclass(frozen=True)
@@ -108,8 +123,16 @@ class ModelReply:
         run records and acts on, the same on every database."""
         if nul_at([self.text, [c.to_json() for c in self.tool_calls], dict(self.response)]) is None:
             return self
-        calls = tuple(ToolCall(without_nul(c.id), without_nul(c.name), without_nul(c.arguments), without_nul(c.raw),
-                               without_nul(c.error)) for c in self.tool_calls)
+        calls = tuple(
+            ToolCall(
+                without_nul(c.id),
+                without_nul(c.name),
+                without_nul(c.arguments),
+                without_nul(c.raw),
+                without_nul(c.error),
+            )
+            for c in self.tool_calls
+        )
         return replace(self, text=without_nul(self.text), tool_calls=calls, response=without_nul(dict(self.response)))
 
     def message(self) -> dict[str, Any]:
@@ -118,13 +141,18 @@ class ModelReply:
         content: list[dict[str, Any]] = []
         blocks = self.response.get("content")
         if isinstance(blocks, list):
-            content.extend(dict(b) for b in blocks
-                           if isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking"))
+            content.extend(
+                dict(b) for b in blocks if isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking")
+            )
         if self.text:
             content.append({"type": "text", "text": self.text})
         for call in self.tool_calls:
-            block: dict[str, Any] = {"type": "tool_use", "id": call.id, "name": call.name,
-                                     "input": call.arguments if call.arguments is not None else {}}
+            block: dict[str, Any] = {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": call.arguments if call.arguments is not None else {},
+            }
             if call.arguments is None:
                 block["raw"] = call.raw
             content.append(block)

@@ -9,6 +9,7 @@ instead.
 The picks waiting for a run live in this process (the host that drives the run serves its pages in the embedded
 default).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -76,7 +77,11 @@ class HumanProvider(Provider):
             raise SeatGivenBack(f"{request.model} gave the seat of {view.agent} back")
         event, params = pick
         call = ToolCall(id=f"human-{next(_ids)}", name=event, arguments=dict(params))
-        return ModelReply(text="", tool_calls=(call,), stop_reason="tool_use", usage=Usage(),
-                          model=f"{self.prefix}/{request.model}", response={"human": request.model,
-                                                                            "pick": {"event": event,
-                                                                                     "params": params}})
+        return ModelReply(
+            text="",
+            tool_calls=(call,),
+            stop_reason="tool_use",
+            usage=Usage(),
+            model=f"{self.prefix}/{request.model}",
+            response={"human": request.model, "pick": {"event": event, "params": params}},
+        )

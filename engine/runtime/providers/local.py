@@ -15,12 +15,14 @@ walk a Machine; both default to what any OpenAI-compatible server expects:
   the user's text ("Result of your call ask: ..."), for chat templates that drop the `tool` role (llama-cpp-python's
   chatml-function-calling renders only system, user and assistant messages, so the model would never read them).
 """
+
 from __future__ import annotations
 
 import contextlib
 import functools
 import json
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import openai
 
@@ -28,10 +30,26 @@ from engine.runtime.providers import _config
 from engine.runtime.providers._clients import ClientCache
 from engine.runtime.providers._conversation import text_of, turns
 from engine.runtime.providers._errors import after_retries, status_error
-from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage, parse_arguments
+from engine.runtime.providers.base import (
+    ModelReply,
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ToolCall,
+    Usage,
+    parse_arguments,
+)
 
-__all__ = ["LocalProvider", "openai_tools", "openai_messages", "tool_choice", "DEFAULT_BASE_URL", "DEFAULT_API_KEY",
-           "TOOL_CHOICES", "TOOL_RESULTS"]
+__all__ = [
+    "LocalProvider",
+    "openai_tools",
+    "openai_messages",
+    "tool_choice",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_API_KEY",
+    "TOOL_CHOICES",
+    "TOOL_RESULTS",
+]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_API_KEY = "not-needed"
@@ -46,10 +64,17 @@ FINISH_REASONS = {"tool_calls": "tool_use", "function_call": "tool_use", "stop":
 
 @functools.lru_cache(maxsize=256)
 def _tools_text(tools_json: str) -> str:
-    tools = [{"type": "function",
-              "function": {"name": tool["name"], "description": tool.get("description") or "",
-                           "parameters": tool.get("input_schema") or {"type": "object", "properties": {}}}}
-             for tool in json.loads(tools_json)]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "description": tool.get("description") or "",
+                "parameters": tool.get("input_schema") or {"type": "object", "properties": {}},
+            },
+        }
+        for tool in json.loads(tools_json)
+    ]
     return json.dumps(tools)
 
 
@@ -60,8 +85,9 @@ def openai_tools(tools_json: str) -> list[dict[str, Any]]:
     return tools
 
 
-def openai_messages(system: str, messages: Sequence[Mapping[str, Any]], tool_results: str = "tool"
-                    ) -> list[dict[str, Any]]:
+def openai_messages(
+    system: str, messages: Sequence[Mapping[str, Any]], tool_results: str = "tool"
+) -> list[dict[str, Any]]:
     """The system prompt and the neutral conversation as chat messages: a tool_use becomes an assistant's
     `tool_calls` entry (its raw text when the model's arguments were refused, so the model sees what it sent), a
     tool_result a `tool` message right after it (or, with `tool_results="user"`, a line of the user's text naming
@@ -74,9 +100,15 @@ def openai_messages(system: str, messages: Sequence[Mapping[str, Any]], tool_res
     for role, content in turns(messages):
         texts = [str(block["text"]) for block in content if block.get("type") == "text"]
         if role == "assistant":
-            calls = [{"id": block["id"], "type": "function",
-                      "function": {"name": block["name"], "arguments": _arguments_text(block)}}
-                     for block in content if block.get("type") == "tool_use"]
+            calls = [
+                {
+                    "id": block["id"],
+                    "type": "function",
+                    "function": {"name": block["name"], "arguments": _arguments_text(block)},
+                }
+                for block in content
+                if block.get("type") == "tool_use"
+            ]
             names.update((call["id"], call["function"]["name"]) for call in calls)
             if not texts and not calls:
                 continue
@@ -152,7 +184,8 @@ class LocalProvider(Provider):
         timeout = openai.Timeout(seconds, connect=_config.connect_timeout(seconds))
         client = await self._clients.get(
             (api_key, base_url, retries, seconds),
-            lambda: openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=retries, timeout=timeout))
+            lambda: openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=retries, timeout=timeout),
+        )
         params = self._params(request)
         with _mapped_errors(base_url, retries):
             completion = await client.chat.completions.create(**params)
@@ -172,8 +205,11 @@ class LocalProvider(Provider):
         tools = openai_tools(request.tools_json)
         if tools:
             params["tools"] = tools
-            params["tool_choice"] = tool_choice(_choice_setting("JR2_LOCAL_TOOL_CHOICE", TOOL_CHOICES), tools,
-                                                request.view.allowed_picks if request.view is not None else None)
+            params["tool_choice"] = tool_choice(
+                _choice_setting("JR2_LOCAL_TOOL_CHOICE", TOOL_CHOICES),
+                tools,
+                request.view.allowed_picks if request.view is not None else None,
+            )
         if request.dials.get("temperature") is not None:
             params["temperature"] = request.dials["temperature"]
         return params
@@ -189,8 +225,14 @@ def _reply(completion: Any, base_url: str) -> ModelReply:
         call_id = getattr(call, "id", None) or f"call-{index + 1}"
         function = getattr(call, "function", None)
         if function is None:
-            calls.append(ToolCall(id=call_id, name=str(getattr(call, "type", "")), arguments=None,
-                                  error="only function tool calls can be picks"))
+            calls.append(
+                ToolCall(
+                    id=call_id,
+                    name=str(getattr(call, "type", "")),
+                    arguments=None,
+                    error="only function tool calls can be picks",
+                )
+            )
             continue
         arguments, raw, error = _arguments(function.arguments if function.arguments is not None else "")
         calls.append(ToolCall(id=call_id, name=function.name, arguments=arguments, raw=raw, error=error))
@@ -204,9 +246,11 @@ def _reply(completion: Any, base_url: str) -> ModelReply:
         text=text,
         tool_calls=tuple(calls),
         stop_reason=stop_reason,
-        usage=Usage(input=(usage.prompt_tokens or 0) if usage else 0,
-                    output=(usage.completion_tokens or 0) if usage else 0,
-                    cache_read=(getattr(details, "cached_tokens", None) or 0) if details else 0),
+        usage=Usage(
+            input=(usage.prompt_tokens or 0) if usage else 0,
+            output=(usage.completion_tokens or 0) if usage else 0,
+            cache_read=(getattr(details, "cached_tokens", None) or 0) if details else 0,
+        ),
         model=str(completion.model or ""),
         response=completion.model_dump(mode="json", warnings=False),
     )
@@ -235,15 +279,19 @@ def _mapped_errors(base_url: str, retries: int) -> Iterator[None]:
     try:
         yield
     except openai.APIStatusError as err:
-        raise status_error(err.status_code, _api_message(err), server,
-                           "Set JR2_LOCAL_API_KEY to the key the server expects.", after) from err
+        raise status_error(
+            err.status_code, _api_message(err), server, "Set JR2_LOCAL_API_KEY to the key the server expects.", after
+        ) from err
     except openai.APITimeoutError as err:
-        raise ProviderError(f"{server} did not answer in time{after}; raise JR2_PROVIDER_TIMEOUT for a slow "
-                            "model", retryable=True) from err
+        raise ProviderError(
+            f"{server} did not answer in time{after}; raise JR2_PROVIDER_TIMEOUT for a slow model", retryable=True
+        ) from err
     except openai.APIConnectionError as err:
         cause = f" ({err.__cause__}{after})" if err.__cause__ else after
-        raise ProviderError(f"could not connect to {server}{cause}: start the server, or set "
-                            "JR2_LOCAL_BASE_URL to where it listens", retryable=True) from err
+        raise ProviderError(
+            f"could not connect to {server}{cause}: start the server, or set JR2_LOCAL_BASE_URL to where it listens",
+            retryable=True,
+        ) from err
     except openai.OpenAIError as err:
         raise ProviderError(f"the OpenAI SDK failed talking to {server}: {err}") from err
 

@@ -16,24 +16,70 @@ does the host tell anyone.
 
 Callers use this package's names (`from engine.runtime import store; store.commit(...)`).
 """
+
 from __future__ import annotations
 
 from engine.runtime.errors import InputWithdrawn, LeaseLost
 from engine.runtime.store.inputs import (
-    InputAnswered, answer_input, pending_inputs, post_input, read_input, withdraw_input,
+    InputAnswered,
+    answer_input,
+    pending_inputs,
+    post_input,
+    read_input,
+    withdraw_input,
 )
 from engine.runtime.store.leases import (
-    claim_runs, live_run_ids, mark_drifted, release_leases, renew_leases, take_lease,
+    claim_runs,
+    live_run_ids,
+    mark_drifted,
+    release_leases,
+    renew_leases,
+    take_lease,
 )
 from engine.runtime.store.ops import (
-    CallFinished, CallStarted, EffectChanged, EffectOpened, Message, Op, SeatChanged, TurnChanged, TurnClosed,
+    CallFinished,
+    CallStarted,
+    EffectChanged,
+    EffectOpened,
+    Message,
+    Op,
+    SeatChanged,
+    TurnChanged,
+    TurnClosed,
     TurnOpened,
 )
 from engine.runtime.store.resume import Resume, expire_in_flight, load_resume
 from engine.runtime.store.step import Step, commit, write
 
-__all__ = ["Step", "Op", "TurnOpened", "TurnClosed", "TurnChanged", "SeatChanged", "Message", "CallStarted",
-           "CallFinished", "EffectOpened", "EffectChanged", "commit", "write", "Resume", "load_resume", "take_lease",
-           "renew_leases", "release_leases", "live_run_ids", "mark_drifted", "expire_in_flight", "LeaseLost",
-           "InputWithdrawn", "InputAnswered", "claim_runs", "pending_inputs", "post_input", "read_input",
-           "withdraw_input", "answer_input"]
+__all__ = [
+    "Step",
+    "Op",
+    "TurnOpened",
+    "TurnClosed",
+    "TurnChanged",
+    "SeatChanged",
+    "Message",
+    "CallStarted",
+    "CallFinished",
+    "EffectOpened",
+    "EffectChanged",
+    "commit",
+    "write",
+    "Resume",
+    "load_resume",
+    "take_lease",
+    "renew_leases",
+    "release_leases",
+    "live_run_ids",
+    "mark_drifted",
+    "expire_in_flight",
+    "LeaseLost",
+    "InputWithdrawn",
+    "InputAnswered",
+    "claim_runs",
+    "pending_inputs",
+    "post_input",
+    "read_input",
+    "withdraw_input",
+    "answer_input",
+]

@@ -1,12 +1,14 @@
 """Relayed inputs, the fleet's database inbox (engine/runtime/relay.py): a web process posts one and reads its
 answer; the host holding the run answers it in the transaction of the step it caused (`InputAnswered`), or on its
 own when it caused none; a sender that stops waiting withdraws it."""
+
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from django.utils import timezone
 
@@ -31,8 +33,12 @@ class InputAnswered(Op):
 
 
 def _answer(input_id: int, outcome: Any, owner: str, now: dt.datetime) -> bool:
-    return RunInput.objects.filter(id=input_id, status=RunInput.Status.PENDING).update(
-        status=RunInput.Status.ANSWERED, outcome=outcome, answered_by=owner, answered_at=now) == 1
+    return (
+        RunInput.objects.filter(id=input_id, status=RunInput.Status.PENDING).update(
+            status=RunInput.Status.ANSWERED, outcome=outcome, answered_by=owner, answered_at=now
+        )
+        == 1
+    )
 
 
 def pending_inputs(owner: str, run_ids: Iterable[str] | None = None) -> list[tuple[int, str, str, dict[str, Any]]]:
@@ -40,8 +46,10 @@ def pending_inputs(owner: str, run_ids: Iterable[str] | None = None) -> list[tup
     rows = RunInput.objects.filter(status=RunInput.Status.PENDING, run__lease_owner=owner)
     if run_ids is not None:
         rows = rows.filter(run_id__in=list(run_ids))
-    return [(input_id, run_id, kind, json.loads(args))
-            for input_id, run_id, kind, args in rows.order_by("id").values_list("id", "run_id", "kind", "args")]
+    return [
+        (input_id, run_id, kind, json.loads(args))
+        for input_id, run_id, kind, args in rows.order_by("id").values_list("id", "run_id", "kind", "args")
+    ]
 
 
 def post_input(run_id: str, kind: str, args: dict[str, Any]) -> int:
@@ -56,8 +64,12 @@ def read_input(input_id: int) -> tuple[str, Any]:
 
 def withdraw_input(input_id: int) -> bool:
     """The sender stops waiting: true if no worker had answered it (then none ever will)."""
-    return RunInput.objects.filter(id=input_id, status=RunInput.Status.PENDING).update(
-        status=RunInput.Status.WITHDRAWN, answered_at=timezone.now()) == 1
+    return (
+        RunInput.objects.filter(id=input_id, status=RunInput.Status.PENDING).update(
+            status=RunInput.Status.WITHDRAWN, answered_at=timezone.now()
+        )
+        == 1
+    )
 
 
 def answer_input(input_id: int, outcome: Any, owner: str) -> bool:

@@ -1,9 +1,10 @@
 """Who drives a run: its lease (owner, expiry) on the Run row, taken with a compare-and-set, renewed, handed back
 and claimed; and a run marked drifted, which nobody drives."""
+
 from __future__ import annotations
 
 import datetime as dt
-from typing import Iterable
+from collections.abc import Iterable
 
 from django.db import transaction
 from django.db.models import Q
@@ -16,16 +17,19 @@ __all__ = ["live_run_ids", "take_lease", "renew_leases", "release_leases", "clai
 
 def live_run_ids() -> list[tuple[str, str]]:
     """(id, workflow) of every run that is running or waiting, oldest first (an imported run is never hosted)."""
-    return list(Run.objects.filter(status__in=Run.LIVE, imported_from="").order_by("created_at").values_list(
-        "id", "workflow"))
+    return list(
+        Run.objects.filter(status__in=Run.LIVE, imported_from="").order_by("created_at").values_list("id", "workflow")
+    )
 
 
 def take_lease(run_id: str, owner: str, seconds: float) -> bool:
     """Compare-and-set: the run becomes `owner`'s if nobody holds it, its lease expired, or `owner` holds it."""
     now = timezone.now()
     free = Q(lease_owner="") | Q(lease_expires__lt=now) | Q(lease_owner=owner)
-    return Run.objects.filter(free, id=run_id).update(
-        lease_owner=owner, lease_expires=now + dt.timedelta(seconds=seconds)) == 1
+    return (
+        Run.objects.filter(free, id=run_id).update(lease_owner=owner, lease_expires=now + dt.timedelta(seconds=seconds))
+        == 1
+    )
 
 
 def renew_leases(owner: str, run_ids: Iterable[str], seconds: float) -> set[str]:
@@ -34,7 +38,8 @@ def renew_leases(owner: str, run_ids: Iterable[str], seconds: float) -> set[str]
     if not ids:
         return set()
     Run.objects.filter(id__in=ids, lease_owner=owner).update(
-        lease_expires=timezone.now() + dt.timedelta(seconds=seconds))
+        lease_expires=timezone.now() + dt.timedelta(seconds=seconds)
+    )
     return set(Run.objects.filter(id__in=ids, lease_owner=owner).values_list("id", flat=True))
 
 
@@ -55,8 +60,12 @@ def claim_runs(owner: str, seconds: float, limit: int, mine: bool = False) -> li
         free |= Q(lease_owner=owner)
     claimed: list[tuple[str, str]] = []
     with transaction.atomic():
-        candidates = list(Run.objects.filter(free, status__in=Run.LIVE, imported_from="").order_by("created_at")
-                          .select_for_update(skip_locked=True).values_list("id", "workflow")[:limit])
+        candidates = list(
+            Run.objects.filter(free, status__in=Run.LIVE, imported_from="")
+            .order_by("created_at")
+            .select_for_update(skip_locked=True)
+            .values_list("id", "workflow")[:limit]
+        )
         expires = now + dt.timedelta(seconds=seconds)
         for run_id, workflow in candidates:
             if Run.objects.filter(free, id=run_id).update(lease_owner=owner, lease_expires=expires) == 1:
@@ -65,5 +74,6 @@ def claim_runs(owner: str, seconds: float, limit: int, mine: bool = False) -> li
 
 
 def mark_drifted(run_id: str, reason: str) -> None:
-    Run.objects.filter(id=run_id).update(status=Run.Status.DRIFTED, reason=reason, lease_owner="",
-                                         lease_expires=None, updated_at=timezone.now())
+    Run.objects.filter(id=run_id).update(
+        status=Run.Status.DRIFTED, reason=reason, lease_owner="", lease_expires=None, updated_at=timezone.now()
+    )

@@ -1,5 +1,6 @@
 """The records a step writes beside its journal entries: one `Op` each (a Turn opened, a message, a model call, an
 Effect's progress...), applied inside the step's transaction (engine/runtime/store/step.py)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,8 +12,18 @@ from django.db.models import F
 
 from engine.models import EffectRecord, ModelCall, Seat, TurnMessage, TurnRecord
 
-__all__ = ["Op", "TurnOpened", "TurnClosed", "TurnChanged", "SeatChanged", "Message", "CallStarted", "CallFinished",
-           "EffectOpened", "EffectChanged"]
+__all__ = [
+    "Op",
+    "TurnOpened",
+    "TurnClosed",
+    "TurnChanged",
+    "SeatChanged",
+    "Message",
+    "CallStarted",
+    "CallFinished",
+    "EffectOpened",
+    "EffectChanged",
+]
 
 # The TurnRecord row id of each open Turn by (run, Turn): every message and model call of a Turn points at that
 # row, and looking it up cost a query per message (two per pick). An id is remembered only once the transaction
@@ -36,6 +47,7 @@ def _remember_turn_row(key: tuple[str, str], row: int) -> None:
         if len(_turn_rows) >= _TURN_ROWS_MAX:
             _turn_rows.clear()
         _turn_rows[key] = row
+
     transaction.on_commit(remember)
 
 
@@ -60,10 +72,20 @@ class TurnOpened(Op):
     system: str
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        record = TurnRecord.objects.create(run_id=run_id, turn=self.turn, agent=self.agent, state=self.state,
-                                           model=self.model, declared_model=self.declared_model,
-                                           scripted=self.scripted, dials=self.dials, conversation=self.conversation,
-                                           prompt=self.prompt, system=self.system, started_at=now)
+        record = TurnRecord.objects.create(
+            run_id=run_id,
+            turn=self.turn,
+            agent=self.agent,
+            state=self.state,
+            model=self.model,
+            declared_model=self.declared_model,
+            scripted=self.scripted,
+            dials=self.dials,
+            conversation=self.conversation,
+            prompt=self.prompt,
+            system=self.system,
+            started_at=now,
+        )
         _remember_turn_row((run_id, self.turn), record.id)
 
 
@@ -75,7 +97,8 @@ class TurnClosed(Op):
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
         TurnRecord.objects.filter(run_id=run_id, turn=self.turn, status=TurnRecord.Status.OPEN).update(
-            status=self.status, reason=self.reason, ended_at=now, pending_call="")
+            status=self.status, reason=self.reason, ended_at=now, pending_call=""
+        )
         transaction.on_commit(lambda: _turn_rows.pop((run_id, self.turn), None))
 
 
@@ -123,8 +146,15 @@ class Message(Op):
     content: list[dict[str, Any]]
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        TurnMessage.objects.create(run_id=run_id, turn_id=_turn_row(run_id, self.turn), conversation=self.conversation,
-                                   seq=self.seq, role=self.role, kind=self.kind, content=self.content)
+        TurnMessage.objects.create(
+            run_id=run_id,
+            turn_id=_turn_row(run_id, self.turn),
+            conversation=self.conversation,
+            seq=self.seq,
+            role=self.role,
+            kind=self.kind,
+            content=self.content,
+        )
 
 
 @dataclass
@@ -137,8 +167,16 @@ class CallStarted(Op):
     messages: int
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        ModelCall.objects.create(run_id=run_id, turn_id=_turn_row(run_id, self.turn), seq=self.seq, model=self.model,
-                                 scripted=self.scripted, request=self.request, messages=self.messages, started_at=now)
+        ModelCall.objects.create(
+            run_id=run_id,
+            turn_id=_turn_row(run_id, self.turn),
+            seq=self.seq,
+            model=self.model,
+            scripted=self.scripted,
+            request=self.request,
+            messages=self.messages,
+            started_at=now,
+        )
 
 
 @dataclass
@@ -154,15 +192,26 @@ class CallFinished(Op):
     latency_ms: float | None = None
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        tokens = {"input_tokens": self.usage.get("input", 0), "output_tokens": self.usage.get("output", 0),
-                  "cache_read_tokens": self.usage.get("cache_read", 0),
-                  "cache_write_tokens": self.usage.get("cache_write", 0)}
+        tokens = {
+            "input_tokens": self.usage.get("input", 0),
+            "output_tokens": self.usage.get("output", 0),
+            "cache_read_tokens": self.usage.get("cache_read", 0),
+            "cache_write_tokens": self.usage.get("cache_write", 0),
+        }
         ModelCall.objects.filter(run_id=run_id, seq=self.seq).update(
-            status=self.status, response=self.response, tool_calls=self.tool_calls, stop_reason=self.stop_reason,
-            error=self.error, latency_ms=self.latency_ms, finished_at=now, **tokens)
+            status=self.status,
+            response=self.response,
+            tool_calls=self.tool_calls,
+            stop_reason=self.stop_reason,
+            error=self.error,
+            latency_ms=self.latency_ms,
+            finished_at=now,
+            **tokens,
+        )
         if any(tokens.values()):
             TurnRecord.objects.filter(run_id=run_id, turn=self.turn).update(
-                **{name: F(name) + value for name, value in tokens.items()})
+                **{name: F(name) + value for name, value in tokens.items()}
+            )
 
 
 @dataclass
@@ -176,9 +225,17 @@ class EffectOpened(Op):
     idempotent: bool
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        EffectRecord.objects.create(run_id=run_id, effect=self.effect, slot=self.slot, kind=self.kind,
-                                    state=self.state, spec=self.spec, input=self.input, idempotent=self.idempotent,
-                                    requested_at=now)
+        EffectRecord.objects.create(
+            run_id=run_id,
+            effect=self.effect,
+            slot=self.slot,
+            kind=self.kind,
+            state=self.state,
+            spec=self.spec,
+            input=self.input,
+            idempotent=self.idempotent,
+            requested_at=now,
+        )
 
 
 @dataclass

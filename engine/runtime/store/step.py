@@ -1,10 +1,12 @@
 """A step's one transaction: its journal entries, the Run's new state, its records and maybe a snapshot, written
 all or nothing, and only while the writing host still holds the run's lease (fencing)."""
+
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -44,9 +46,14 @@ def commit(step: Step) -> dt.datetime:
     with transaction.atomic():
         if step.create is not None:
             owner, seconds = step.lease or ("", 0.0)
-            Run.objects.create(id=step.run_id, seq=step.last_seq, lease_owner=owner,
-                               lease_expires=now + dt.timedelta(seconds=seconds) if owner else None,
-                               **step.create, **step.run)
+            Run.objects.create(
+                id=step.run_id,
+                seq=step.last_seq,
+                lease_owner=owner,
+                lease_expires=now + dt.timedelta(seconds=seconds) if owner else None,
+                **step.create,
+                **step.run,
+            )
             Run.objects.filter(id=step.run_id).update(updated_at=now)
         elif step.run or step.entries:
             fields = dict(step.run)
@@ -56,9 +63,16 @@ def commit(step: Step) -> dt.datetime:
                 _lost(step.run_id, step.owner)
         if step.entries:
             JournalEntry.objects.bulk_create(
-                JournalEntry(run_id=step.run_id, seq=step.first_seq + i, kind=entry.kind, entry=entry.to_json(),
-                             out=getattr(entry, "out", None) or "", at=now)
-                for i, entry in enumerate(step.entries))
+                JournalEntry(
+                    run_id=step.run_id,
+                    seq=step.first_seq + i,
+                    kind=entry.kind,
+                    entry=entry.to_json(),
+                    out=getattr(entry, "out", None) or "",
+                    at=now,
+                )
+                for i, entry in enumerate(step.entries)
+            )
         for op in step.ops:
             op.apply(step.run_id, now)
         if step.snapshot is not None:

@@ -8,15 +8,17 @@ are followed), a hard-linked file (it may be a file outside), and anything that 
 put in its way after the check is refused too. A file is read only up to the cap of `Limits.file_bytes`, and
 replaced atomically (a temporary file renamed over the old one).
 """
+
 from __future__ import annotations
 
 import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 __all__ = ["ConfinedFolder", "Limits", "WorkspaceError"]
 
@@ -54,6 +56,7 @@ class Limits:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"JR2_WORKSPACE_LIMITS[{key!r}] must be a positive integer; got {value!r}")
         return cls(**dict(values))
+
 
 class ConfinedFolder:
     """One folder and its sandbox: paths resolved inside it, folders opened one part at a time without following
@@ -112,18 +115,22 @@ class ConfinedFolder:
         if "\x00" in path:
             raise WorkspaceError("a path cannot hold a NUL character")
         if path.startswith("/"):
-            raise WorkspaceError(f'"{path}" is an absolute path, which leaves the workspace: give the path from '
-                                 'the top of the workspace, such as "src/app.py"')
+            raise WorkspaceError(
+                f'"{path}" is an absolute path, which leaves the workspace: give the path from '
+                'the top of the workspace, such as "src/app.py"'
+            )
         if len(path) > _MAX_PATH:
             raise WorkspaceError(f"a path may be at most {_MAX_PATH} characters; this one has {len(path)}")
         parts = [p for p in path.split("/") if p not in ("", ".")]
         if ".." in parts:
-            raise WorkspaceError(f'"{path}" holds "..", which leaves the workspace: give the path from the top of '
-                                 "the workspace")
+            raise WorkspaceError(
+                f'"{path}" holds "..", which leaves the workspace: give the path from the top of the workspace'
+            )
         long = next((p for p in parts if len(p) > _MAX_PART), None)
         if long is not None:
-            raise WorkspaceError(f"a file or folder name may be at most {_MAX_PART} characters; "
-                                 f'"{long[:40]}..." has {len(long)}')
+            raise WorkspaceError(
+                f'a file or folder name may be at most {_MAX_PART} characters; "{long[:40]}..." has {len(long)}'
+            )
         return parts
 
     def _link_target(self, link: Path, done: list[str], path: str) -> tuple[list[str], bool]:
@@ -135,7 +142,7 @@ class ConfinedFolder:
             normal = os.path.normpath(target)
             for top in {str(self.folder), real_top}:
                 if normal == top or normal.startswith(top + os.sep):
-                    return [p for p in normal[len(top):].split(os.sep) if p not in ("", ".")], True
+                    return [p for p in normal[len(top) :].split(os.sep) if p not in ("", ".")], True
             raise WorkspaceError(f'"{path}" goes through a symlink that points outside the workspace')
         parts = [p for p in target.split("/") if p not in ("", ".")]
         depth = len(done)
@@ -165,11 +172,11 @@ class ConfinedFolder:
                     child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
                 except FileNotFoundError:
                     if not create:
-                        raise WorkspaceError(f'"{"/".join(parts[:index + 1])}" does not exist') from None
+                        raise WorkspaceError(f'"{"/".join(parts[: index + 1])}" does not exist') from None
                     os.mkdir(part, 0o755, dir_fd=fd)
                     child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
                 except OSError as err:
-                    raise WorkspaceError(self._why_not_folder(fd, part, parts[:index + 1], err)) from None
+                    raise WorkspaceError(self._why_not_folder(fd, part, parts[: index + 1], err)) from None
                 os.close(fd)
                 fd = child
             yield fd
@@ -202,14 +209,15 @@ class ConfinedFolder:
             try:
                 fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dir_fd)
             except OSError as err:
-                raise WorkspaceError(f'"{name}" changed while it was used ({err.strerror}); nothing was done') \
-                    from None
+                raise WorkspaceError(f'"{name}" changed while it was used ({err.strerror}); nothing was done') from None
             try:
                 info = os.fstat(fd)
                 self._check_file(info, name, "read")
                 if info.st_size > self.limits.file_bytes:
-                    raise WorkspaceError(f"{name} is {info.st_size} bytes, over the cap of {self.limits.file_bytes} "
-                                         "bytes per file; it cannot be read here")
+                    raise WorkspaceError(
+                        f"{name} is {info.st_size} bytes, over the cap of {self.limits.file_bytes} "
+                        "bytes per file; it cannot be read here"
+                    )
                 with os.fdopen(os.dup(fd), "rb") as handle:
                     data = handle.read(self.limits.file_bytes + 1)
             finally:
@@ -224,11 +232,13 @@ class ConfinedFolder:
         if stat.S_ISDIR(info.st_mode):
             raise WorkspaceError(f'"{name}" is a folder: list it with workspace_list')
         if not stat.S_ISREG(info.st_mode):
-            raise WorkspaceError(f'"{name}" is {_kind(info.st_mode)}, not a regular file; only regular files can be '
-                                 f"{doing}")
+            raise WorkspaceError(
+                f'"{name}" is {_kind(info.st_mode)}, not a regular file; only regular files can be {doing}'
+            )
         if info.st_nlink > 1 and not links:
-            raise WorkspaceError(f'"{name}" is a hard link (it may be a file outside the workspace); it cannot be '
-                                 f"{doing} here")
+            raise WorkspaceError(
+                f'"{name}" is a hard link (it may be a file outside the workspace); it cannot be {doing} here'
+            )
 
     def _existing(self, dir_fd: int, part: str, name: str, data: bytes) -> tuple[int, bool] | None:
         """(size, same as `data`) of the file to be written (None: no such file); refused when it is not a regular
@@ -293,7 +303,6 @@ class ConfinedFolder:
                 rel = os.path.relpath(entry.path, self.folder).replace(os.sep, "/")
                 found.append((rel, info.st_size, "file") if stat.S_ISREG(info.st_mode) else (rel, 0, "other"))
         return sorted(found)
-
 
 
 def _kind(mode: int) -> str:

@@ -15,6 +15,7 @@ read, for the whole folder, and the number of files (`Limits`).
 Writes are atomic (a temporary file renamed over the old one) and idempotent by content: writing what a file
 already holds changes nothing, so a Turn taken up after a crash may safely repeat its last write.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -27,8 +28,18 @@ from pathlib import Path
 from engine.core.workspace import TOOL_NAMES
 from engine.runtime.workspace.confined import ConfinedFolder, Limits, WorkspaceError
 
-__all__ = ["TOOL_NAMES", "Limits", "Workspace", "WorkspaceError", "folder_for", "run_folder",
-           "remove_run_folder", "configured_root", "configured_limits", "escape_name"]
+__all__ = [
+    "TOOL_NAMES",
+    "Limits",
+    "Workspace",
+    "WorkspaceError",
+    "folder_for",
+    "run_folder",
+    "remove_run_folder",
+    "configured_root",
+    "configured_limits",
+    "escape_name",
+]
 
 
 #: Runs are named by `engine.models.new_run_id`; anything else is never turned into a folder.
@@ -41,6 +52,7 @@ _MATCH_LINE = 200
 def configured_root() -> Path:
     """`settings.JR2_WORKSPACE_ROOT`, read when asked (importing this module reads no settings)."""
     from django.conf import settings
+
     root = getattr(settings, "JR2_WORKSPACE_ROOT", None)
     if not root:
         raise WorkspaceError("JR2_WORKSPACE_ROOT is not set: name the folder that holds the runs' workspaces")
@@ -51,6 +63,7 @@ def configured_limits() -> Limits:
     """`settings.JR2_WORKSPACE_LIMITS` as Limits; a bad value is refused with what is wrong (system check
     engine.E001 says so at start-up too)."""
     from django.conf import settings
+
     try:
         return Limits.from_mapping(getattr(settings, "JR2_WORKSPACE_LIMITS", None) or {})
     except (TypeError, ValueError) as err:
@@ -60,8 +73,9 @@ def configured_limits() -> Limits:
 def escape_name(name: str) -> str:
     """An Agent's name as one folder name: letters, digits, `-` and `_` kept, everything else `%XX` (so `.`, `..`
     and `/` can never reach the path, and two names never share a folder)."""
-    return "".join(c if (c.isalnum() and c.isascii()) or c in "-_" else "".join(f"%{b:02X}" for b in c.encode())
-                   for c in name)
+    return "".join(
+        c if (c.isalnum() and c.isascii()) or c in "-_" else "".join(f"%{b:02X}" for b in c.encode()) for c in name
+    )
 
 
 def run_folder(run_id: str, root: Path | None = None) -> Path:
@@ -112,12 +126,16 @@ class Workspace(ConfinedFolder):
         if len(files) > _LIST_SHOWN:
             lines.append(f"... and {len(files) - _LIST_SHOWN} more files: list a folder inside to see them")
         if other:
-            lines.append(f"({other} entries that are not regular files or folders are not shown: symlinks, "
-                         "devices, FIFOs or sockets)")
+            lines.append(
+                f"({other} entries that are not regular files or folders are not shown: symlinks, "
+                "devices, FIFOs or sockets)"
+            )
         where = "the workspace" if not parts else f'"{"/".join(parts)}"'
         head = f"{_count(len(files), 'file')} in {where}:" if files else f"No files in {where}."
-        caps = (f"The workspace holds {files_total} of at most {self.limits.files} files and {bytes_total} of at "
-                f"most {self.limits.total_bytes} bytes.")
+        caps = (
+            f"The workspace holds {files_total} of at most {self.limits.files} files and {bytes_total} of at "
+            f"most {self.limits.total_bytes} bytes."
+        )
         return "\n".join([head, *lines, caps])
 
     def read(self, path: str, start_line: int = 1, end_line: int = 0) -> str:
@@ -147,10 +165,14 @@ class Workspace(ConfinedFolder):
             if size > cap:
                 if not shown:
                     start = line.encode()[:cap].decode("utf-8", errors="ignore")
-                    return (f"{name}, line {number} of {len(lines)}, its first {cap} bytes (the cap of one read; the "
-                            f"line is longer):\n{start}")
-                return (f"{name}, lines {start_line}-{number - 1} of {len(lines)} (cut at {cap} bytes, the cap of "
-                        f"one read: read on from line {number}):\n{''.join(shown)}")
+                    return (
+                        f"{name}, line {number} of {len(lines)}, its first {cap} bytes (the cap of one read; the "
+                        f"line is longer):\n{start}"
+                    )
+                return (
+                    f"{name}, lines {start_line}-{number - 1} of {len(lines)} (cut at {cap} bytes, the cap of "
+                    f"one read: read on from line {number}):\n{''.join(shown)}"
+                )
             shown.append(line)
         return f"{name}, lines {start_line}-{last} of {len(lines)}:\n{''.join(shown)}"
 
@@ -162,8 +184,10 @@ class Workspace(ConfinedFolder):
         parts = self._file_parts(path)
         name = "/".join(parts)
         if len(data) > self.limits.file_bytes:
-            raise WorkspaceError(f"{name}: {len(data)} bytes is over the cap of {self.limits.file_bytes} bytes per "
-                                 "file; nothing was written")
+            raise WorkspaceError(
+                f"{name}: {len(data)} bytes is over the cap of {self.limits.file_bytes} bytes per "
+                "file; nothing was written"
+            )
         self.ensure()
         with self._directory(parts[:-1], create=True, path=path) as fd:
             old = self._existing(fd, parts[-1], name, data)
@@ -173,11 +197,12 @@ class Workspace(ConfinedFolder):
             after_files = files + (0 if old is not None else 1)
             after_total = total - (old[0] if old is not None else 0) + len(data)
             if after_files > self.limits.files:
-                raise WorkspaceError(f"{name}: the workspace already holds {files} files, its cap; nothing was "
-                                     "written")
+                raise WorkspaceError(f"{name}: the workspace already holds {files} files, its cap; nothing was written")
             if after_total > self.limits.total_bytes:
-                raise WorkspaceError(f"{name}: the workspace would hold {after_total} bytes, over its cap of "
-                                     f"{self.limits.total_bytes}; nothing was written")
+                raise WorkspaceError(
+                    f"{name}: the workspace would hold {after_total} bytes, over its cap of "
+                    f"{self.limits.total_bytes}; nothing was written"
+                )
             self._replace(fd, parts[-1], data, name)
         verb = "replaced" if old is not None else "created"
         return f"{name} {verb} ({_count(len(data), 'byte')})."
@@ -195,8 +220,11 @@ class Workspace(ConfinedFolder):
             info = os.lstat(self.folder.joinpath(*parts))
         except FileNotFoundError:
             raise WorkspaceError(f'"{path}" does not exist') from None
-        candidates = [("/".join(parts), info.st_size)] if parts and stat.S_ISREG(info.st_mode) else \
-            [(rel, size) for rel, size, kind in self._walk(parts) if kind == "file"]
+        candidates = (
+            [("/".join(parts), info.st_size)]
+            if parts and stat.S_ISREG(info.st_mode)
+            else [(rel, size) for rel, size, kind in self._walk(parts) if kind == "file"]
+        )
         matches: list[str] = []
         skipped = 0
         more = False
@@ -221,8 +249,9 @@ class Workspace(ConfinedFolder):
         if more:
             out.append(f"(more than {_MATCHES_SHOWN} matches: search a narrower path or text)")
         if skipped:
-            out.append(f"({skipped} files were not searched: binary, hard-linked, or over "
-                       f"{self.limits.file_bytes} bytes)")
+            out.append(
+                f"({skipped} files were not searched: binary, hard-linked, or over {self.limits.file_bytes} bytes)"
+            )
         return "\n".join(out)
 
     # -- for the Console and Effects ---------------------------------------------------------------------------
@@ -242,7 +271,7 @@ class Workspace(ConfinedFolder):
             except WorkspaceError as err:
                 out.append((rel, f"(not shown: {err})"))
                 continue
-            text = data[:self.limits.read_bytes].decode("utf-8", errors="replace")
+            text = data[: self.limits.read_bytes].decode("utf-8", errors="replace")
             if len(data) > self.limits.read_bytes:
                 text += f"\n[cut at {self.limits.read_bytes} of {len(data)} bytes]"
             out.append((rel, text))
@@ -268,4 +297,3 @@ class Workspace(ConfinedFolder):
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-

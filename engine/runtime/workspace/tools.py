@@ -7,18 +7,20 @@ on every request of the Agent, as the providers' prompt caches need. A call of o
 the Session and never moves the Machine. The Turn loop answers it here and records the answer as a Turn message of
 kind "workspace", so the Console shows it in the Turn, apart from the picks.
 """
+
 from __future__ import annotations
 
 import asyncio
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.core.words import validation_text
 from engine.core.slots import AgentSlot
+from engine.core.words import validation_text
 from engine.runtime.workspace.sandbox import TOOL_NAMES, Workspace, WorkspaceError, configured_limits, folder_for
 
 __all__ = ["TOOL_NAMES", "tool_defs", "tools_json", "run_tool", "workspace_for", "effect_folder"]
@@ -29,18 +31,18 @@ class _Input(BaseModel):
 
 
 class ListInput(_Input):
-    path: str = Field(default=".", description="A folder of the workspace, from its top; \".\" is the top.")
+    path: str = Field(default=".", description='A folder of the workspace, from its top; "." is the top.')
 
 
 class ReadInput(_Input):
-    path: str = Field(description="The file to read, from the top of the workspace, such as \"src/app.py\".")
+    path: str = Field(description='The file to read, from the top of the workspace, such as "src/app.py".')
     start_line: int = Field(default=1, ge=1, description="The first line to read (1 is the first line).")
     end_line: int = Field(default=0, ge=0, description="The last line to read; 0 reads to the end of the file.")
 
 
 class SearchInput(_Input):
     text: str = Field(description="The text to look for, on one line (plain text, not a pattern).")
-    path: str = Field(default=".", description="A file or folder to search in; \".\" searches the whole workspace.")
+    path: str = Field(default=".", description='A file or folder to search in; "." searches the whole workspace.')
     ignore_case: bool = Field(default=False, description="True to match upper and lower case alike.")
 
 
@@ -50,22 +52,33 @@ class WriteInput(_Input):
 
 
 _TOOLS: dict[str, tuple[str, type[_Input]]] = {
-    "workspace_list": ("List the files of your workspace (or of a folder in it) with their sizes. Not a pick: it "
-                       "never moves the workflow.", ListInput),
-    "workspace_read": ("Read a text file of your workspace, whole or by a range of lines. Not a pick: it never "
-                       "moves the workflow.", ReadInput),
-    "workspace_search": ("Find the lines that hold a text in the files of your workspace. Not a pick: it never "
-                         "moves the workflow.", SearchInput),
-    "workspace_write": ("Create or replace a text file in your workspace. Not a pick: it never moves the "
-                        "workflow.", WriteInput),
+    "workspace_list": (
+        "List the files of your workspace (or of a folder in it) with their sizes. Not a pick: it "
+        "never moves the workflow.",
+        ListInput,
+    ),
+    "workspace_read": (
+        "Read a text file of your workspace, whole or by a range of lines. Not a pick: it never moves the workflow.",
+        ReadInput,
+    ),
+    "workspace_search": (
+        "Find the lines that hold a text in the files of your workspace. Not a pick: it never moves the workflow.",
+        SearchInput,
+    ),
+    "workspace_write": (
+        "Create or replace a text file in your workspace. Not a pick: it never moves the workflow.",
+        WriteInput,
+    ),
 }
 
 
 @functools.lru_cache(maxsize=1)
 def tool_defs() -> tuple[dict[str, Any], ...]:
     """The four tools, shaped like a Menu's events (name, description, input schema), in TOOL_NAMES order."""
-    return tuple({"name": name, "description": _TOOLS[name][0], "input_schema": _TOOLS[name][1].model_json_schema()}
-                 for name in TOOL_NAMES)
+    return tuple(
+        {"name": name, "description": _TOOLS[name][0], "input_schema": _TOOLS[name][1].model_json_schema()}
+        for name in TOOL_NAMES
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -112,8 +125,7 @@ def workspace_for(run_id: str, agent: str, slot: AgentSlot | None, root: Path | 
     return Workspace(folder_for(run_id, agent, slot.workspace, root), configured_limits())
 
 
-def effect_folder(run_id: str, effect_id: str, spec: dict[str, Any],
-                  slot_of: Callable[[str], AgentSlot | None]) -> str:
+def effect_folder(run_id: str, effect_id: str, spec: dict[str, Any], slot_of: Callable[[str], AgentSlot | None]) -> str:
     """The working directory of a command Effect given `workspace="<agent>"`: that Agent's folder in the run (made
     if it is not there yet), or the folder `cwd` inside it. The Agent is named in the Effect's own Machine, so an
     Effect of a child Machine (`<invoke id>/effect-N`) uses that Machine's Agent."""

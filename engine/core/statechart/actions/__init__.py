@@ -1,4 +1,5 @@
 """Built-in actions, one module each: a pure `resolve`, and data for the host to execute."""
+
 from engine.core.statechart.actions.assign import Assign, assign
 from engine.core.statechart.actions.base import BuiltinAction, ExecutableAction
 from engine.core.statechart.actions.cancel import cancel
@@ -11,6 +12,18 @@ from engine.core.statechart.actions.spawn import spawn_child
 from engine.core.statechart.actions.stop import stop_child
 
 __all__ = [
-    "Assign", "BuiltinAction", "ExecutableAction", "assign", "cancel", "emit", "enqueue_actions", "forward_to",
-    "log", "raise_", "send_parent", "send_to", "spawn_child", "stop_child",
+    "Assign",
+    "BuiltinAction",
+    "ExecutableAction",
+    "assign",
+    "cancel",
+    "emit",
+    "enqueue_actions",
+    "forward_to",
+    "log",
+    "raise_",
+    "send_parent",
+    "send_to",
+    "spawn_child",
+    "stop_child",
 ]

@@ -1,11 +1,13 @@
 """`assign`: the only way context changes. Resolves to a new snapshot; a host has nothing to execute."""
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
+from engine.core.statechart.actions.base import BuiltinAction
 from engine.core.statechart.callables import call_with
 from engine.core.statechart.errors import ConfigError
-from engine.core.statechart.actions.base import BuiltinAction
 
 if TYPE_CHECKING:
     from engine.core.statechart.macrostep import Scope
@@ -23,8 +25,9 @@ class Assign(BuiltinAction):
             raise ConfigError(f"assign takes a dict of updaters or a callable; got {assignment!r}")
         self.assignment = assignment
 
-    def resolve(self, scope: Scope, snapshot: Snapshot, args: dict[str, Any],
-                params: Any) -> tuple[Snapshot, Any, list[Any] | None]:
+    def resolve(
+        self, scope: Scope, snapshot: Snapshot, args: dict[str, Any], params: Any
+    ) -> tuple[Snapshot, Any, list[Any] | None]:
         if snapshot.context is None:
             raise ConfigError("cannot assign to an undefined context; give the machine a `context`")
         spawner = scope.spawner(snapshot, args["event"])
@@ -48,8 +51,9 @@ class Assign(BuiltinAction):
         return f"assign({self.assignment!r})"
 
 
-def assign(assignment: Callable[..., Mapping[str, Any]] | Mapping[str, Any] | None = None,
-           /, **updaters: Any) -> Assign:
+def assign(
+    assignment: Callable[..., Mapping[str, Any]] | Mapping[str, Any] | None = None, /, **updaters: Any
+) -> Assign:
     """`assign({"k": fn})`, `assign(k=fn)` or `assign(fn)`; each fn receives the arguments it names."""
     if assignment is not None and updaters:
         raise ConfigError("assign takes a dict/callable or keyword updaters, not both")

@@ -1,8 +1,10 @@
 """What every built-in action shares: a pure `resolve`, and the data (`ExecutableAction`) a host executes."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from engine.core.statechart.callables import call_with
 
@@ -51,14 +53,13 @@ class BuiltinAction:
     type: str = "xstate.builtin"
     executes: bool = True
 
-    def resolve(self, scope: Scope, snapshot: Snapshot, args: dict[str, Any],
-                params: Any) -> tuple[Snapshot, Any, list[Any] | None]:
+    def resolve(
+        self, scope: Scope, snapshot: Snapshot, args: dict[str, Any], params: Any
+    ) -> tuple[Snapshot, Any, list[Any] | None]:
         raise NotImplementedError(f"{type(self).__name__} must implement resolve()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError(
-            f"{self.type} is an action object: put it in a config's entry/exit/actions, do not call it"
-        )
+        raise TypeError(f"{self.type} is an action object: put it in a config's entry/exit/actions, do not call it")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -1,4 +1,5 @@
 """`cancel`: drop a delayed raise/send by its id."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,9 @@ class Cancel(BuiltinAction):
     def __init__(self, send_id: Any) -> None:
         self.send_id = send_id
 
-    def resolve(self, scope: Scope, snapshot: Snapshot, args: dict[str, Any],
-                params: Any) -> tuple[Snapshot, Any, list[Any] | None]:
+    def resolve(
+        self, scope: Scope, snapshot: Snapshot, args: dict[str, Any], params: Any
+    ) -> tuple[Snapshot, Any, list[Any] | None]:
         send_id = resolve_value(self.send_id, args, params)
         return snapshot.without_timer(send_id), {"sendId": send_id}, None
 

@@ -1,10 +1,11 @@
 """`emit`: an event for the actor's outside listeners (`actor.on(type, handler)`)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.core.statechart.events import to_event
 from engine.core.statechart.actions.base import BuiltinAction, resolve_value
+from engine.core.statechart.events import to_event
 
 if TYPE_CHECKING:
     from engine.core.statechart.macrostep import Scope
@@ -19,8 +20,9 @@ class Emit(BuiltinAction):
     def __init__(self, event: Any) -> None:
         self.event = event
 
-    def resolve(self, scope: Scope, snapshot: Snapshot, args: dict[str, Any],
-                params: Any) -> tuple[Snapshot, Any, list[Any] | None]:
+    def resolve(
+        self, scope: Scope, snapshot: Snapshot, args: dict[str, Any], params: Any
+    ) -> tuple[Snapshot, Any, list[Any] | None]:
         return snapshot, {"event": to_event(resolve_value(self.event, args, params))}, None
 
 

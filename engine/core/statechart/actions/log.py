@@ -1,4 +1,5 @@
 """`log`: a value for the host's logger."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,9 @@ class Log(BuiltinAction):
     def __init__(self, expr: Any = None, label: str | None = None) -> None:
         self.expr, self.label = expr, label
 
-    def resolve(self, scope: Scope, snapshot: Snapshot, args: dict[str, Any],
-                params: Any) -> tuple[Snapshot, Any, list[Any] | None]:
+    def resolve(
+        self, scope: Scope, snapshot: Snapshot, args: dict[str, Any], params: Any
+    ) -> tuple[Snapshot, Any, list[Any] | None]:
         if self.expr is None:
             value: Any = {"context": args["context"], "event": args["event"]}
         else:

@@ -1,11 +1,12 @@
 """`raise_`: an event to this machine's own internal queue, or, with a delay, a timer (data for the host)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine.core.statechart.actions.base import BuiltinAction, resolve_value
 from engine.core.statechart.errors import ConfigError
 from engine.core.statechart.events import to_event
-from engine.core.statechart.actions.base import BuiltinAction, resolve_value
 
 if TYPE_CHECKING:
     from engine.core.statechart.macrostep import Scope
@@ -20,7 +21,9 @@ def resolve_delay(scope: Scope, delay: Any, args: dict[str, Any], params: Any) -
     if isinstance(delay, str):
         delays = scope.machine.implementations.delays
         if delay not in delays:
-            raise ConfigError(f"delay '{delay}' is not registered in machine '{scope.machine.id}' (delays={sorted(delays)})")
+            raise ConfigError(
+                f"delay '{delay}' is not registered in machine '{scope.machine.id}' (delays={sorted(delays)})"
+            )
         delay = delays[delay]
     value = resolve_value(delay, args, params)
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
@@ -36,8 +39,9 @@ class Raise(BuiltinAction):
             raise ConfigError(f'raise_ takes an event dict; use raise_({{"type": "{event}"}})')
         self.event, self.delay, self.id = event, delay, id
 
-    def resolve(self, scope: Scope, snapshot: Snapshot, args: dict[str, Any],
-                params: Any) -> tuple[Snapshot, Any, list[Any] | None]:
+    def resolve(
+        self, scope: Scope, snapshot: Snapshot, args: dict[str, Any], params: Any
+    ) -> tuple[Snapshot, Any, list[Any] | None]:
         event = to_event(resolve_value(self.event, args, params))
         delay = resolve_delay(scope, self.delay, args, params)
         send_id = resolve_value(self.id, args, params)

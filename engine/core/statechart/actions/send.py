@@ -1,12 +1,13 @@
 """`send_to`, `send_parent`, `forward_to`: events to other actors, delivered by the host after the step."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.core.statechart.errors import ConfigError
-from engine.core.statechart.events import to_event
 from engine.core.statechart.actions.base import BuiltinAction, resolve_value
 from engine.core.statechart.actions.raise_ import resolve_delay
+from engine.core.statechart.errors import ConfigError
+from engine.core.statechart.events import to_event
 
 if TYPE_CHECKING:
     from engine.core.statechart.macrostep import Scope
@@ -26,8 +27,9 @@ class SendTo(BuiltinAction):
             raise ConfigError(f'send_to takes an event dict; use send_to(..., {{"type": "{event}"}})')
         self.to, self.event, self.delay, self.id = to, event, delay, id
 
-    def resolve(self, scope: Scope, snapshot: Snapshot, args: dict[str, Any],
-                params: Any) -> tuple[Snapshot, Any, list[Any] | None]:
+    def resolve(
+        self, scope: Scope, snapshot: Snapshot, args: dict[str, Any], params: Any
+    ) -> tuple[Snapshot, Any, list[Any] | None]:
         event = to_event(resolve_value(self.event, args, params))
         delay = resolve_delay(scope, self.delay, args, params)
         send_id = resolve_value(self.id, args, params)
@@ -72,12 +74,15 @@ def send_parent(event: Any, delay: Any = None, id: Any = None) -> SendTo:
 def forward_to(to: Any, delay: Any = None, id: Any = None) -> SendTo:
     """Send the current event on to another actor. A target that resolves to nothing is an error: sending the
     event back to this machine would loop forever."""
+
     def target(**args: Any) -> Any:
         params = args.pop("params", None)
         resolved = resolve_value(to, args, params)
         if not resolved:
-            raise ConfigError("forward_to: the target resolved to nothing; forwarding the event back to this "
-                              "machine would loop forever")
+            raise ConfigError(
+                "forward_to: the target resolved to nothing; forwarding the event back to this "
+                "machine would loop forever"
+            )
         return resolved
 
     return SendTo(target, lambda event: event, delay=delay, id=id)

@@ -1,4 +1,5 @@
 """`stop_child`: drop a child from the snapshot; the host stops the live actor after the step."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,9 @@ class StopChild(BuiltinAction):
     def __init__(self, actor: Any) -> None:
         self.actor = actor
 
-    def resolve(self, scope: Scope, snapshot: Snapshot, args: dict[str, Any],
-                params: Any) -> tuple[Snapshot, Any, list[Any] | None]:
+    def resolve(
+        self, scope: Scope, snapshot: Snapshot, args: dict[str, Any], params: Any
+    ) -> tuple[Snapshot, Any, list[Any] | None]:
         target = resolve_value(self.actor, args, params)
         ref = snapshot.children.get(target) if isinstance(target, str) else target
         if ref is not None and ref.id in snapshot.children:
