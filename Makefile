@@ -2,10 +2,12 @@
 PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+# What serving needs (make up), and everything the tests, benchmarks and the local model need (make test).
+SERVE_STAMP := $(VENV)/.installed-serve
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: up test test-sqlite test-postgres soak bench bench-menu bench-runtime bench-graph bench-console bench-big install node clean system-up system-test screenshots docs
+.PHONY: install-serve up test test-sqlite test-postgres soak bench bench-menu bench-runtime bench-graph bench-console bench-big install node clean system-up system-test screenshots docs
 
 # llama-cpp-python (the `local-model` extra) has no Linux wheel on PyPI, so pip builds it from its sdist, once per
 # machine (pip's wheel cache keeps it): for any x86-64 with AVX2 (no -march=native, AVX-512 or AMX), without OpenMP,
@@ -14,12 +16,18 @@ NODE_DIR := tests/differential/.node
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_OPENMP=OFF \
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAVA_BUILD=OFF
 
-$(STAMP): pyproject.toml
+$(SERVE_STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet -e .
+	touch $(SERVE_STAMP)
+
+$(STAMP): pyproject.toml $(SERVE_STAMP)
 	$(BIN)/pip install --quiet --upgrade pip
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-	  $(BIN)/pip install --quiet -e '.[test,bench,local-model]'
+	  $(BIN)/pip install --quiet -e '.[test,docs,bench,local-model]'
 	touch $(STAMP)
+
+install-serve: $(SERVE_STAMP)
 
 install: $(STAMP)
 
@@ -51,7 +59,8 @@ system-up:
 system-test:
 	$(call debian,dot:graphviz chromium:chromium redis-server:redis-server pg_ctlcluster:postgresql)
 
-up: install system-up
+# Only what serving needs: jr2 and its dependencies, and graphviz (no test, bench or local-model extras).
+up: install-serve system-up
 	$(BIN)/jr2 up 127.0.0.1:8000
 
 # The README's screenshots of the Console, taken by the browser tests as they go.
@@ -71,6 +80,10 @@ docs: install
 # `make test-postgres` run one pass each.
 test: install node system-test
 	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(MAKE) --no-print-directory docs
 	@echo "make test: the SQLite and the PostgreSQL passes run side by side; each one's report comes when it ends"
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
 

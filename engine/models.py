@@ -5,17 +5,34 @@ The journal is the truth: a Run's row, its snapshots and its Turn records are wr
 the journal entries they follow from (engine/runtime/store.py), so a run can always be rebuilt from its latest
 snapshot plus the journal after it.
 """
+
 from __future__ import annotations
 
+import datetime as dt
 import enum
 import hashlib
 import secrets
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
-__all__ = ["Run", "JournalEntry", "RunSnapshot", "TurnRecord", "TurnMessage", "ModelCall", "EffectRecord",
-           "ApiToken", "Seat", "RunInput", "GateRecord", "RunMark", "RunText", "new_run_id"]
+__all__ = [
+    "Run",
+    "JournalEntry",
+    "RunSnapshot",
+    "TurnRecord",
+    "TurnMessage",
+    "ModelCall",
+    "EffectRecord",
+    "ApiToken",
+    "Seat",
+    "RunInput",
+    "GateRecord",
+    "RunMark",
+    "RunText",
+    "new_run_id",
+]
 
 ID_ALPHABET = "abcdefghijkmnopqrstuvwxyz23456789"
 
@@ -51,20 +68,35 @@ class Run(models.Model):
     input = models.JSONField(null=True, blank=True, help_text="the door input, as validated")
     output = models.JSONField(null=True, blank=True)
     reason = models.TextField(blank=True, help_text="why the run failed or drifted, in words")
-    view = models.JSONField(default=dict, blank=True,
-                            help_text="the run as readers see it after its last step: state value, context, open "
-                                      "Gates, open Turns with their Allowed picks, running Effects")
+    view = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the run as readers see it after its last step: state value, context, open "
+        "Gates, open Turns with their Allowed picks, running Effects",
+    )
     seq = models.PositiveIntegerField(default=0, help_text="the sequence number of the last journal entry")
     scripted = models.BooleanField(default=False, help_text="some Agent of the run is played by a scripted model")
-    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="runs")
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks",
-                               help_text="the run this one was forked from")
-    parent_step = models.PositiveIntegerField(null=True, blank=True,
-                                              help_text="the parent's journal entry the fork started from")
-    imported_from = models.CharField(max_length=16, blank=True, default="",
-                                     help_text="the run's id where it was exported from: an imported run is "
-                                               "read-only, never hosted, resumed, answered or cancelled")
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="forks",
+        help_text="the run this one was forked from",
+    )
+    parent_step = models.PositiveIntegerField(
+        null=True, blank=True, help_text="the parent's journal entry the fork started from"
+    )
+    imported_from = models.CharField(
+        max_length=16,
+        blank=True,
+        default="",
+        help_text="the run's id where it was exported from: an imported run is "
+        "read-only, never hosted, resumed, answered or cancelled",
+    )
     lease_owner = models.CharField(max_length=100, blank=True, default="", db_index=True)
     lease_expires = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -146,8 +178,9 @@ class TurnRecord(models.Model):
     system = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     reason = models.TextField(blank=True, help_text="why the Turn faulted")
-    pending_call = models.CharField(max_length=120, blank=True, default="",
-                                    help_text="the tool call whose pick is outstanding")
+    pending_call = models.CharField(
+        max_length=120, blank=True, default="", help_text="the tool call whose pick is outstanding"
+    )
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     cache_read_tokens = models.PositiveIntegerField(default=0)
@@ -172,8 +205,9 @@ class TurnMessage(models.Model):
     conversation = models.CharField(max_length=160)
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=16)
-    kind = models.CharField(max_length=32, help_text="prompt, reply, tool_result, refusal, reprompt, "
-                                                     "allowed_changed, notice")
+    kind = models.CharField(
+        max_length=32, help_text="prompt, reply, tool_result, refusal, reprompt, allowed_changed, notice"
+    )
     content = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -278,8 +312,45 @@ class ApiToken(models.Model):
     def issue(cls, user: object, name: str = "") -> tuple[ApiToken, str]:
         """A new token for `user`: the record and the key, which is shown once and never stored."""
         key = cls.PREFIX + secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, prefix=key[:cls.PREFIX_LENGTH], key_hash=cls.digest(key))
+        token = cls.objects.create(user=user, name=name, prefix=key[: cls.PREFIX_LENGTH], key_hash=cls.digest(key))
         return token, key
+
+
+class LoginLink(models.Model):
+    """A one-time link that logs its user in without a password: the first start's, or one an admin makes for a
+    colleague (`jr2 login-link`). Used once, expires after `LIFETIME`, stored only as a hash."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="login_links")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    LIFETIME = dt.timedelta(minutes=15)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"login link for {self.user} (until {self.expires_at:%Y-%m-%d %H:%M})"
+
+    @classmethod
+    def issue(cls, user: object) -> str:
+        """A new link's key for `user`; only its hash is kept."""
+        key = secrets.token_urlsafe(32)
+        cls.objects.create(user=user, key_hash=ApiToken.digest(key), expires_at=timezone.now() + cls.LIFETIME)
+        return key
+
+    @classmethod
+    def redeem(cls, key: str) -> LoginLink | None:
+        """The link of `key` if it is unused and unexpired, marked used, in one update: two uses at once give it to
+        exactly one of them. None otherwise."""
+        now = timezone.now()
+        found = cls.objects.filter(key_hash=ApiToken.digest(key), used_at=None, expires_at__gt=now)
+        link = found.select_related("user").first()
+        if link is None or not found.filter(pk=link.pk).update(used_at=now):
+            return None
+        return link
 
 
 class Seat(models.Model):
@@ -294,8 +365,11 @@ class Seat(models.Model):
 
     class Meta:
         ordering = ["run", "taken_at"]
-        constraints = [models.UniqueConstraint(fields=["run", "agent"], condition=models.Q(given_back_at=None),
-                                               name="one_holder_per_seat")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "agent"], condition=models.Q(given_back_at=None), name="one_holder_per_seat"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} plays {self.agent} in {self.run_id}"
@@ -314,8 +388,11 @@ class RunInput(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="inputs")
     kind = models.CharField(max_length=16)
-    args = models.TextField(default="{}", help_text="the input's arguments as JSON text, exactly as sent (not jsonb, "
-                            "which cannot hold the NUL character: the run refuses such an input in words)")
+    args = models.TextField(
+        default="{}",
+        help_text="the input's arguments as JSON text, exactly as sent (not jsonb, "
+        "which cannot hold the NUL character: the run refuses such an input in words)",
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     outcome = models.JSONField(null=True, blank=True, help_text="what the run answered, as the sender reads it")
     answered_by = models.CharField(max_length=100, blank=True, help_text="the host that delivered it")
@@ -332,6 +409,7 @@ class RunInput(models.Model):
 
 # -- what the Gate inbox and the runs search read (written by engine/runtime/index.py with each step) ----------------
 
+
 class GateRecord(models.Model):
     """One opening of a Gate in a run, until it closes: the inbox lists the open ones (with how long they waited),
     and a closed one says how and by whom it was answered. A Gate that opens again gets a new record."""
@@ -345,14 +423,21 @@ class GateRecord(models.Model):
     opened_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
     event = models.CharField(max_length=120, blank=True, default="", help_text="the event that answered it")
-    answered_by = models.CharField(max_length=150, blank=True, default="",
-                                   help_text="who answered it (a username), empty when unknown or not answered")
+    answered_by = models.CharField(
+        max_length=150,
+        blank=True,
+        default="",
+        help_text="who answered it (a username), empty when unknown or not answered",
+    )
 
     class Meta:
         ordering = ["opened_at", "id"]
         indexes = [models.Index(fields=["closed_at", "workflow", "gate"], name="gate_open_kind")]
-        constraints = [models.UniqueConstraint(fields=["run", "gate"], condition=models.Q(closed_at=None),
-                                               name="one_open_gate_record")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "gate"], condition=models.Q(closed_at=None), name="one_open_gate_record"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.run_id} {self.gate} ({'open' if self.closed_at is None else 'closed'})"

@@ -1,8 +1,11 @@
 """The `jr2` console script: the same commands as `python manage.py jr2 ...`, in a project folder of one's own.
 
 `jr2 --project DIR <command>` (or `JR2_HOME=DIR`) names the project folder; without either it is the folder `jr2`
-runs in. It is read before Django's settings are, since they put the database and the workspaces in it.
+runs in. It is read before Django's settings are, since they put the database and the workspaces in it; so is
+`jr2 up --debug` (JR2_DEBUG=1). `jr2 manage <command>` runs one of Django's own management commands on the
+project (`jr2 manage createsuperuser`, `jr2 manage changepassword admin`).
 """
+
 import os
 import sys
 
@@ -26,10 +29,15 @@ def _take_project(argv: list[str]) -> list[str]:
 
 def main() -> None:
     args = _take_project(sys.argv[1:])
+    if args[:1] in (["up"], ["web"]) and "--debug" in args:
+        os.environ["JR2_DEBUG"] = "1"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "jr2.settings")
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line([sys.argv[0], "jr2", *args])
+    if args[:1] == ["manage"]:
+        execute_from_command_line([f"{sys.argv[0]} manage", *args[1:]])
+    else:
+        execute_from_command_line([sys.argv[0], "jr2", *args])
 
 
 if __name__ == "__main__":  # `python -m jr2.cli ...`: the same, under this exact interpreter

@@ -1,6 +1,7 @@
 """Settings for jr2. The embedded default: SQLite (WAL) in the project's `.jr2/`, the in-memory channel layer, one
 process hosting its runs. Every setting of jr2's own is in one table (jr2/conf.py) and reads an environment
 variable of the same name; this module turns the table into Django's settings."""
+
 import os
 import tempfile
 from pathlib import Path
@@ -39,6 +40,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "engine.web.middleware.ContentSecurityPolicy",
     "engine.web.middleware.RefuseNul",
+    # Static files, served under ASGI by servestatic, after the middleware above: they get the security headers too.
+    "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -77,7 +80,7 @@ DATABASES = {
     "default": dj_database_url.parse(JR2["DATABASE_URL"] or f"sqlite:///{JR2['JR2_SQLITE_PATH']}", conn_max_age=0),
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)  # the project's .jr2/ on first use
+    DATABASES["default"]["ENGINE"] = "jr2.sqlite"  # Django's, making the project's .jr2/ on first connection
     # WAL lets pages read while the host writes; IMMEDIATE makes writers queue instead of failing to upgrade.
     DATABASES["default"]["OPTIONS"] = {
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
@@ -102,6 +105,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [_RESOURCES / "static"]
+# servestatic finds the files where they are (the Console's, the admin's, the API docs'): nothing to collect first.
+SERVESTATIC_USE_FINDERS = True
+SERVESTATIC_AUTOREFRESH = DEBUG
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Live pages and the API hear about each committed step through the channel layer (groups run-<id>, workflow-<name>):
@@ -109,10 +115,17 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # No client-side read timeout on Redis (redis-py 8 sets 5 s by default): the layer's receive blocks up to 5 s in
 # Redis itself (BZPOPMIN), and a client timing out first crashed idle pages' consumers and the run hubs' listeners.
 if JR2["REDIS_URL"]:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [{"address": JR2["REDIS_URL"], "socket_timeout": None}]}}}
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": JR2["REDIS_URL"], "socket_timeout": None}]},
+        }
+    }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# `jr2 up` on a database with no user makes one superuser and prints a one-time link that logs it in.
+JR2_FIRST_USER = True
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

@@ -6,11 +6,12 @@ JR2_SSL_REDIRECT=0 when the proxy does it); behind a proxy (JR2_BEHIND_PROXY=1) 
 the request came over HTTPS, and the client's address is the last of X-Forwarded-For. The Content-Security-Policy,
 the rate limits and the cache are the base settings' (all environment variables).
 """
+
 import os
 
 from django.core.exceptions import ImproperlyConfigured
 
-from jr2.settings import *  # noqa: F401,F403 - the base settings, then what production changes
+from jr2.settings import *  # noqa: F403 - the base settings, then what production changes
 from jr2.settings import JR2_BEHIND_PROXY
 
 
@@ -26,13 +27,22 @@ def _flag(name: str, default: str) -> bool:
 
 
 DEBUG = False
-SECRET_KEY = _required("JR2_SECRET_KEY", "a secret key of 50 or more random characters (python -c 'import secrets; "
-                                         "print(secrets.token_urlsafe(64))')")
+# Production never makes a user on its own: `jr2 manage createsuperuser`, then `jr2 login-link`.
+JR2_FIRST_USER = False
+SECRET_KEY = _required(
+    "JR2_SECRET_KEY",
+    "a secret key of 50 or more random characters (python -c 'import secrets; print(secrets.token_urlsafe(64))')",
+)
 if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("jr2-dev-only"):
-    raise ImproperlyConfigured("JR2_SECRET_KEY is too weak: give 50 or more random characters (python -c 'import "
-                               "secrets; print(secrets.token_urlsafe(64))')")
-ALLOWED_HOSTS = [h.strip() for h in _required("JR2_ALLOWED_HOSTS", "the host names it serves, comma-separated "
-                                                                   "(jr2.example.org)").split(",") if h.strip()]
+    raise ImproperlyConfigured(
+        "JR2_SECRET_KEY is too weak: give 50 or more random characters (python -c 'import "
+        "secrets; print(secrets.token_urlsafe(64))')"
+    )
+ALLOWED_HOSTS = [
+    h.strip()
+    for h in _required("JR2_ALLOWED_HOSTS", "the host names it serves, comma-separated (jr2.example.org)").split(",")
+    if h.strip()
+]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("JR2_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 SESSION_COOKIE_SECURE = True

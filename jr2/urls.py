@@ -1,11 +1,12 @@
 """URL routes: the JSON API under /api/, Django's admin under /admin/, the Console at the root."""
+
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
-from console.views.login import LoginView
+from console.views.login import LoginView, link_login
 from engine.web.api import api
 
 
@@ -21,6 +22,7 @@ urlpatterns = [
     re_path(r"^api/", api_not_found),
     path("admin/", admin.site.urls),
     path("accounts/login/", LoginView.as_view(), name="login"),
+    path("login/<str:key>/", link_login, name="login-link"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("console.urls")),
 ]

@@ -14,6 +14,7 @@ asserts, so the list is proven by the code that runs beside it.
 The notes on internals and the README hold sketches of signatures, not programs: they are expected to fail, and
 strictly so, so that the day one of them runs its entry here must go.
 """
+
 from __future__ import annotations
 
 import ast
@@ -78,10 +79,15 @@ def blocks(page: Path) -> list[Block]:
         i += 1
         while i < len(lines):
             closing = FENCE.match(lines[i])
-            if closing and closing["fence"][0] == fence[0] and len(closing["fence"]) >= len(fence) \
-                    and not closing["info"].strip() and len(closing["indent"]) <= len(indent):
+            if (
+                closing
+                and closing["fence"][0] == fence[0]
+                and len(closing["fence"]) >= len(fence)
+                and not closing["info"].strip()
+                and len(closing["indent"]) <= len(indent)
+            ):
                 break
-            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].lstrip())
+            body.append(lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i].lstrip())
             i += 1
         found.append(Block(language, i - len(body) + 1 if body else i + 1, textwrap.dedent("\n".join(body))))
         i += 1
@@ -108,8 +114,11 @@ def pages_with(kind: str) -> list[object]:
     for page in PAGES:
         if not python_blocks(page):
             continue
-        marks = [pytest.mark.xfail(strict=True, reason=SKETCHES[rel(page)])] \
-            if kind == "run" and rel(page) in SKETCHES else []
+        marks = (
+            [pytest.mark.xfail(strict=True, reason=SKETCHES[rel(page)])]
+            if kind == "run" and rel(page) in SKETCHES
+            else []
+        )
         params.append(pytest.param(page, id=rel(page), marks=marks))
     return params
 
@@ -132,7 +141,7 @@ def test_the_python_of_the_page_runs(page: Path, own_scripts: None, monkeypatch:
         for block in python_blocks(page):
             # Blank lines first, so a traceback's line number is the line in the page.
             code = compile("\n" * (block.line - 1) + expanded(block.code), rel(page), "exec")
-            exec(code, module.__dict__)  # noqa: S102 - running the docs' code is this test's job
+            exec(code, module.__dict__)
     finally:
         del sys.modules[name]
 
@@ -182,21 +191,36 @@ def test_each_listed_refusal_is_a_message_the_page_asserts(page: Path) -> None:
     strings = asserted_strings(page)
     unproven = []
     for message in refusals(page):
-        pattern = "".join(".+?" if PLACEHOLDER.fullmatch(part) else re.escape(part)
-                          for part in re.split(f"({PLACEHOLDER.pattern})", message))
+        pattern = "".join(
+            ".+?" if PLACEHOLDER.fullmatch(part) else re.escape(part)
+            for part in re.split(f"({PLACEHOLDER.pattern})", message)
+        )
         if not any(re.fullmatch(pattern, s, flags=re.DOTALL) for s in strings):
             unproven.append(message)
     assert not unproven, f"{rel(page)} lists refusals that none of its Python asserts: {unproven}"
 
 
-@pytest.mark.parametrize("page", [pytest.param(p, id=rel(p)) for p in PAGES if any(
-    b.language == "diff" for b in blocks(p))])
-def test_each_diff_applies_to_the_repository(page: Path) -> None:
-    """A ```diff block tells a reader to change a file of the project: it must apply to that file as it ships."""
+@pytest.mark.parametrize(
+    "page", [pytest.param(p, id=rel(p)) for p in PAGES if any(b.language == "diff" for b in blocks(p))]
+)
+def test_each_diff_applies_to_the_repository(page: Path, tmp_path: Path) -> None:
+    """A ```diff block tells a reader to change a file of the project: it must apply to that file as it ships, in
+    the project `jr2 init` makes when it names one of that project's files, else in this repository."""
+    from engine.cli.commands.init import FILES, init
+
+    project = tmp_path / "myproject"
+    init(str(project), say=lambda line: None)
     for block in blocks(page):
         if block.language == "diff":
-            checked = subprocess.run(["git", "apply", "--check", "-p1", "-"], cwd=ROOT, input=block.code + "\n",
-                                     text=True, capture_output=True, check=False)
+            named = set(re.findall(r"^\+\+\+ b/(\S+)", block.code, flags=re.M))
+            checked = subprocess.run(
+                ["git", "apply", "--check", "-p1", "-"],
+                cwd=project if named and named <= set(FILES) else ROOT,
+                input=block.code + "\n",
+                text=True,
+                capture_output=True,
+                check=False,
+            )
             assert checked.returncode == 0, f"{rel(page)}, line {block.line}: {checked.stderr}"
 
 
@@ -209,7 +233,8 @@ def test_every_block_names_its_language(page: Path) -> None:
 
 def test_the_collector_reads_fences_snippets_and_refusal_lists(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text(textwrap.dedent('''\
+    page.write_text(
+        textwrap.dedent("""\
         # A page
 
         It refuses:
@@ -227,7 +252,8 @@ def test_the_collector_reads_fences_snippets_and_refusal_lists(tmp_path: Path) -
         ```text
         not run
         ```
-    '''))
+    """)
+    )
     found = blocks(page)
     assert [(b.language, b.line, b.code) for b in found] == [("python", 12, "x = 1"), ("text", 16, "not run")]
     assert refusals(page) == ['define_event: invalid name "<name>"', "declares `sender` in its input"]

@@ -88,7 +88,7 @@ class Following:
 
 def reply_ends_the_run(source: str) -> str:
     """notes.py edited so that its shape changes: the editor's reply ends the run."""
-    edited = source.replace('"reply": {"target": "drafting"', '"reply": {"target": "#notes.published"')
+    edited = re.sub(r'"reply": \{(\s*)"target": "drafting"', r'"reply": {\1"target": "#notes.published"', source)
     assert edited != source
     return edited
 

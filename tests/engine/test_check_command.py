@@ -8,6 +8,7 @@ called in-process.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -179,11 +180,13 @@ def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(
     from engine.management.commands.jr2 import SUBCOMMANDS, Command
 
     implemented = [
+        "init",
         "check",
         "up",
         "web",
         "worker",
         "token",
+        "login-link",
         "run",
         "runs",
         "status",
@@ -195,7 +198,7 @@ def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(
         "import",
     ]
     assert [sub.name for sub in SUBCOMMANDS] == implemented
-    assert all(callable(getattr(Command, "handle_" + name, None)) for name in implemented)
+    assert all(callable(getattr(Command, "handle_" + name.replace("-", "_"), None)) for name in implemented)
     helped = _jr2("--help", folder=real_folder, via=via, cwd=tmp_path)
     assert helped.returncode == 0, helped.stderr
     listed = helped.stdout.split("subcommands:", 1)[1]
@@ -252,6 +255,8 @@ def test_up_checks_migrates_and_serves_the_console(real_folder: Path, tmp_path: 
         server.terminate()
         out, _ = server.communicate(timeout=20)
     assert NOTES_SEATS in out
+    # the first start, on a database with no user, made one and printed the link that logs it in
+    assert re.search(rf"^jr2 up: log in at http://127\.0\.0\.1:{port}/login/[A-Za-z0-9_-]{{43}}/$", out, re.M), out
 
 
 # -- the command, in-process -----------------------------------------------------------------------------------

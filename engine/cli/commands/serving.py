@@ -1,5 +1,6 @@
 """`jr2 check`, `jr2 up`, `jr2 web` and `jr2 worker`: load every workflow and say what is wrong with each, then (for
 the servers) migrate and serve the Console and the API, drive the runs, or both (engine/runtime/serve.py)."""
+
 from __future__ import annotations
 
 from argparse import ArgumentParser
@@ -8,6 +9,7 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from engine.cli.commands.accounts import first_user_link
 from engine.cli.output import Output
 from engine.runtime.loader import Loaded, Workflows, load_workflows
 from engine.runtime.registry import reload_workflows
@@ -16,16 +18,26 @@ __all__ = ["check_arguments", "up_arguments", "worker_arguments", "check", "up",
 
 
 def check_arguments(parser: ArgumentParser) -> None:
-    parser.add_argument("--workflows", metavar="DIR",
-                        help="the workflows folder (default: settings.JR2_WORKFLOWS, i.e. $JR2_WORKFLOWS or "
-                             "<project>/workflows)")
-    parser.add_argument("--tracebacks", action="store_true",
-                        help="print the whole traceback of each Workflow that is refused or fails to import")
+    parser.add_argument(
+        "--workflows",
+        metavar="DIR",
+        help="the workflows folder (default: settings.JR2_WORKFLOWS, i.e. $JR2_WORKFLOWS or <project>/workflows)",
+    )
+    parser.add_argument(
+        "--tracebacks",
+        action="store_true",
+        help="print the whole traceback of each Workflow that is refused or fails to import",
+    )
 
 
 def up_arguments(parser: ArgumentParser) -> None:
     parser.add_argument("addrport", nargs="?", help="address and port to serve on (default 127.0.0.1:8000)")
     parser.add_argument("--port", type=int, help="the port to serve on (default 8000)")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="Django's debug pages (as JR2_DEBUG=1); never on a server others can reach: they show the settings",
+    )
 
 
 def worker_arguments(parser: ArgumentParser) -> None:
@@ -34,8 +46,15 @@ def worker_arguments(parser: ArgumentParser) -> None:
 
 # -- jr2 check -------------------------------------------------------------------------------------------------
 
-def check(out: Output, workflows: str | None = None, tracebacks: bool = False, verbosity: int = 1,
-          raise_on_failure: bool = True, **options: Any) -> None:
+
+def check(
+    out: Output,
+    workflows: str | None = None,
+    tracebacks: bool = False,
+    verbosity: int = 1,
+    raise_on_failure: bool = True,
+    **options: Any,
+) -> None:
     try:
         found = load_workflows(workflows) if workflows else reload_workflows()
     except (FileNotFoundError, NotADirectoryError) as err:
@@ -91,8 +110,10 @@ def _write_failed(out: Output, loaded: Loaded, show_traceback: bool) -> None:
 
 def summary(found: Workflows) -> str:
     """The check's last line: how many workflows loaded, were refused, failed to import or are not valid."""
-    by = {status: sum(1 for f in found.files if f.status == status and not f.helper)
-          for status in ("ok", "refused", "import-failed", "invalid", "not-a-workflow")}
+    by = {
+        status: sum(1 for f in found.files if f.status == status and not f.helper)
+        for status in ("ok", "refused", "import-failed", "invalid", "not-a-workflow")
+    }
     helpers = [f for f in found.files if f.helper]
     broken_helpers = sum(1 for f in helpers if f.failed)
     warnings = sum(len(m.warnings()) for m in found.machines.values())
@@ -107,11 +128,12 @@ def summary(found: Workflows) -> str:
     line = f"summary: {count} workflow{'s' if count != 1 else ''}: " + ", ".join(parts)
     others = []
     if by["not-a-workflow"]:
-        others.append(f"{by['not-a-workflow']} module{'s' if by['not-a-workflow'] != 1 else ''} without "
-                      "`machine`")
+        others.append(f"{by['not-a-workflow']} module{'s' if by['not-a-workflow'] != 1 else ''} without `machine`")
     if helpers:
-        others.append(f"{len(helpers)} helper module{'s' if len(helpers) != 1 else ''} (`_` prefix)"
-                      + (f", {broken_helpers} failed to import" if broken_helpers else ""))
+        others.append(
+            f"{len(helpers)} helper module{'s' if len(helpers) != 1 else ''} (`_` prefix)"
+            + (f", {broken_helpers} failed to import" if broken_helpers else "")
+        )
     if others:
         line += "; not workflows: " + ", ".join(others)
     return line
@@ -119,11 +141,24 @@ def summary(found: Workflows) -> str:
 
 # -- jr2 up, web, worker ---------------------------------------------------------------------------------------
 
-def up(out: Output, addrport: str | None = None, port: int | None = None, verbosity: int = 1, role: str = "up",
-       **options: Any) -> None:
+
+def up(
+    out: Output,
+    addrport: str | None = None,
+    port: int | None = None,
+    verbosity: int = 1,
+    role: str = "up",
+    debug: bool = False,
+    **options: Any,
+) -> None:
     """What `check` does (seats of every workflow included), then migrate, then serve the Console and the API
     with daphne while this process's host drives the runs (live ones are taken up again)."""
+    from django.conf import settings
+
     from engine.runtime.serve import serve
+
+    if debug:  # the console script sets JR2_DEBUG before the settings load; `manage.py jr2 up --debug` lands here
+        settings.DEBUG = True
 
     address, default_port = "127.0.0.1", 8000
     if addrport:
@@ -133,7 +168,7 @@ def up(out: Output, addrport: str | None = None, port: int | None = None, verbos
             default_port = int(port_part)
         except ValueError:
             raise CommandError(f"jr2 {role}: {addrport!r} is not ADDRESS:PORT (e.g. 127.0.0.1:8000)") from None
-    _prepare(out, verbosity, role)
+    _prepare(out, verbosity, role, address, port or default_port)
     serve(address, port or default_port, say=out.say, role=role)
 
 
@@ -150,19 +185,20 @@ def worker(out: Output, verbosity: int = 1, **options: Any) -> None:
     work(say=out.say)
 
 
-def _prepare(out: Output, verbosity: int, role: str) -> None:
+def _prepare(out: Output, verbosity: int, role: str, address: str = "127.0.0.1", port: int = 8000) -> None:
     """What every server process does first: check the workflows (seats printed) and JR2_MODEL_OVERRIDE,
-    migrate, and say what will play the Agents and whether anyone can log in."""
-    from django.contrib.auth import get_user_model
-
+    migrate, and say what will play the Agents and how to log in (the first start makes the first user)."""
     from engine.runtime.players import check_model_overrides, model_overrides, offline_notice
     from engine.runtime.providers import DEFAULT_PROVIDERS
     from engine.runtime.providers._config import setting_dict
     from engine.runtime.registry import workflows
 
     check(out, verbosity=verbosity, workflows=None, raise_on_failure=False)
-    declared = {f"{name}.{slot}": agent.model for name, machine in workflows().machines.items()
-                for slot, agent in machine.agents.items()}
+    declared = {
+        f"{name}.{slot}": agent.model
+        for name, machine in workflows().machines.items()
+        for slot, agent in machine.agents.items()
+    }
     problems = check_model_overrides(declared, setting_dict("JR2_PROVIDERS", DEFAULT_PROVIDERS))
     if problems:
         raise CommandError(f"jr2 {role}: " + "; ".join(problems))
@@ -173,9 +209,7 @@ def _prepare(out: Output, verbosity: int, role: str) -> None:
         out.line(f"JR2_MODEL_OVERRIDE: {key} plays {overrides[key]} (declared {declared[key]})")
     for line in offline_notice(models):
         out.line(out.style.WARNING(line))
-    if not get_user_model().objects.exists():
-        out.line(out.style.WARNING(
-            "jr2: no Console user yet: create one with `python manage.py createsuperuser` (a superuser may "
-            "do everything; others get the groups gate-answerers or operators in /admin/), or set "
-            "JR2_CONSOLE_OPEN_READS=1 to let anyone read the Console"))
+    login = first_user_link(role, address, port)
+    if login is not None:
+        out.line(out.style.SUCCESS(login) if login.startswith("jr2 up: log in") else out.style.WARNING(login))
     out.stdout.flush()

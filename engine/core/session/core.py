@@ -32,14 +32,14 @@ from engine.core.journal.entries import (
 )
 from engine.core.outputs import Delivery, Output, PickResult, RunEnded
 from engine.core.routes import Answer
+from engine.core.session.admission import Admitted, admit_gate_event, admit_pick
 from engine.core.session.answers import Parties
 from engine.core.session.errors import SessionError
 from engine.core.session.nest import Nest
-from engine.core.session.probe import PartyEvent, targets_self
+from engine.core.session.probe import targets_self
 from engine.core.session.records import Outstanding, Turn, plain
 from engine.core.session.replaying import apply_entry, replay_journal
 from engine.core.session.status import RunReading, error_reason, where
-from engine.core.session.validation import validate_input
 from engine.core.slots import AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.statechart.actions.base import ExecutableAction
 from engine.core.statechart.clock import SimulatedClock
@@ -47,7 +47,6 @@ from engine.core.statechart.events import Event, done_actor_event, error_actor_e
 from engine.core.statechart.mailbox import Mailbox
 from engine.core.statechart.nodes import StateNode
 from engine.core.statechart.refs import ActorRef
-from engine.core.statechart.selection import select_transitions
 from engine.core.statechart.snapshot import Snapshot
 from engine.core.words import exception_text
 from engine.core.workflow import Machine, SlotLogic
@@ -190,37 +189,10 @@ class Session(RunReading):
         return result
 
     def _pick(self, turn: Turn, agent: str, event: str, params: Mapping[str, Any] | None) -> PickResult:
-        menu = self.machine.menu_names(agent)
-        if event not in menu:
-            return PickResult(
-                "refused",
-                allowed=tuple(self.allowed_picks(agent)),
-                error=f'"{event}" is not on the Menu of agent "{agent}" (its Menu: {list(menu)})',
-            )
-        if turn.outstanding is not None or not self.at_rest(turn):
-            what = (
-                f'the pick "{turn.outstanding.event}" is outstanding'
-                if turn.outstanding
-                else "the Agent's state is not at Rest"
-            )
-            return PickResult(
-                "refused", error=f"{what}: every other pick is refused and nothing is delivered until its work is done"
-            )
-        validated, error = validate_input(self.machine, event, params)
-        if error is not None:
-            return PickResult("refused", allowed=tuple(self.allowed_picks(agent)), error=error)
-        allowed = self.allowed_picks(agent)
-        delivered = PartyEvent({**validated, "type": event, "sender": {"party": "agent", "id": agent}})
-        taken = False
-        if event in allowed:
-            try:
-                taken = bool(select_transitions(self.statechart_snapshot, delivered))
-            except Exception as err:
-                return PickResult(
-                    "refused",
-                    allowed=tuple(allowed),
-                    error=f'a guard on "{event}" raised {exception_text(err)} with this input; nothing moved',
-                )
+        admitted = admit_pick(self, turn, agent, event, params)
+        if isinstance(admitted, PickResult):
+            return admitted
+        validated, delivered, allowed, taken = admitted.validated, admitted.delivered, admitted.allowed, admitted.taken
         recorded = self._record(Pick(agent=agent, event=event, params=validated, outcome="unmoved"))
         if event not in allowed:
             return PickResult(
@@ -263,36 +235,11 @@ class Session(RunReading):
             self.nest.pull(prefix)
             return result
         open_gate = self.parties.gates.get(gate)
-        if open_gate is None:
-            return Delivery(
-                "refused",
-                error=f'no open Gate "{gate}" (open Gates: {sorted(g.id for g in self.gates)})',
-                code="no-gate",
-            )
-        if event not in open_gate.accepts:
-            return Delivery(
-                "refused",
-                accepts=open_gate.accepts,
-                code="not-accepted",
-                error=f'Gate "{gate}" does not accept "{event}" (it accepts {list(open_gate.accepts)})',
-            )
-        validated, error = validate_input(self.machine, event, params)
-        if error is not None:
-            return Delivery("refused", accepts=open_gate.accepts, error=error, code="invalid")
-        delivered = PartyEvent({**validated, "type": event, "sender": {"party": "gate", "id": gate}})
-        try:
-            taken = bool(select_transitions(self.statechart_snapshot, delivered))
-        except Exception as err:
-            return Delivery(
-                "refused",
-                accepts=open_gate.accepts,
-                code="invalid",
-                error=f'a guard on "{event}" raised {exception_text(err)} with this input; nothing moved',
-            )
-        if not taken:
-            return Delivery(
-                "unmoved", accepts=open_gate.accepts, error=f'the Machine takes no "{event}" now; nothing moved'
-            )
+        admitted = admit_gate_event(self, open_gate, gate, event, params)
+        if not isinstance(admitted, Admitted):
+            return admitted
+        assert open_gate is not None
+        validated, delivered = admitted.validated, admitted.delivered
         self._record(GateAnswer(gate=gate, event=event, params=validated))
         self.parties.work_ended(self.invoke_nodes.get(gate), validated)
         self.deliver(delivered)

@@ -67,19 +67,21 @@ arguments and calls it. To add a subcommand: write it and its arguments there, d
 `handle_<name>` here (a `-` in the name becomes `_`); a command raises `CliError` for a one-line error and an exit
 code.
 """
+
 from __future__ import annotations
 
 import os
 import textwrap
 from argparse import ArgumentParser, RawDescriptionHelpFormatter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from django.core.management.base import BaseCommand
 
 from engine import __version__
 from engine.cli.client import CliError
-from engine.cli.commands import exchange, replaying, runs, serving, tokens
+from engine.cli.commands import accounts, exchange, init, replaying, runs, serving, tokens
 from engine.cli.output import Output
 from engine.web import exchange as run_files
 
@@ -92,40 +94,81 @@ class Subcommand:
     epilog: str | None = None
 
 
-EXIT_BY_STATUS = ("exit codes: 0 done, or still running or waiting; 1 failed; 3 cancelled; 4 drifted; 2 usage or "
-                  "API error")
+EXIT_BY_STATUS = (
+    "exit codes: 0 done, or still running or waiting; 1 failed; 3 cancelled; 4 drifted; 2 usage or API error"
+)
 
 
 SUBCOMMANDS = [
-    Subcommand("check", "load every workflow, apply the refusals, print seats and warnings; exit 1 on any refusal",
-               serving.check_arguments),
-    Subcommand("up", "check, print the seats, migrate, then serve the Console and the API and drive the runs",
-               serving.up_arguments),
-    Subcommand("web", "serve the Console and the API, driving no run: `jr2 worker` processes on the same database "
-                      "(and Redis) drive them", serving.up_arguments),
-    Subcommand("worker", "drive runs (Turns, Effects, timers) with no pages: claims new runs and those of dead "
-                         "workers; drains on SIGTERM", serving.worker_arguments),
+    Subcommand(
+        "init",
+        "make a project folder: a workflow commented as a tutorial, its scripted stand-in, a .gitignore, a README",
+        init.init_arguments,
+        "It never overwrites a file: one that exists is named, and nothing is written (exit 1).",
+    ),
+    Subcommand(
+        "check",
+        "load every workflow, apply the refusals, print seats and warnings; exit 1 on any refusal",
+        serving.check_arguments,
+    ),
+    Subcommand(
+        "up",
+        "check, print the seats, migrate, then serve the Console and the API and drive the runs",
+        serving.up_arguments,
+    ),
+    Subcommand(
+        "web",
+        "serve the Console and the API, driving no run: `jr2 worker` processes on the same database "
+        "(and Redis) drive them",
+        serving.up_arguments,
+    ),
+    Subcommand(
+        "worker",
+        "drive runs (Turns, Effects, timers) with no pages: claims new runs and those of dead "
+        "workers; drains on SIGTERM",
+        serving.worker_arguments,
+    ),
     Subcommand("token", "create, list and revoke API tokens", tokens.token_arguments),
-    Subcommand("run", "start a run of a Workflow with its input and follow it to its end", runs.run_arguments,
-               "Progress lines go to stderr, one per change (picks, Gate answers, Effects, the state, Turns, Gates "
-               "with the `jr2 send` command that answers them, the status); the run's final status JSON goes to "
-               "stdout. Ctrl-C stops following (exit 130) and the run goes on.\n\n" + EXIT_BY_STATUS),
+    Subcommand(
+        "login-link",
+        "print a one-time link that logs a user in (15 minutes, once)",
+        accounts.login_link_arguments,
+    ),
+    Subcommand(
+        "run",
+        "start a run of a Workflow with its input and follow it to its end",
+        runs.run_arguments,
+        "Progress lines go to stderr, one per change (picks, Gate answers, Effects, the state, Turns, Gates "
+        "with the `jr2 send` command that answers them, the status); the run's final status JSON goes to "
+        "stdout. Ctrl-C stops following (exit 130) and the run goes on.\n\n" + EXIT_BY_STATUS,
+    ),
     Subcommand("runs", "list the runs: id, workflow, status, open Gates, age", runs.runs_arguments),
-    Subcommand("status", "show one run: its state, open Gates, Turns, output or failure", runs.status_arguments,
-               EXIT_BY_STATUS),
+    Subcommand(
+        "status", "show one run: its state, open Gates, Turns, output or failure", runs.status_arguments, EXIT_BY_STATUS
+    ),
     Subcommand("send", "deliver an event to a run's open Gate", runs.send_arguments),
     Subcommand("cancel", "cancel a run", runs.cancel_arguments),
-    Subcommand("replay", "re-run a run's journal against the workflow's Machine: same, or where it diverges",
-               replaying.replay_arguments,
-               "No model or Effect is called: the journal holds what they answered. Prints \"same (N steps)\" "
-               "(exit 0) or the first step where the run diverges (exit 1). A run written under another shape of "
-               "the Machine is replayed only with --against-current (else exit 1). Usage errors exit 2."),
-    Subcommand("fork", "start a run from a step of another, with its context edited or a Gate answered differently",
-               replaying.fork_arguments),
-    Subcommand("export", "write a run as one JSON file: journal, snapshots, Turns, messages, model calls, Effects",
-               exchange.export_arguments),
-    Subcommand("import", "read a run exported elsewhere, read-only; a bad file changes nothing",
-               exchange.import_arguments),
+    Subcommand(
+        "replay",
+        "re-run a run's journal against the workflow's Machine: same, or where it diverges",
+        replaying.replay_arguments,
+        'No model or Effect is called: the journal holds what they answered. Prints "same (N steps)" '
+        "(exit 0) or the first step where the run diverges (exit 1). A run written under another shape of "
+        "the Machine is replayed only with --against-current (else exit 1). Usage errors exit 2.",
+    ),
+    Subcommand(
+        "fork",
+        "start a run from a step of another, with its context edited or a Gate answered differently",
+        replaying.fork_arguments,
+    ),
+    Subcommand(
+        "export",
+        "write a run as one JSON file: journal, snapshots, Turns, messages, model calls, Effects",
+        exchange.export_arguments,
+    ),
+    Subcommand(
+        "import", "read a run exported elsewhere, read-only; a bad file changes nothing", exchange.import_arguments
+    ),
 ]
 
 
@@ -148,12 +191,20 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         if self._prog:
             parser.prog = self._prog  # before add_subparsers, which derives each subcommand's prog from it
-        subparsers = parser.add_subparsers(dest="subcommand", metavar="<subcommand>", required=True,
-                                           title="subcommands")
+        subparsers = parser.add_subparsers(
+            dest="subcommand", metavar="<subcommand>", required=True, title="subcommands"
+        )
         for sub in SUBCOMMANDS:
             epilog = "\n\n".join(textwrap.fill(p, 79) for p in sub.epilog.split("\n\n")) if sub.epilog else None
-            sub.arguments(subparsers.add_parser(sub.name, help=sub.help, description=sub.help, epilog=epilog,
-                                                formatter_class=RawDescriptionHelpFormatter))
+            sub.arguments(
+                subparsers.add_parser(
+                    sub.name,
+                    help=sub.help,
+                    description=sub.help,
+                    epilog=epilog,
+                    formatter_class=RawDescriptionHelpFormatter,
+                )
+            )
 
     def handle(self, *args: Any, subcommand: str, **options: Any) -> None:
         self.out = Output(self.stdout, self.stderr, self.style)
@@ -164,6 +215,12 @@ class Command(BaseCommand):
             raise SystemExit(err.code) from None
 
     # -- each subcommand: engine/cli/commands/ ---------------------------------------------------------------
+
+    def handle_init(self, directory: str, **options: Any) -> None:
+        init.init(directory, say=self.out.line)
+
+    def handle_login_link(self, **options: Any) -> None:
+        accounts.login_link(self.out, **options)
 
     def handle_check(self, **options: Any) -> None:
         serving.check(self.out, **options)
