@@ -17,6 +17,7 @@ from django.urls import reverse
 from console.pages import graph
 from engine.core.workflow import Machine
 from engine.models import Run
+from engine.runtime.view import RunView
 
 __all__ = ["SESSION_KEY", "folds_key", "folds_for", "child_machine", "graph_context"]
 
@@ -60,8 +61,8 @@ def graph_context(
     folds = folds_for(request, name, machine, invokes)
     svg = graph.machine_svg(machine, folds)
     if run is not None:
-        view = run.view or {}
-        svg = graph.lit_svg(svg, view.get("active", []), view.get("visited", []))
+        view = RunView.of(run.view)
+        svg = graph.lit_svg(svg, list(view.active), list(view.visited))
     here = f"{invokes.strip('/')}/" if invokes.strip("/") else ""
     return {
         "svg": svg,

@@ -19,6 +19,7 @@ from engine.core.workflow import Machine
 from engine.models import ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.players import player_for
 from engine.runtime.registry import workflows
+from engine.runtime.view import RunView, TurnNow
 from engine.runtime.workspace.sandbox import WorkspaceError
 from engine.runtime.workspace.tools import workspace_for
 
@@ -65,7 +66,7 @@ class SeatView:
     holder: str | None
     mine: bool
     can_take: bool
-    turn: dict[str, Any] | None
+    turn: TurnNow | None
     picks: list[tuple[str, str, SchemaForm, bool, str]]
 
 
@@ -78,7 +79,7 @@ class RunPage:
     gates: list[GateView]
     feeds: Feeds
     seats: list[str]
-    turns_now: list[dict[str, Any]]
+    turns_now: list[TurnNow]
     can_answer: bool
     can_cancel: bool
     context_json: str
@@ -99,31 +100,31 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
     run = Run.objects.filter(id=run_id).first()
     if run is None:
         return None
-    view = run.view or {}
+    view = RunView.of(run.view)
     machine = machine_of(run.workflow)
     answering = can(user, "answer") and run.live
     gates = []
-    for gate in view.get("gates", []):
+    for gate in view.gates:
         forms = []
-        for name in gate.get("accepts", []):
-            event = machine.gate_event(gate["id"], name) if machine is not None else None
-            key = gate_key(gate["id"], name)
+        for name in gate.accepts:
+            event = machine.gate_event(gate.id, name) if machine is not None else None
+            key = gate_key(gate.id, name)
             form = (bound or {}).get(key) or schema_form(
-                event.input if event else None, auto_id=f"id_gate_{gate['id']}_{name}_%s"
+                event.input if event else None, auto_id=f"id_gate_{gate.id}_{name}_%s"
             )
             forms.append((name, (event.description or "") if event else "", form))
-        shown, note = _gate_files(run, machine, gate["id"])
+        shown, note = _gate_files(run, machine, gate.id)
         gates.append(
             GateView(
-                gate["id"],
-                gate.get("path") or gate.get("state", ""),
-                gate.get("meta") or {},
+                gate.id,
+                gate.path or gate.state,
+                dict(gate.meta),
                 forms if answering else [],
                 shown,
                 note,
             )
         )
-    active = list(view.get("active", []))
+    active = list(view.active)
     seat_paths = {f"{machine.id}.{p}" for p in active} if machine is not None else set()
     seats = [seat.line() for seat in machine.seats() if seat.path in seat_paths] if machine is not None else []
     seat_views = _seats(run, machine, user, view, bound or {})
@@ -131,14 +132,14 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
         run=run,
         machine=machine,
         active=active,
-        visited=list(view.get("visited", [])),
+        visited=list(view.visited),
         gates=gates,
         feeds=head(run.id, run.seq),
         seats=seats,
-        turns_now=list(view.get("turns", [])),
+        turns_now=list(view.turns),
         can_answer=answering,
         can_cancel=can(user, "cancel") and run.live,
-        context_json=_pretty(view.get("context")),
+        context_json=_pretty(view.context),
         output_json=_pretty(run.output),
         seat_views=seat_views,
         held=tuple(s.agent for s in seat_views if s.mine),
@@ -160,22 +161,20 @@ def _gate_files(run: Run, machine: Machine | None, gate: str) -> tuple[list[tupl
     return shown, "" if shown else f"No file of the workspace of {agent} matches {', '.join(slot.files)} yet."
 
 
-def _seats(
-    run: Run, machine: Machine | None, user: Any, view: dict[str, Any], bound: dict[str, SchemaForm]
-) -> list[SeatView]:
+def _seats(run: Run, machine: Machine | None, user: Any, view: RunView, bound: dict[str, SchemaForm]) -> list[SeatView]:
     if machine is None or not run.live:
         return []
-    holders = view.get("seats", {})
+    holders = view.seats
     me = user.get_username() if getattr(user, "is_authenticated", False) else None
     playing = can(user, "play")
     out = []
     for agent, slot in machine.agents.items():
         holder = holders.get(agent)
-        turn = next((t for t in view.get("turns", []) if t.get("agent") == agent), None)
+        turn = view.turn_of(agent)
         mine = holder is not None and holder == me
         picks = []
         if mine and turn is not None:
-            allowed = set(turn.get("allowed", []))
+            allowed = set(turn.allowed)
             for tool in machine.menu(agent):
                 name = tool["name"]
                 event = machine.events[name]
@@ -183,9 +182,9 @@ def _seats(
                     ""
                     if name in allowed
                     else (
-                        f'waiting on the pick "{turn["outstanding"]["event"]}"'
-                        if turn.get("outstanding")
-                        else f"not allowed now in {turn.get('state', '')}"
+                        f'waiting on the pick "{turn.outstanding.event}"'
+                        if turn.outstanding
+                        else f"not allowed now in {turn.state}"
                     )
                 )
                 form = bound.get(seat_key(agent, name)) or schema_form(

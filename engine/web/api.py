@@ -32,6 +32,7 @@ from engine import __version__
 from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.errors import HostError, NoHost, NoHostAnswered, RunNotHosted
 from engine.runtime.registry import workflows
+from engine.runtime.view import RunView
 from engine.web import ratelimit
 from engine.web import search as run_search
 from engine.web.api_schemas import (
@@ -366,7 +367,7 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> dict[str, Any
                 "workflow": r.workflow,
                 "status": r.status,
                 "scripted": r.scripted,
-                "open_gates": len(r.view.get("gates", [])),
+                "open_gates": len(RunView.of(r.view).gates),
                 "reason": r.reason,
                 "created_at": r.created_at.isoformat(),
                 "updated_at": r.updated_at.isoformat(),
@@ -405,14 +406,14 @@ def import_(request: HttpRequest) -> tuple[int, dict[str, Any]]:
 )
 def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     run = _run(run_id)
-    view = run.view or {}
+    view = RunView.of(run.view)
     loaded = workflows().find(run.workflow)
     machine = loaded.machine if loaded is not None else None
     gates = []
-    for gate in view.get("gates", []):
+    for gate in view.gates:
         events = []
-        for name in gate.get("accepts", []):
-            event = machine.gate_event(gate["id"], name) if machine is not None else None
+        for name in gate.accepts:
+            event = machine.gate_event(gate.id, name) if machine is not None else None
             events.append(
                 {
                     "type": name,
@@ -420,14 +421,7 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
                     "schema": event.json_schema() if event else None,
                 }
             )
-        gates.append(
-            {
-                "id": gate["id"],
-                "state": gate.get("path") or gate.get("state"),
-                "meta": gate.get("meta", {}),
-                "events": events,
-            }
-        )
+        gates.append({"id": gate.id, "state": gate.path or gate.state, "meta": dict(gate.meta), "events": events})
     return {
         "id": run.id,
         "workflow": run.workflow,
@@ -437,12 +431,12 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
         "output": run.output,
         "reason": run.reason,
         "scripted": run.scripted,
-        "value": view.get("value"),
-        "context": view.get("context"),
+        "value": view.value,
+        "context": view.context,
         "gates": gates,
-        "turns": view.get("turns", []),
-        "effects": view.get("effects", []),
-        "next_due": view.get("next_due"),
+        "turns": [turn.to_json() for turn in view.turns],
+        "effects": [effect.to_json() for effect in view.effects],
+        "next_due": view.next_due,
         "seq": run.seq,
         "parent": run.parent_id,
         "parent_step": run.parent_step,
