@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from engine.core.prompts import allowed_line, answer_message, ended_message
@@ -183,11 +184,40 @@ class RunEnded(Output):
         )
 
 
+class PickOutcome(StrEnum):
+    """What became of a pick: refused (nothing changed), unmoved (on the Menu, not taken now), answered (its
+    work done at once), outstanding (its work runs), ended (it left the Agent's state: the Turn is over)."""
+
+    REFUSED = "refused"
+    UNMOVED = "unmoved"
+    ANSWERED = "answered"
+    OUTSTANDING = "outstanding"
+    ENDED = "ended"
+
+
+class DeliveryOutcome(StrEnum):
+    """What became of a Gate's event or an Effect's result: delivered, unmoved (no transition takes it now) or
+    refused."""
+
+    DELIVERED = "delivered"
+    UNMOVED = "unmoved"
+    REFUSED = "refused"
+
+
+class RunState(StrEnum):
+    """A Session's status: active until it ends done, failed or cancelled."""
+
+    ACTIVE = "active"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
 @dataclass(frozen=True)
 class PickResult:
     """What a pick got back at once."""
 
-    outcome: str
+    outcome: PickOutcome
     answer: Any = None
     allowed: tuple[str, ...] = ()
     error: str | None = None
@@ -210,7 +240,7 @@ class Delivery:
     says why, for a host to map: "ended" (the run ended), "no-gate" (no such open Gate), "not-accepted" (the Gate
     does not take that event), "invalid" (the input failed), "no-effect" (no such running Effect)."""
 
-    outcome: str
+    outcome: DeliveryOutcome
     error: str | None = None
     accepts: tuple[str, ...] = field(default_factory=tuple)
     code: str = ""

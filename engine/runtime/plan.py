@@ -25,10 +25,12 @@ from engine.core.journal.entries import EffectStarted, Entry, GateAnswer
 from engine.core.outputs import (
     AllowedChanged,
     Delivery,
+    DeliveryOutcome,
     EffectCancelled,
     EffectRequested,
     Output,
     PickAnswered,
+    PickOutcome,
     PickResult,
     PickStopped,
     TurnEnded,
@@ -432,8 +434,8 @@ def ended(session: Session, kind: str) -> PickResult | Delivery:
     """The answer to an input for a run that has ended: nothing was delivered."""
     error = f"the run has ended ({session.status}); nothing was delivered"
     if kind == "pick":
-        return PickResult("refused", error=error)
-    return Delivery("refused", error=error, code="ended")
+        return PickResult(PickOutcome.REFUSED, error=error)
+    return Delivery(DeliveryOutcome.REFUSED, error=error, code="ended")
 
 
 # -- the Run row and the inbox and search records -------------------------------------------------------------------

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.core.outputs import Delivery, PickResult
+from engine.core.outputs import Delivery, DeliveryOutcome, PickOutcome, PickResult
 from engine.core.session.ports import SessionPort
 from engine.core.session.probe import PartyEvent
 from engine.core.session.records import Gate, Turn
@@ -37,7 +37,7 @@ def admit_pick(
     menu = session.machine.menu_names(agent)
     if event not in menu:
         return PickResult(
-            "refused",
+            PickOutcome.REFUSED,
             allowed=tuple(session.allowed_picks(agent)),
             error=f'"{event}" is not on the Menu of agent "{agent}" (its Menu: {list(menu)})',
         )
@@ -48,11 +48,12 @@ def admit_pick(
             else "the Agent's state is not at Rest"
         )
         return PickResult(
-            "refused", error=f"{what}: every other pick is refused and nothing is delivered until its work is done"
+            PickOutcome.REFUSED,
+            error=f"{what}: every other pick is refused and nothing is delivered until its work is done",
         )
     validated, error = validate_input(session.machine, event, params)
     if error is not None:
-        return PickResult("refused", allowed=tuple(session.allowed_picks(agent)), error=error)
+        return PickResult(PickOutcome.REFUSED, allowed=tuple(session.allowed_picks(agent)), error=error)
     allowed = tuple(session.allowed_picks(agent))
     delivered = PartyEvent({**validated, "type": event, "sender": {"party": "agent", "id": agent}})
     taken = False
@@ -61,7 +62,7 @@ def admit_pick(
             taken = bool(select_transitions(session.statechart_snapshot, delivered))
         except Exception as err:
             return PickResult(
-                "refused",
+                PickOutcome.REFUSED,
                 allowed=allowed,
                 error=f'a guard on "{event}" raised {exception_text(err)} with this input; nothing moved',
             )
@@ -75,32 +76,34 @@ def admit_gate_event(
     that raised) or unmoved (no transition takes it now)."""
     if open_gate is None:
         return Delivery(
-            "refused",
+            DeliveryOutcome.REFUSED,
             error=f'no open Gate "{gate}" (open Gates: {sorted(g.id for g in session.gates)})',
             code="no-gate",
         )
     if event not in open_gate.accepts:
         return Delivery(
-            "refused",
+            DeliveryOutcome.REFUSED,
             accepts=open_gate.accepts,
             code="not-accepted",
             error=f'Gate "{gate}" does not accept "{event}" (it accepts {list(open_gate.accepts)})',
         )
     validated, error = validate_input(session.machine, event, params)
     if error is not None:
-        return Delivery("refused", accepts=open_gate.accepts, error=error, code="invalid")
+        return Delivery(DeliveryOutcome.REFUSED, accepts=open_gate.accepts, error=error, code="invalid")
     delivered = PartyEvent({**validated, "type": event, "sender": {"party": "gate", "id": gate}})
     try:
         taken = bool(select_transitions(session.statechart_snapshot, delivered))
     except Exception as err:
         return Delivery(
-            "refused",
+            DeliveryOutcome.REFUSED,
             accepts=open_gate.accepts,
             code="invalid",
             error=f'a guard on "{event}" raised {exception_text(err)} with this input; nothing moved',
         )
     if not taken:
         return Delivery(
-            "unmoved", accepts=open_gate.accepts, error=f'the Machine takes no "{event}" now; nothing moved'
+            DeliveryOutcome.UNMOVED,
+            accepts=open_gate.accepts,
+            error=f'the Machine takes no "{event}" now; nothing moved',
         )
     return Admitted(validated, delivered)

@@ -30,7 +30,7 @@ from engine.core.journal.entries import (
     Pick,
     Start,
 )
-from engine.core.outputs import Delivery, Output, PickResult, RunEnded
+from engine.core.outputs import Delivery, DeliveryOutcome, Output, PickOutcome, PickResult, RunEnded, RunState
 from engine.core.routes import Answer
 from engine.core.session.admission import Admitted, admit_gate_event, admit_pick
 from engine.core.session.answers import Parties
@@ -62,7 +62,7 @@ def _journaled(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def wrapper(self: Session, *args: Any, at: float | None = None, **kwargs: Any) -> Any:
-        if at is not None and at > self.now and self.status == "active":
+        if at is not None and at > self.now and self.status == RunState.ACTIVE:
             due = self.next_due()
             if due is not None and due <= at:
                 self.advance(at - self.now)
@@ -110,7 +110,9 @@ class Session(RunReading):
         try:
             self._perform(snapshot, actions)
         except Exception as err:
-            self._end("failed", reason=f"the Machine raised while starting in {self._where()}: {exception_text(err)}")
+            self._end(
+                RunState.FAILED, reason=f"the Machine raised while starting in {self._where()}: {exception_text(err)}"
+            )
         self.parties.settle()
         self._notice_end()
         self.journal[0] = self.journal[0].with_out(_digest(self._emitted))
@@ -124,7 +126,7 @@ class Session(RunReading):
         self.clock = clock or SimulatedClock()
         self.now = self.clock.now()
         self.journal: list[Entry] = []
-        self.status = "active"
+        self.status = RunState.ACTIVE
         self.output: Any = None
         self.reason: str | None = None
         self.counters = counters if counters is not None else {"turn": 0, "pick": 0, "effect": 0}
@@ -170,8 +172,8 @@ class Session(RunReading):
     def pick(self, agent: str, event: str, params: Mapping[str, Any] | None = None) -> PickResult:
         """An Agent's tool call. Refused (nothing changes) unless it is on the Menu, valid, and nothing is
         outstanding; "unmoved" if the Machine would not take it now."""
-        if self.status != "active":
-            return PickResult("refused", error=f"the run has ended ({self.status}); nothing was delivered")
+        if self.status != RunState.ACTIVE:
+            return PickResult(PickOutcome.REFUSED, error=f"the run has ended ({self.status}); nothing was delivered")
         sub, local, prefix = self.nest.route(agent)
         if prefix is not None:
             self._catch_up()
@@ -182,7 +184,7 @@ class Session(RunReading):
             return result
         turn = self.turn_of(agent)
         if turn is None:
-            return PickResult("refused", error=f'agent "{agent}" has no open Turn; nothing was delivered')
+            return PickResult(PickOutcome.REFUSED, error=f'agent "{agent}" has no open Turn; nothing was delivered')
         result = self._pick(turn, agent, event, params)
         if result.outcome != "refused" and self.parties.turns.get(turn.invoke_id) is turn:
             turn.told = tuple(result.allowed) if result.outcome != "outstanding" else ()
@@ -196,11 +198,13 @@ class Session(RunReading):
         recorded = self._record(Pick(agent=agent, event=event, params=validated, outcome="unmoved"))
         if event not in allowed:
             return PickResult(
-                "unmoved", allowed=tuple(allowed), error=f'"{event}" is on the Menu but not allowed now; nothing moved'
+                PickOutcome.UNMOVED,
+                allowed=tuple(allowed),
+                error=f'"{event}" is on the Menu but not allowed now; nothing moved',
             )
         if not taken:
             return PickResult(
-                "unmoved",
+                PickOutcome.UNMOVED,
                 allowed=tuple(allowed),
                 error=f'the Machine did not take "{event}" with this input (a guard said no); nothing moved',
             )
@@ -213,19 +217,21 @@ class Session(RunReading):
         finally:
             self.parties.end_pick()
         if self.parties.turns.get(turn.invoke_id) is not turn:
-            result = PickResult("ended", answer=turn.answer, pick=pick.id)
+            result = PickResult(PickOutcome.ENDED, answer=turn.answer, pick=pick.id)
         elif turn.outstanding is None:
-            result = PickResult("answered", answer=turn.answer, allowed=tuple(self.allowed_picks(agent)), pick=pick.id)
+            result = PickResult(
+                PickOutcome.ANSWERED, answer=turn.answer, allowed=tuple(self.allowed_picks(agent)), pick=pick.id
+            )
         else:
-            result = PickResult("outstanding", pick=pick.id)
+            result = PickResult(PickOutcome.OUTSTANDING, pick=pick.id)
         self.journal[recorded] = dataclasses.replace(self.journal[recorded], outcome=result.outcome)  # type: ignore[call-arg]
         return result
 
     @_journaled
     def send_gate(self, gate: str, event: str, params: Mapping[str, Any] | None = None) -> Delivery:
         """An event from a Gate's caller (a human in the Console, a webhook, the CLI)."""
-        if self.status != "active":
-            return Delivery("refused", error=f"the run has ended ({self.status})", code="ended")
+        if self.status != RunState.ACTIVE:
+            return Delivery(DeliveryOutcome.REFUSED, error=f"the run has ended ({self.status})", code="ended")
         sub, local, prefix = self.nest.route(gate)
         if prefix is not None:
             self._catch_up()
@@ -243,7 +249,7 @@ class Session(RunReading):
         self._record(GateAnswer(gate=gate, event=event, params=validated))
         self.parties.work_ended(self.invoke_nodes.get(gate), validated)
         self.deliver(delivered)
-        return Delivery("delivered", accepts=open_gate.accepts)
+        return Delivery(DeliveryOutcome.DELIVERED, accepts=open_gate.accepts)
 
     @_journaled
     def effect_done(self, effect_id: str, output: Any = None) -> Delivery:
@@ -258,7 +264,7 @@ class Session(RunReading):
     def effect_result(self, effect_id: str, kind: str, value: Any) -> Delivery:
         """An Effect's result, journaled by `effect_done` / `effect_failed` (or by the parent of a child Machine)."""
         sub, local, prefix = self.nest.route(effect_id)
-        if prefix is not None and self.status == "active":
+        if prefix is not None and self.status == RunState.ACTIVE:
             self._catch_up()
             result = sub.effect_result(local, kind, value)
             if result.outcome == "delivered":
@@ -266,9 +272,9 @@ class Session(RunReading):
             self.nest.pull(prefix)
             return result
         pending = self.nest.effects.get(effect_id)
-        if pending is None or self.status != "active":
+        if pending is None or self.status != RunState.ACTIVE:
             return Delivery(
-                "refused",
+                DeliveryOutcome.REFUSED,
                 code="no-effect",
                 error=f'no running Effect "{effect_id}" (running: {sorted(self.nest.effects)})',
             )
@@ -281,12 +287,12 @@ class Session(RunReading):
         else:
             self.parties.work_ended(node)
             self.deliver(error_actor_event(pending.invoke_id, value))
-        return Delivery("delivered")
+        return Delivery(DeliveryOutcome.DELIVERED)
 
     @_journaled
     def fault(self, agent: str, reason: str) -> None:
         """A Turn that cannot go on: `agent.fault` goes into the Machine with the reason."""
-        if self.status != "active":
+        if self.status != RunState.ACTIVE:
             return
         self._record(Fault(agent=agent, reason=reason))
         self.fault_inside(agent, reason)
@@ -300,7 +306,7 @@ class Session(RunReading):
             return
         turn = self.turn_of(agent)
         self.deliver(Event(type="agent.fault", agent=agent, reason=reason))
-        if turn is not None and self.status == "active" and self.parties.turns.get(turn.invoke_id) is turn:
+        if turn is not None and self.status == RunState.ACTIVE and self.parties.turns.get(turn.invoke_id) is turn:
             self._end(
                 "failed",
                 reason=f'the Turn of Agent "{agent}" could not go on ({reason}), and the Machine has '
@@ -314,7 +320,7 @@ class Session(RunReading):
             raise ValueError(f"advance takes a non-negative number of ms; got {ms}")
         self.journal.append(Advance(ms=ms, at=self.now))
         target = self.now + ms
-        while self.status == "active":
+        while self.status == RunState.ACTIVE:
             due = [
                 (t.started_at + t.delay, t.id)
                 for t in self.statechart_snapshot.timers.values()
@@ -335,15 +341,15 @@ class Session(RunReading):
 
     def advance_to(self, target: float) -> None:
         """Time reaches `target` (a child Machine's clock following its parent's)."""
-        if target > self.now and self.status == "active":
+        if target > self.now and self.status == RunState.ACTIVE:
             self.advance(target - self.now)
 
     @_journaled
     def cancel(self) -> None:
-        if self.status != "active":
+        if self.status != RunState.ACTIVE:
             return
         self._record(Cancel())
-        self._end("cancelled")
+        self._end(RunState.CANCELLED)
 
     # -- replay --------------------------------------------------------------------------------------------
 
@@ -365,7 +371,7 @@ class Session(RunReading):
         if self._mailbox.busy:
             return
         try:
-            self._mailbox.run(lambda: self.status == "active")
+            self._mailbox.run(lambda: self.status == RunState.ACTIVE)
         finally:
             self._mailbox.clear()
 
@@ -422,9 +428,9 @@ class Session(RunReading):
 
     def _notice_end(self) -> None:
         """The statechart reached its end: the run ends with it."""
-        if self.status == "active" and self.statechart_snapshot.status == "done":
-            self._end("done", output=self.statechart_snapshot.output)
-        elif self.status == "active" and self.statechart_snapshot.status == "error":
+        if self.status == RunState.ACTIVE and self.statechart_snapshot.status == RunState.DONE:
+            self._end(RunState.DONE, output=self.statechart_snapshot.output)
+        elif self.status == RunState.ACTIVE and self.statechart_snapshot.status == "error":
             self._end(
                 "failed",
                 reason=error_reason(self.machine, self.invoke_nodes, self._last_event, self.statechart_snapshot.error),
@@ -453,7 +459,7 @@ class Session(RunReading):
             self.nest.request_effect(ref, logic.name, slot, node.id if node is not None else "")
         elif isinstance(slot, FailSlot):
             reason = (ref.input or {}).get("reason") if isinstance(ref.input, Mapping) else None
-            self._end("failed", reason=str(reason or "the run failed"))
+            self._end(RunState.FAILED, reason=str(reason or "the run failed"))
         elif isinstance(slot, Machine):
             self.nest.start_machine(ref, slot)
 
@@ -466,7 +472,7 @@ class Session(RunReading):
 
     def _end(self, status: str, output: Any = None, reason: str | None = None) -> None:
         """The run ends: every Turn, Gate, Effect and child Machine still open is closed, then RunEnded."""
-        if self.status != "active":
+        if self.status != RunState.ACTIVE:
             return
         self.status, self.output, self.reason = status, plain(output), reason
         self.parties.close_all()

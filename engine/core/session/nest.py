@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from engine.core.outputs import EffectCancelled, Output, RunEnded
+from engine.core.outputs import EffectCancelled, Output, RunEnded, RunState
 from engine.core.session.errors import SessionError
 from engine.core.session.ports import SessionPort
 from engine.core.session.records import PendingEffect, plain
@@ -78,10 +78,10 @@ class Nest:
         if sub is None:
             return
         self.forward(prefix, sub.drain())
-        if sub.status != "active":
+        if sub.status != RunState.ACTIVE:
             del self.subs[prefix]
             if prefix in self.session.statechart_snapshot.children:
-                if sub.status == "done":
+                if sub.status == RunState.DONE:
                     self._child_ended(prefix, done_actor_event(prefix, sub.output), sub.output)
                 else:
                     self._child_ended(prefix, error_actor_event(prefix, {"status": sub.status, "reason": sub.reason}))
@@ -130,7 +130,7 @@ class Nest:
         child.start()
 
     def _child_done(self, child_id: str, child: Actor) -> None:
-        if child.snapshot.status == "done" and child_id in self.session.statechart_snapshot.children:
+        if child.snapshot.status == RunState.DONE and child_id in self.session.statechart_snapshot.children:
             self._child_ended(child_id, done_actor_event(child_id, child.snapshot.output), child.snapshot.output)
 
     def _child_error(self, child_id: str, err: Any) -> None:

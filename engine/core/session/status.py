@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from engine.core.outputs import Output
+from engine.core.outputs import Output, RunState
 from engine.core.seats import state_path
 from engine.core.session.answers import Parties
 from engine.core.session.nest import Nest, routed
@@ -160,7 +160,7 @@ class RunReading:
     def allowed_picks(self, agent: str) -> list[str]:
         """The part of the Agent's Menu its Turn can pick now, read from the live Machine (probe.py)."""
         turn = self.turn_of(agent)
-        if turn is None or self.status != "active" or turn.outstanding is not None or not self.at_rest(turn):
+        if turn is None or self.status != RunState.ACTIVE or turn.outstanding is not None or not self.at_rest(turn):
             return []
         return allowed_events(self.machine, self.statechart_snapshot, agent)
 
