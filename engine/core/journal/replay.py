@@ -20,7 +20,7 @@ own entries (`{"kind", ..., "out"}`, numbered from 1). Pure: no Django, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,19 +30,15 @@ from engine.core.journal.entries import (
     HOST_KINDS,
     INPUT_KINDS,
     KINDS,
-    Advance,
-    Cancel,
-    EffectDone,
-    EffectFailed,
     Entry,
-    Fault,
     GateAnswer,
     JournalError,
     Pick,
 )
 from engine.core.journal.trace import numbered, start_session
-from engine.core.outputs import Output
+from engine.core.outputs import Delivery, DeliveryOutcome, Output, PickOutcome, PickResult
 from engine.core.session import Session, SessionError
+from engine.core.session.replaying import applied_as_recorded, feed
 from engine.core.statechart.clock import SimulatedClock
 from engine.core.words import brief, validation_text
 from engine.core.workflow import Machine
@@ -138,68 +134,25 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
 
 
 def _apply(session: Session, entry: Entry, where: str) -> str | None:
-    """Apply one entry; what differs now in words, or None when it applied as recorded (outputs not yet
-    compared). Each kind has its own function, chosen by the entry's type."""
-    return _NOW[type(entry)](session, entry, where)
-
-
-def _now_pick(session: Session, entry: Pick, where: str) -> str | None:
-    before = session.allowed_picks(entry.agent)
-    result = session.pick(entry.agent, entry.event, entry.params)
-    recorded = entry.outcome or result.outcome
-    if result.outcome == recorded:
+    """Apply one entry (the Session's own feed, by the entry's type); what differs now in words, or None when it
+    applied as recorded (outputs not yet compared)."""
+    before = session.allowed_picks(entry.agent) if isinstance(entry, Pick) else []
+    result = feed(session, entry)
+    if applied_as_recorded(entry, result):
         return None
-    if result.outcome == "refused":
-        return f"now refused in {where}: {result.error}"
-    if result.outcome == "unmoved":
-        if entry.event not in before:
-            allowed = ", ".join(before) or "nothing"
-            return f"now unmoved: not allowed in {where} (allowed now: {allowed})"
-        return f"now unmoved: the Machine did not take it with this input in {where} (a guard said no)"
-    return f"now {result.outcome} where it was {recorded}"
-
-
-def _now_gate(session: Session, entry: GateAnswer, where: str) -> str | None:
-    delivery = session.send_gate(entry.gate, entry.event, entry.params)
-    if delivery.outcome == "delivered":
-        return None
-    if delivery.outcome == "unmoved":
+    if isinstance(result, PickResult) and isinstance(entry, Pick):
+        if result.outcome == PickOutcome.REFUSED:
+            return f"now refused in {where}: {result.error}"
+        if result.outcome == PickOutcome.UNMOVED:
+            if entry.event not in before:
+                allowed = ", ".join(before) or "nothing"
+                return f"now unmoved: not allowed in {where} (allowed now: {allowed})"
+            return f"now unmoved: the Machine did not take it with this input in {where} (a guard said no)"
+        return f"now {result.outcome} where it was {entry.outcome}"
+    assert isinstance(result, Delivery)
+    if result.outcome == DeliveryOutcome.UNMOVED and isinstance(entry, GateAnswer):
         return f'now unmoved: the Machine takes no "{entry.event}" in {where}'
-    return f"now refused in {where}: {delivery.error}"
-
-
-def _now_effect(session: Session, entry: EffectDone | EffectFailed, where: str) -> str | None:
-    if isinstance(entry, EffectDone):
-        delivery = session.effect_done(entry.effect, entry.output)
-    else:
-        delivery = session.effect_failed(entry.effect, entry.error)
-    return None if delivery.outcome == "delivered" else f"now refused in {where}: {delivery.error}"
-
-
-def _now_advance(session: Session, entry: Advance, where: str) -> str | None:
-    session.advance(float(entry.ms))
-    return None
-
-
-def _now_fault(session: Session, entry: Fault, where: str) -> str | None:
-    session.fault(entry.agent, entry.reason)
-    return None
-
-
-def _now_cancel(session: Session, entry: Cancel, where: str) -> str | None:
-    session.cancel()
-    return None
-
-
-_NOW: dict[type[Entry], Callable[[Session, Any, str], str | None]] = {
-    Pick: _now_pick,
-    GateAnswer: _now_gate,
-    EffectDone: _now_effect,
-    EffectFailed: _now_effect,
-    Advance: _now_advance,
-    Fault: _now_fault,
-    Cancel: _now_cancel,
-}
+    return f"now refused in {where}: {result.error}"
 
 
 def _differs(entry: Mapping[str, Any], got: Any) -> bool:

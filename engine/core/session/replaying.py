@@ -21,12 +21,13 @@ from engine.core.journal.entries import (
     Pick,
     Start,
 )
+from engine.core.outputs import Delivery, DeliveryOutcome, PickResult
 from engine.core.session.errors import SessionError
 from engine.core.session.ports import SessionPort
 from engine.core.statechart.clock import SimulatedClock
 from engine.core.workflow import Machine
 
-__all__ = ["replay_journal", "apply_entry"]
+__all__ = ["replay_journal", "apply_entry", "feed", "applied_as_recorded"]
 
 S = TypeVar("S", bound=SessionPort)
 
@@ -51,11 +52,10 @@ def apply_entry(session: SessionPort, data: Mapping[str, Any] | Entry, index: in
     entry = data if isinstance(data, Entry) else _entry(data, index)
     if entry.host:
         return
-    apply = _APPLY.get(type(entry))
-    if apply is None:
+    if type(entry) not in _FEED:
         raise SessionError(f"{where} has unknown kind {entry.kind!r}")
     mark = len(session.journal)
-    if not apply(session, entry):
+    if not applied_as_recorded(entry, feed(session, entry)):
         text = json.dumps(entry.to_json(), default=str)[:200]
         raise SessionError(
             f"{where} ({entry.kind}: {text}) did not apply the same way on replay: the Machine or the run diverged here"
@@ -85,44 +85,38 @@ def _entry(data: Mapping[str, Any], index: int | None) -> Entry:
         raise SessionError(f"{where}: {err}") from err
 
 
-def _apply_pick(session: SessionPort, entry: Pick) -> bool:
-    result = session.pick(entry.agent, entry.event, entry.params)
-    return result.outcome == (entry.outcome or result.outcome)
+def feed(session: SessionPort, entry: Entry) -> PickResult | Delivery | None:
+    """Give the Session the input a recorded entry holds, by the function of the entry's type; what it got back
+    (a pick's result, a delivery), or None for time passing, a fault or a cancel. KeyError for a kind that is no
+    input (a start, a fork, a host's mark)."""
+    return _FEED[type(entry)](session, entry)
 
 
-def _apply_gate(session: SessionPort, entry: GateAnswer) -> bool:
-    return session.send_gate(entry.gate, entry.event, entry.params).outcome == "delivered"
+def applied_as_recorded(entry: Entry, result: PickResult | Delivery | None) -> bool:
+    """Whether the input went in as it did when it was recorded: a pick with its outcome, a delivery delivered."""
+    if isinstance(result, PickResult):
+        return result.outcome == ((entry.outcome if isinstance(entry, Pick) else None) or result.outcome)
+    return result is None or result.outcome == DeliveryOutcome.DELIVERED
 
 
-def _apply_effect_done(session: SessionPort, entry: EffectDone) -> bool:
-    return session.effect_done(entry.effect, entry.output).outcome == "delivered"
+def _feed_advance(session: SessionPort, entry: Advance) -> None:
+    session.advance(float(entry.ms))
 
 
-def _apply_effect_failed(session: SessionPort, entry: EffectFailed) -> bool:
-    return session.effect_failed(entry.effect, entry.error).outcome == "delivered"
-
-
-def _apply_advance(session: SessionPort, entry: Advance) -> bool:
-    session.advance(entry.ms)
-    return True
-
-
-def _apply_fault(session: SessionPort, entry: Fault) -> bool:
+def _feed_fault(session: SessionPort, entry: Fault) -> None:
     session.fault(entry.agent, entry.reason)
-    return True
 
 
-def _apply_cancel(session: SessionPort, entry: Cancel) -> bool:
+def _feed_cancel(session: SessionPort, entry: Cancel) -> None:
     session.cancel()
-    return True
 
 
-_APPLY: dict[type[Entry], Callable[[Any, Any], bool]] = {
-    Pick: _apply_pick,
-    GateAnswer: _apply_gate,
-    EffectDone: _apply_effect_done,
-    EffectFailed: _apply_effect_failed,
-    Advance: _apply_advance,
-    Fault: _apply_fault,
-    Cancel: _apply_cancel,
+_FEED: dict[type[Entry], Callable[[Any, Any], Any]] = {
+    Pick: lambda session, e: session.pick(e.agent, e.event, e.params),
+    GateAnswer: lambda session, e: session.send_gate(e.gate, e.event, e.params),
+    EffectDone: lambda session, e: session.effect_done(e.effect, e.output),
+    EffectFailed: lambda session, e: session.effect_failed(e.effect, e.error),
+    Advance: _feed_advance,
+    Fault: _feed_fault,
+    Cancel: _feed_cancel,
 }
