@@ -16,6 +16,7 @@ from engine.core.events import EventDef
 from engine.core.refusals import MachineWarning, refuse, warnings_for
 from engine.core.routes import Answer, SeatGuard
 from engine.core.seats import OnKey, Party, Seat, derive_seats, on_keys, party_of, state_path
+from engine.core.assignment import refuse_assign
 from engine.core.slots import GATE, AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.statechart import create_machine as create_statechart
 from engine.core.statechart.errors import ConfigError, StatechartError
@@ -110,6 +111,7 @@ class Machine:
         self.parties: dict[StateNode, Party | None] = {n: party_of(n, self.slots, self.id) for n in self.nodes}
         self.keys: list[OnKey] = on_keys(self.nodes, self.parties)
         refuse(self.id, self.nodes, self.slots, self.events, self.keys, self.parties)
+        refuse_assign(self.id, self.nodes, self.slots)
         self._bind_answers()
         senders: dict[tuple[StateNode, str], set[tuple[str, str]]] = {}
         self._seats = derive_seats(self.id, self.nodes, self.parties, self.keys, self.events, senders)

@@ -90,25 +90,36 @@ class GateView:
     path: str
     accepts: tuple[str, ...]
     meta: Mapping[str, Any]
+    #: Whom it is assigned to ("user:ann", "group:editors"), or None: anyone who may answer Gates.
+    assign: tuple[str, ...] | None = None
+    assign_error: str = ""
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> GateView:
+        assign = data.get("assign")
         return cls(
             str(data.get("id", "")),
             str(data.get("state", "")),
             str(data.get("path", "")),
             tuple(data.get("accepts") or ()),
             dict(data.get("meta") or {}),
+            tuple(assign) if assign is not None else None,
+            str(data.get("assign_error") or ""),
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "id": self.id,
             "state": self.state,
             "path": self.path,
             "accepts": list(self.accepts),
             "meta": dict(self.meta),
         }
+        if self.assign is not None:
+            data["assign"] = list(self.assign)
+        if self.assign_error:
+            data["assign_error"] = self.assign_error
+        return data
 
 
 @dataclass(frozen=True)
