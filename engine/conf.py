@@ -283,6 +283,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Models",
     ),
     Setting(
+        "JR2_CLAIM_MINUTES",
+        "float",
+        15.0,
+        "How long a claim holds a Gate for the person who claimed it (minutes): meanwhile only they may answer it.",
+        "Runs",
+    ),
+    Setting(
         "JR2_CSP",
         "text",
         _CSP,

@@ -11,12 +11,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
+from engine.core.assignment import refuse_assign
 from engine.core.errors import MachineError
 from engine.core.events import EventDef
 from engine.core.refusals import MachineWarning, refuse, warnings_for
 from engine.core.routes import Answer, SeatGuard
 from engine.core.seats import OnKey, Party, Seat, derive_seats, on_keys, party_of, state_path
-from engine.core.assignment import refuse_assign
 from engine.core.slots import GATE, AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.statechart import create_machine as create_statechart
 from engine.core.statechart.errors import ConfigError, StatechartError

@@ -21,13 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from engine.core.journal.entries import GateAnswer
+from django.conf import settings
+
+from engine.core.journal.entries import Claim, GateAnswer
 from engine.core.outputs import EffectRequested, TurnStarted
 from engine.core.session import PendingEffect, Session
 from engine.core.text import without_nul
 from engine.core.workflow import Machine
 from engine.models import EffectRecord
 from engine.runtime import faults, relay, store
+from engine.runtime.claims import claims_json, claims_of
 from engine.runtime.conversation import Conversation
 from engine.runtime.effects import EffectOutcome, run_effect
 from engine.runtime.plan import (
@@ -121,7 +124,12 @@ class RunDriver:
         self.seq = seq
         self.snapshot_seq = snapshot_seq
         #: The open Turns, the conversations and the seats (engine/runtime/plan.py keeps them in step).
-        self.books = Books(workflow, seats=dict(resume.seats if resume is not None else seats or {}))
+        self.books = Books(
+            workflow,
+            seats=dict(resume.seats if resume is not None else seats or {}),
+            claims=claims_of(resume.run.view) if resume is not None else {},
+            claim_minutes=float(getattr(settings, "JR2_CLAIM_MINUTES", 15.0)),
+        )
         self.effects: dict[str, asyncio.Task[None]] = {}
         self.inbox: asyncio.Queue[Item | None] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
@@ -255,7 +263,10 @@ class RunDriver:
         )
 
     def _run_fields(self, status: str) -> dict[str, Any]:
-        view = build_view(self.session, self.visited, self.books.players(), self.books.seats)
+        gates = [gate.id for gate in self.session.gates]
+        held = claims_json(self.books.claims, gates, wall_ms() / 1000)
+        self.books.claims = {gate: claim for gate, claim in self.books.claims.items() if gate in held}
+        view = build_view(self.session, self.visited, self.books.players(), self.books.seats, held)
         self.visited.update(view["visited"])
         return run_fields(self.session, status, view)
 
@@ -344,7 +355,7 @@ class RunDriver:
                 status,
                 last,
                 updated,
-                gates=gates_after != gates_before or any(isinstance(e, GateAnswer) for e in entries),
+                gates=gates_after != gates_before or any(isinstance(e, (GateAnswer, Claim)) for e in entries),
             )
 
     # -- after a commit ------------------------------------------------------------------------------------------

@@ -247,8 +247,14 @@ class Host:
             return
         await relay.send(self, run_id, "offer", {"agent": agent, "event": event, "params": params})
 
-    async def cancel(self, run_id: str) -> None:
-        await self.deliver(run_id, "cancel")
+    async def cancel(self, run_id: str, by: str | None = None, door: str | None = None, reason: str = "") -> None:
+        """Cancel a run; the journal's entry says who cancelled it, through which door, and why (when given)."""
+        await self.deliver(run_id, "cancel", by=by, door=door, reason=reason)
+
+    async def claim(self, run_id: str, gate: str, action: str, by: str, door: str | None = None) -> Any:
+        """Claim an open Gate for `by`, release their claim, or break anyone's (engine/runtime/claims.py): the
+        Delivery that says whether it took."""
+        return await self.deliver(run_id, "claim", gate=gate, action=action, by=by, door=door)
 
     async def take_seat(self, run_id: str, agent: str, user: tuple[int, str] | None) -> str:
         """A person takes an Agent's seat in a run (`user`: user id and name), or gives it back (None)."""
