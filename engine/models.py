@@ -439,6 +439,9 @@ class GateRecord(models.Model):
     assigned = models.BooleanField(default=False, help_text="it has an assign: only those named (and superusers)")
     claimed_by = models.CharField(max_length=150, blank=True, default="", help_text="who holds its claim")
     claimed_until = models.DateTimeField(null=True, blank=True, help_text="when that claim ends")
+    due_at = models.DateTimeField(
+        null=True, blank=True, help_text="when the Machine's `after` on its state fires (the inbox sorts by it)"
+    )
 
     class Meta:
         ordering = ["opened_at", "id"]
@@ -498,3 +501,9 @@ class GateAssignee(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name}"
+
+
+# The outbox of webhooks and emails, and one-tap links (engine/outbox.py), are models of this app too.
+from engine.outbox import Delivery, EmailNotice, GateLink, GateLinkUse, WebhookEndpoint  # noqa: E402
+
+__all__ += ["Delivery", "EmailNotice", "GateLink", "GateLinkUse", "WebhookEndpoint"]

@@ -28,11 +28,12 @@ from engine.core.outputs import EffectRequested, TurnStarted
 from engine.core.session import PendingEffect, Session
 from engine.core.text import without_nul
 from engine.core.workflow import Machine
-from engine.models import EffectRecord
+from engine.models import EffectRecord, Run
 from engine.runtime import faults, relay, store
 from engine.runtime.claims import claims_json, claims_of
 from engine.runtime.conversation import Conversation
 from engine.runtime.effects import EffectOutcome, run_effect
+from engine.runtime.outboxing import Outboxed
 from engine.runtime.plan import (
     Books,
     CancelEffect,
@@ -239,6 +240,7 @@ class RunDriver:
         plan.ops.append(
             indexed(self.workflow, self.committed_view, fields, entries, plan.ops, door=create.get("input"))
         )
+        plan.ops.append(Outboxed(self.workflow, {}, fields["view"], fields["status"], 1, entries))
         updated = await self.host.db(
             store.commit,
             store.Step(
@@ -333,6 +335,11 @@ class RunDriver:
         updated = None
         if entries or plan.ops:
             plan.ops.append(indexed(self.workflow, self.committed_view, fields, entries, plan.ops))
+            plan.ops.append(
+                Outboxed(
+                    self.workflow, self.committed_view, fields["view"], status, first, entries, self.status in Run.LIVE
+                )
+            )
             updated = await self.host.db(
                 store.commit, store.Step(self.run_id, first, entries, fields, snapshot, plan.ops, owner=self.host.owner)
             )

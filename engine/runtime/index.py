@@ -117,6 +117,7 @@ class Indexed(Op):
                     assign=after[gate].get("assign"),
                     assigned=after[gate].get("assign") is not None,
                     opened_at=now,
+                    due_at=_due_at(after[gate].get("due")),
                 )
                 for gate in sorted(opened)
             )
@@ -134,6 +135,11 @@ class Indexed(Op):
                 claimed_by=held["by"] if held else "",
                 claimed_until=dt.datetime.fromtimestamp(held["until"], tz=dt.UTC) if held else None,
             )
+
+
+def _due_at(ms: Any) -> dt.datetime | None:
+    """A Gate's due time (ms since the epoch in the view) as the inbox sorts by it."""
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC) if isinstance(ms, (int, float)) else None
 
 
 def _assignees(run_id: str, gates: list[str]) -> None:

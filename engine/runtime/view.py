@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.core.session import Session
+from engine.core.session import Gate, Session
 from engine.models import Run
 from engine.runtime.players import Player
 
@@ -66,7 +66,7 @@ def build_view(
         "active": active,
         "visited": sorted(set(visited) | set(active)),
         "context": as_json(session.context),
-        "gates": [gate.to_json() for gate in session.gates],
+        "gates": [_gate_json(session, gate) for gate in session.gates],
         "turns": [
             {
                 "id": t.id,
@@ -91,6 +91,16 @@ def build_view(
     return view
 
 
+def _gate_json(session: Session, gate: Gate) -> dict[str, Any]:
+    """An open Gate as the view has it, with `due`: when the Machine's `after` on its state fires (ms since the
+    epoch on the host's clock), when one is set."""
+    data = gate.to_json()
+    due = session.gate_due(gate.id)
+    if due is not None:
+        data["due"] = due
+    return data
+
+
 def as_json(value: Any) -> Any:
     """A JSON-ready copy of workflow data for the database (anything odd becomes its string)."""
     return json.loads(json.dumps(value, default=str))
@@ -111,10 +121,13 @@ class GateView:
     #: Whom it is assigned to ("user:ann", "group:editors"), or None: anyone who may answer Gates.
     assign: tuple[str, ...] | None = None
     assign_error: str = ""
+    #: When the Machine's `after` on the Gate's state (or above it) fires, in ms since the epoch; None: no timer.
+    due: float | None = None
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> GateView:
         assign = data.get("assign")
+        due = data.get("due")
         return cls(
             str(data.get("id", "")),
             str(data.get("state", "")),
@@ -123,6 +136,7 @@ class GateView:
             dict(data.get("meta") or {}),
             tuple(assign) if assign is not None else None,
             str(data.get("assign_error") or ""),
+            float(due) if isinstance(due, (int, float)) else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -137,6 +151,8 @@ class GateView:
             data["assign"] = list(self.assign)
         if self.assign_error:
             data["assign_error"] = self.assign_error
+        if self.due is not None:
+            data["due"] = self.due
         return data
 
 
