@@ -36,6 +36,7 @@ class Sending(models.TextChoices):
     PENDING = "pending"
     DELIVERED = "delivered"
     FAILED = "failed"  # every try failed; "send again" in the Console puts it back
+    SKIPPED = "skipped"  # an email whose Gate closed before it went out
 
 
 class WebhookEndpoint(models.Model):

@@ -39,6 +39,7 @@ from engine.core.statechart.clock import SimulatedClock
 from engine.core.workflow import Machine
 from engine.models import Run
 from engine.runtime import forks, relay, store
+from engine.runtime.courier import Courier
 from engine.runtime.driver import RunDriver, wall_ms
 from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
 from engine.runtime.notify import notify
@@ -95,6 +96,8 @@ class Host:
         self.ready = asyncio.Event()
         self._releasing: set[asyncio.Task[None]] = set()
         self._stopped = False
+        #: Sends the outbox's webhooks and emails (a driving host only).
+        self.courier = Courier(self)
 
     @property
     def drives(self) -> bool:
@@ -108,6 +111,7 @@ class Host:
         restart at once, others' once their leases expire) and keeps looking for more."""
         global _current
         _current = self
+        await self.courier.prepare()
         if self.drives:
             await self._claim(mine=True)
             loop = asyncio.get_running_loop()
@@ -115,6 +119,7 @@ class Host:
                 loop.create_task(self._renew(), name="jr2 lease renewal"),
                 loop.create_task(self._rounds(), name="jr2 claims and relayed inputs"),
                 loop.create_task(self._listen(), name="jr2 host wake-ups"),
+                loop.create_task(self.courier.run(), name="jr2 webhooks and emails"),
             ]
         self.ready.set()
 
@@ -408,7 +413,9 @@ class Host:
     def notify(
         self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None, gates: bool = False
     ) -> None:
-        """Tell viewers a run moved (engine/runtime/notify.py); the status goes out as its plain string."""
+        """Tell viewers a run moved (engine/runtime/notify.py); the status goes out as its plain string. The
+        courier wakes too: the step may have put webhooks or emails in the outbox."""
+        self.courier.wake()
         notify(run_id, workflow, str(status), seq, updated.isoformat() if updated is not None else "", gates=gates)
 
 

@@ -158,8 +158,8 @@ class Outboxed(Op):
             if record is None:
                 continue
             for user in assignees(body["gate"]["assign"]):
-                if not user.email:
-                    continue
+                if not user.email or not user.has_perm("engine.answer_gate"):
+                    continue  # nobody to write to, or one who could not use the link
                 notices.append(
                     EmailNotice(user=user, record=record, kind="gate.assigned", next_try=_due(user, now, digest))
                 )
