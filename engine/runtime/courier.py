@@ -107,20 +107,25 @@ def delivered(pk: int, code: int | None, error: str) -> None:
     row.save(update_fields=["tries", "last_code", "last_error", "taken_until", "status", "delivered_at", "next_try"])
 
 
-def take_notices(limit: int = BATCH) -> dict[int, list[EmailNotice]]:
-    """Due email notices by user: each person's due notices go out together (one message per digest period)."""
+def take_notices(limit: int = BATCH) -> list[list[EmailNotice]]:
+    """Due email notices, each taken by a compare-and-set, as the messages they make: one per notice, or with
+    `JR2_NOTIFY_DIGEST_MINUTES` one per person (all their notices due by now: one message per period)."""
     now = timezone.now()
     due = EmailNotice.objects.filter(_free(now), status=EmailNotice.Status.PENDING, next_try__lte=now)
-    users = list(dict.fromkeys(due.order_by("next_try", "id").values_list("user_id", flat=True)))[:limit]
-    out: dict[int, list[EmailNotice]] = defaultdict(list)
-    for user_id in users:
-        mine = list(due.filter(user_id=user_id).values_list("id", flat=True))
-        for pk in mine:
-            if EmailNotice.objects.filter(_free(now), pk=pk, status=EmailNotice.Status.PENDING).update(
-                taken_until=now + dt.timedelta(seconds=TAKE_SECONDS)
-            ):
-                out[user_id].append(EmailNotice.objects.select_related("user", "record").get(pk=pk))
-    return dict(out)
+    taken = [
+        pk
+        for pk in due.order_by("next_try", "id").values_list("id", flat=True)[:limit]
+        if EmailNotice.objects.filter(_free(now), pk=pk, status=EmailNotice.Status.PENDING).update(
+            taken_until=now + dt.timedelta(seconds=TAKE_SECONDS)
+        )
+    ]
+    rows = list(EmailNotice.objects.filter(pk__in=taken).select_related("user", "record").order_by("id"))
+    if not float(getattr(settings, "JR2_NOTIFY_DIGEST_MINUTES", 0) or 0) > 0:
+        return [[row] for row in rows]
+    by_user: dict[int, list[EmailNotice]] = defaultdict(list)
+    for row in rows:
+        by_user[row.user_id].append(row)
+    return list(by_user.values())
 
 
 def letter(notices: list[EmailNotice]) -> Any:
@@ -197,7 +202,7 @@ class Courier:
         if rows:
             await asyncio.gather(*(self._post(client, row) for row in rows))
         notices = await self.host.db(take_notices)
-        for batch in notices.values():
+        for batch in notices:
             await self._mail(batch)
         return bool(rows or notices)
 

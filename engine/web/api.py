@@ -434,6 +434,7 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
                 "events": events,
                 "assign": list(gate.assign) if gate.assign is not None else None,
                 "claim": None if held is None else {"by": held.by, "until": _iso(held.until)},
+                "due": None if gate.due is None else _iso(gate.due / 1000),
             }
         )
     return {

@@ -135,6 +135,9 @@ class GateOut(Schema):
         None, description='whom the Gate is assigned to ("user:<name>", "group:<name>"); null: anyone who may answer'
     )
     claim: GateClaimOut | None = Field(None, description="who holds the Gate's claim now, if anyone")
+    due: str | None = Field(
+        None, description="when the Machine's `after` on the Gate's state fires, ISO 8601; null: no timer is set"
+    )
 
 
 class RunOut(Schema):
