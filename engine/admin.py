@@ -48,6 +48,7 @@ class RunAdmin(admin.ModelAdmin):
 class WebhookEndpointForm(forms.ModelForm):
     """An endpoint as the admin edits it: its kinds checked against the list; its secret written, never shown."""
 
+    url = forms.URLField(max_length=500, assume_scheme="https", help_text="Where each delivery is POSTed.")
     secret = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),
