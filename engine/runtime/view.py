@@ -140,7 +140,7 @@ class GateView:
         )
 
     def to_json(self) -> dict[str, Any]:
-        data = {
+        data: dict[str, Any] = {
             "id": self.id,
             "state": self.state,
             "path": self.path,

@@ -59,7 +59,7 @@ def endpoints_in(value: Any) -> list[Endpoint]:
             raise ValueError(f"{where} has unknown keys {unknown} (it takes url, secret, events, slack)")
         url = item.get("url")
         parts = urlsplit(url) if isinstance(url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        if not isinstance(url, str) or parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f'{where}: "url" must be an http or https address, not {url!r}')
         secret = item.get("secret")
         if not isinstance(secret, str) or len(secret) < 8:
