@@ -149,3 +149,30 @@ def test_good_settings_pass_and_bad_addresses_and_numbers_do_not(settings: Any) 
     assert ("engine.E011", "JR2_PUBLIC_URL must be an http or https address, not 'jr2.example'") in found
     assert ("engine.E012", "JR2_LINK_HOURS must be more than 0, not 0") in found
     assert ("engine.E012", "JR2_NOTIFY_DIGEST_MINUTES must be 0 or more, not -1") in found
+
+
+def test_the_admin_lists_endpoints_checks_them_and_keeps_the_secret_unshown() -> None:
+    admin = User.objects.create_superuser("root", password="x-long-password")
+    client = Client()
+    client.force_login(admin)
+    bad = client.post(
+        "/admin/engine/webhookendpoint/add/", {"url": "https://hooks.example/x", "secret": "short", "active": "on"}
+    )
+    assert bad.status_code == 200 and "a secret of at least 8 characters" in bad.content.decode()
+    assert "This field is required" in bad.content.decode()  # no kinds chosen
+    made = client.post(
+        "/admin/engine/webhookendpoint/add/",
+        {"url": "https://hooks.example/x", "secret": "long-enough-secret", "events": ["gate.opened"], "active": "on"},
+    )
+    assert made.status_code == 302
+    endpoint = WebhookEndpoint.objects.get()
+    assert (endpoint.secret, endpoint.events, endpoint.source) == ("long-enough-secret", ["gate.opened"], "admin")
+    page = client.get(f"/admin/engine/webhookendpoint/{endpoint.pk}/change/").content.decode()
+    assert "long-enough-secret" not in page
+    kept = client.post(
+        f"/admin/engine/webhookendpoint/{endpoint.pk}/change/",
+        {"url": "https://hooks.example/x", "secret": "", "events": ["run.ended"], "active": "on"},
+    )
+    assert kept.status_code == 302
+    endpoint.refresh_from_db()
+    assert (endpoint.secret, endpoint.events) == ("long-enough-secret", ["run.ended"])

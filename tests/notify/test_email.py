@@ -174,3 +174,25 @@ def test_with_a_digest_period_a_person_gets_one_message_for_several_gates(mailbo
         assert all(run_id in text for run_id in runs) and len(links_in(text)) == 3
 
     hosted({"escalation": escalation.machine}, body)
+
+
+def test_an_smtp_server_down_for_a_while_gets_the_message_once_it_is_up(settings: Any):
+    box = Mailbox()  # its port refuses connections until it starts
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", box.port
+    settings.JR2_PUBLIC_URL, settings.JR2_NOTIFY_RETRY_SECONDS, settings.JR2_WEBHOOKS = PUBLIC, 0.1, []
+    people()
+
+    async def body(host: Host) -> None:
+        await host.start_run("escalation", DOOR)
+        failing = await until(host, lambda: EmailNotice.objects.filter(tries__gte=2).first(), what="two failed tries")
+        assert failing.status == "pending" and "Connection refused" in failing.last_error
+        box.start()
+        try:
+            await until(host, lambda: EmailNotice.objects.filter(status="delivered").exists(), what="the message")
+            assert [m["To"] for m in box.messages] == ["ann@example.com"]
+            assert len(links_in(box.texts()[0])) == 1
+        finally:
+            box.stop()
+
+    hosted({"escalation": escalation.machine}, body)
