@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 from django.core.mail import get_connection
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -59,16 +60,12 @@ def sync_endpoints() -> None:
     listed = webhooks.endpoints_in(getattr(settings, "JR2_WEBHOOKS", None))
     source = WebhookEndpoint.Source.SETTINGS
     for endpoint in listed:
-        WebhookEndpoint.objects.update_or_create(
-            source=source,
-            url=endpoint.url,
-            defaults={
-                "secret": endpoint.secret,
-                "events": list(endpoint.events),
-                "slack": endpoint.slack,
-                "active": True,
-            },
-        )
+        fields = {"secret": endpoint.secret, "events": list(endpoint.events), "slack": endpoint.slack, "active": True}
+        try:
+            with transaction.atomic():
+                WebhookEndpoint.objects.update_or_create(source=source, url=endpoint.url, defaults=fields)
+        except IntegrityError:  # another host of the fleet made it at the same moment: it is there now
+            WebhookEndpoint.objects.filter(source=source, url=endpoint.url).update(**fields)
     WebhookEndpoint.objects.filter(source=source).exclude(url__in=[e.url for e in listed]).update(active=False)
 
 
