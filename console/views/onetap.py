@@ -23,9 +23,6 @@ from engine.web.hosting import ready_host
 
 __all__ = ["gate_link"]
 
-#: Why a link is refused -> the status: gone for an ended Gate or link, forbidden otherwise.
-_GONE = ("This Gate has closed", "This run has ended", "This link has expired")
-
 
 @never_cache
 async def gate_link(request: HttpRequest, record_id: int, token: str) -> HttpResponse:
@@ -38,12 +35,12 @@ async def gate_link(request: HttpRequest, record_id: int, token: str) -> HttpRes
         )
         response["Retry-After"] = str(wait)
         return response
-    link, why = await sync_to_async(links.redeem)(token[:400], record_id)
-    if why:
-        await sync_to_async(_refused)(link, why, address, rate)
-        status = 410 if why.startswith(_GONE) else 403
-        return await sync_to_async(render)(request, "console/link/refused.html", {"why": why}, status=status)
-    assert link is not None
+    found = await sync_to_async(links.redeem)(token[:400], record_id)
+    link = found.link
+    if found.why or link is None:
+        await sync_to_async(_refused)(link, found.why, address, rate)
+        status = 410 if found.gone else 403  # gone: it was good once; forbidden: never here
+        return await sync_to_async(render)(request, "console/link/refused.html", {"why": found.why}, status=status)
     if request.method != "POST":
         await sync_to_async(links.log_use)(link, "opened", "", address)
         return await sync_to_async(_page)(request, link, None, "", "", 200)

@@ -6,13 +6,14 @@ comes first; its user must still be active and still be one the Gate is assigned
 
     token = issue(user, record)              # the token in the link (the only place it is ever written)
     url = link_url(record, token)            # <JR2_PUBLIC_URL>/gates/<record id>/link/<token>/
-    link, why = redeem(token, record_id)     # the GateLink, or None and why it is refused
+    found = redeem(token, record_id)         # Redeemed(link, why, gone): why is "" when it may be used now
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -24,7 +25,7 @@ from engine.outbox import digest
 from engine.runtime.assignment import assigned_to
 from engine.runtime.outboxing import public_url
 
-__all__ = ["issue", "link_url", "redeem", "log_use", "ANSWER_PERMISSION", "SALT"]
+__all__ = ["issue", "link_url", "redeem", "Redeemed", "log_use", "ANSWER_PERMISSION", "SALT"]
 
 SALT = "jr2.gate-link"
 ANSWER_PERMISSION = "engine.answer_gate"
@@ -45,32 +46,43 @@ def link_url(record: GateRecord, token: str) -> str:
     return f"{public_url()}/gates/{record.pk}/link/{token}/"
 
 
-def redeem(token: str, record_id: int) -> tuple[GateLink | None, str]:
-    """The link of `token` for the Gate record `record_id` when it may be used now; else None and why not, in
-    words a person reads (they never say whether a token exists for some other Gate)."""
+@dataclass(frozen=True)
+class Redeemed:
+    """What a link is good for now: its GateLink (None when it is not one of ours), and why it is refused, in
+    words a person reads ("" when it may be used); `gone` when it ended (the Gate closed, the run ended, it
+    expired) rather than never being good here."""
+
+    link: GateLink | None
+    why: str = ""
+    gone: bool = False
+
+
+def redeem(token: str, record_id: int) -> Redeemed:
+    """The link of `token` for the Gate record `record_id`, and whether it may be used now. The words never say
+    whether a token exists for some other Gate."""
     try:
         named, user_id, _ = signing.loads(token, salt=SALT)
     except (signing.BadSignature, ValueError, TypeError):
-        return None, "This link is not valid."
+        return Redeemed(None, "This link is not valid.")
     link = GateLink.objects.select_related("user", "record").filter(key_hash=digest(token)).first()
     if link is None or link.user_id != user_id or link.record_id != named:
-        return None, "This link is not valid."
+        return Redeemed(None, "This link is not valid.")
     if named != record_id:
-        return link, "This link is for another Gate."
+        return Redeemed(link, "This link is for another Gate.")
     if link.expires_at <= timezone.now():
-        return link, "This link has expired. Open the Gate from the Console's inbox instead."
+        return Redeemed(link, "This link has expired. Open the Gate from the Console's inbox instead.", gone=True)
     record = link.record
     if record.closed_at is not None:
         how = f" by {record.answered_by}" if record.answered_by else ""
-        return link, f"This Gate has closed{how}: there is nothing left to answer."
+        return Redeemed(link, f"This Gate has closed{how}: there is nothing left to answer.", gone=True)
     if not Run.objects.filter(pk=record.run_id, status__in=Run.LIVE).exists():
-        return link, "This run has ended: there is nothing left to answer."
+        return Redeemed(link, "This run has ended: there is nothing left to answer.", gone=True)
     user = link.user
     if not user.is_active or not user.has_perm(ANSWER_PERMISSION):
-        return link, "Your account may no longer answer Gates."
+        return Redeemed(link, "Your account may no longer answer Gates.")
     if record.assign is not None and not user.is_superuser and not assigned_to(user, record.assign):
-        return link, "This Gate is no longer assigned to you."
-    return link, ""
+        return Redeemed(link, "This Gate is no longer assigned to you.")
+    return Redeemed(link)
 
 
 def log_use(link: GateLink | None, action: str, detail: str = "", address: str = "") -> None:
