@@ -147,8 +147,10 @@ def test_an_escalated_gate_emails_its_new_group(mailbox: Mailbox):
     people()
 
     async def body(host: Host) -> None:
-        run_id = await host.start_run("escalation", {**DOOR, "escalate_after_minutes": 0.01})
-        await until(host, lambda: {m["To"] for m in mailbox.messages} == {"ann@example.com", "dee@example.com"})
+        run_id = await host.start_run("escalation", {**DOOR, "escalate_after_minutes": 0.05})  # 3 s
+        await until(host, lambda: [m["To"] for m in mailbox.messages] == ["ann@example.com"], what="ann's email")
+        await until(host, lambda: len(mailbox.messages) == 2, what="dee's email, after the escalation")
+        assert mailbox.messages[1]["To"] == "dee@example.com"
         lead = next(t for m, t in zip(mailbox.messages, mailbox.texts()) if m["To"] == "dee@example.com")
         assert "Gate escalation" in lead and "The reviewers did not answer in time" in lead
         path, _, _ = links_in(lead)[0]
