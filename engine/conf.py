@@ -111,7 +111,16 @@ def _workspaces(environ: Mapping[str, str]) -> str:
     return str(Path(read(SETTING["JR2_SQLITE_PATH"], environ)).parent / "workspaces")
 
 
-GROUPS = ("The project", "Serving", "The database and the fleet", "Models", "Runs", "Reaching people", "Security")
+GROUPS = (
+    "The project",
+    "Serving",
+    "The database and the fleet",
+    "Models",
+    "Runs",
+    "Reaching people",
+    "Security",
+    "Telemetry",
+)
 
 _CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
@@ -369,6 +378,23 @@ SETTINGS: tuple[Setting, ...] = (
         "`1` behind a reverse proxy: the client's address is the last of X-Forwarded-For, and X-Forwarded-Proto "
         "says whether the request came over HTTPS.",
         "Security",
+    ),
+    Setting(
+        "JR2_OTEL",
+        "flag",
+        False,
+        "`1` turns tracing on with the SDK's defaults even without `OTEL_EXPORTER_OTLP_ENDPOINT` (which turns it on "
+        "too). Everything else is the standard `OTEL_*` variables: endpoint, headers, service name, "
+        "`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` for payloads.",
+        "Telemetry",
+    ),
+    Setting(
+        "JR2_METRICS_OPEN",
+        "flag",
+        False,
+        "`1` serves `/metrics` (Prometheus' text format) to anyone who can reach it; otherwise it needs "
+        "`Authorization: Bearer <API token>`.",
+        "Telemetry",
     ),
 )
 

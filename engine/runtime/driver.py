@@ -29,7 +29,7 @@ from engine.core.session import PendingEffect, Session
 from engine.core.text import without_nul
 from engine.core.workflow import Machine
 from engine.models import EffectRecord, Run
-from engine.runtime import faults, relay, store
+from engine.runtime import faults, relay, store, telemetry
 from engine.runtime.claims import claims_json, claims_of
 from engine.runtime.conversation import Conversation
 from engine.runtime.effects import EffectOutcome, run_effect
@@ -143,6 +143,8 @@ class RunDriver:
         #: The view last committed: the next step's search and inbox records are what changed since.
         self.committed_view: dict[str, Any] = dict(resume.run.view or {}) if resume is not None else {}
         self._relayed: set[int] = set()
+        #: Spans and metrics, told after each commit (engine/runtime/telemetry/).
+        self.telemetry = telemetry.for_run(run_id, workflow, machine.id)
 
     @property
     def loops(self) -> dict[str, Loop]:
@@ -187,6 +189,7 @@ class RunDriver:
         ops = self._take_deferred() + list(ops)
         if ops:
             updated = await self.host.db(store.write, self.run_id, ops, self.host.owner)
+            self.telemetry.committed(self.seq + 1, [], ops, self.committed_view, self.status)
             self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated)
 
     def defer(self, ops: list[store.Op]) -> None:
@@ -256,6 +259,7 @@ class RunDriver:
         )
         self.committed_view = fields["view"]
         self.seq = self.snapshot_seq = len(entries)
+        self.telemetry.committed(1, entries, plan.ops, self.committed_view, self.status)
         if session.status == "active" and lease is not None:
             self.host.drivers[self.run_id] = self  # only now: the lease is in the row, so a renewal keeps it
             self.start()
@@ -345,6 +349,7 @@ class RunDriver:
             )
             self.committed_view = fields["view"]
             faults.after_commit(entries)
+            self.telemetry.committed(first, entries, plan.ops, self.committed_view, status)
         del session.journal[:]
         self.seq = last
         if snapshot is not None:
@@ -501,4 +506,5 @@ class RunDriver:
             if item is not None and not item.future.done():
                 item.future.set_result(ended(self.session, item.kind))
         await self.write([])
+        self.telemetry.forget()
         self.host.forget(self)

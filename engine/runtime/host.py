@@ -38,12 +38,13 @@ from engine.core.session import Session, SessionError
 from engine.core.statechart.clock import SimulatedClock
 from engine.core.workflow import Machine
 from engine.models import Run
-from engine.runtime import forks, relay, store
+from engine.runtime import forks, relay, store, telemetry
 from engine.runtime.courier import Courier
 from engine.runtime.driver import RunDriver, wall_ms
 from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
 from engine.runtime.notify import notify
 from engine.runtime.plan import run_fields
+from engine.runtime.telemetry.resume import resumed_steps
 from engine.runtime.view import build_view, run_status
 
 __all__ = ["Host", "HostError", "RunNotHosted", "NoHostAnswered", "current_host", "ROLES"]
@@ -386,6 +387,9 @@ class Host:
             resume=resume,
         )
         self.drivers[run_id] = driver
+        telemetry.takeover()
+        if driver.telemetry.book is not None:
+            driver.telemetry.resumed(*await self.db(resumed_steps, machine, run_id))
         driver.start(resumed=True)
         log.info("run %s (%s) taken up at journal entry %d", run_id, workflow, resume.run.seq)
 
