@@ -6,6 +6,7 @@ Console's "Save as scenario" all go through here, so they agree on the folder, t
     for item in read_scenarios(folder, "notes"):  # ScenarioFile: path, name, scenario or error
         ...
     path = write_scenario(folder, "happy", scenario, overwrite=False)
+    loaded, scenario = run_scenario(workflows, run_id, "notes", "done", journal)   # a finished run as one
 """
 
 from __future__ import annotations
@@ -14,11 +15,22 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from engine.core.journal.scenario_replay import ScenarioDiverged, from_journal
 from engine.core.scenarios import FOLDER_SUFFIX, Scenario, ScenarioError
-from engine.runtime.loader import Loaded
+from engine.runtime.loader import Loaded, Workflows
 
-__all__ = ["ScenarioFile", "scenario_folder", "read_scenarios", "write_scenario", "check_name", "NAME"]
+__all__ = [
+    "ScenarioFile",
+    "scenario_folder",
+    "read_scenarios",
+    "write_scenario",
+    "check_name",
+    "run_scenario",
+    "NAME",
+    "FINISHED",
+]
 
 #: A scenario's name, its file's name without `.json`.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -90,3 +102,26 @@ def write_scenario(folder: Path, name: str, scenario: Scenario, overwrite: bool 
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text(scenario.to_text(), encoding="utf-8")
     return path
+
+
+#: The statuses of a finished run, the only ones saved as scenarios.
+FINISHED = ("done", "failed", "cancelled")
+
+
+def run_scenario(
+    found: Workflows, run_id: str, workflow: str, status: str, journal: Any, description: str = ""
+) -> tuple[Loaded, Scenario]:
+    """A finished run as a scenario of its workflow as the folder has it now, with the workflow it belongs to.
+    ValueError says why it cannot be (not finished, no such workflow, a fork, inputs that no longer apply)."""
+    if status not in FINISHED:
+        raise ValueError(f"run {run_id} is {status}: only a finished run can be saved as a scenario")
+    loaded = found.find(workflow)
+    if loaded is None or loaded.machine is None:
+        why = loaded.message() if loaded else f'workflow "{workflow}" is not in {found.folder}'
+        raise ValueError(f"run {run_id}: {why}")
+    try:
+        return loaded, from_journal(loaded.machine, workflow, journal, description)
+    except ScenarioDiverged as err:
+        raise ValueError(f"run {run_id} no longer replays on the current Machine: {err}") from err
+    except ValueError as err:
+        raise ValueError(f"run {run_id}: {err}") from err

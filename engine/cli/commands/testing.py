@@ -14,15 +14,13 @@ from typing import Any
 from engine.cli.client import CliError
 from engine.cli.commands.replaying import _source_api, _source_db
 from engine.cli.output import Output
-from engine.core.journal.scenario_replay import ScenarioDiverged, check, from_journal, observe
+from engine.core.journal.scenario_replay import ScenarioDiverged, check, observe
 from engine.core.scenarios import schema_text
 from engine.runtime.loader import Loaded, Workflows, load_workflows
 from engine.runtime.registry import reload_workflows
-from engine.runtime.scenario_files import read_scenarios, scenario_folder, write_scenario
+from engine.runtime.scenario_files import check_name, read_scenarios, run_scenario, scenario_folder, write_scenario
 
 __all__ = ["test_arguments", "scenario_arguments", "test", "scenario"]
-
-FINISHED = ("done", "failed", "cancelled")
 
 
 def _workflows_argument(parser: ArgumentParser) -> None:
@@ -213,22 +211,20 @@ def save(
     **options: Any,
 ) -> None:
     """Write a finished run as a scenario next to its workflow; prints the file's path."""
-    record = _source_api(run, url, token) if url else _source_db(run)
-    run_id, workflow = record["id"], record["workflow"]
-    if record.get("status") not in FINISHED:
-        raise CliError(f"jr2 scenario save: run {run_id} is {record.get('status')}: only a finished run can be saved")
-    found = _load("scenario save", workflows)
-    loaded = found.find(workflow)
-    if loaded is None or loaded.machine is None:
-        why = loaded.message() if loaded else f'workflow "{workflow}" is not in {found.folder}'
-        raise CliError(f"jr2 scenario save: run {run_id}: {why}")
     try:
-        made = from_journal(loaded.machine, workflow, record["journal"], description)
+        check_name(name)
+    except ValueError as err:
+        raise CliError(f"jr2 scenario save: {err}") from err
+    record = _source_api(run, url, token) if url else _source_db(run)
+    found = _load("scenario save", workflows)
+    try:
+        loaded, made = run_scenario(
+            found, record["id"], record["workflow"], str(record.get("status")), record["journal"], description
+        )
+    except ValueError as err:
+        raise CliError(f"jr2 scenario save: {err}", 1) from err
+    try:
         path = write_scenario(scenario_folder(loaded), name, made, overwrite=force)
-    except ScenarioDiverged as err:
-        raise CliError(f"jr2 scenario save: run {run_id} no longer replays on the current Machine: {err}", 1) from err
     except FileExistsError as err:
         raise CliError(f"jr2 scenario save: {err}; pass --force to overwrite it", 1) from err
-    except ValueError as err:
-        raise CliError(f"jr2 scenario save: run {run_id}: {err}") from err
     out.line(str(path))
