@@ -169,3 +169,11 @@ def test_a_finished_run_saved_as_a_scenario_replays_ok(folder: Path) -> None:
     assert code == 1 and err.strip().endswith("imported.json exists; pass --force to overwrite it")
     code, _, err = jr2("scenario", "save", run.id, "no/name", "--workflows", str(folder))
     assert code == 2 and "'no/name' is not a scenario name" in err
+
+
+def test_a_workflow_that_does_not_load_fails_each_of_its_scenarios(folder: Path) -> None:
+    (folder / "notes.py").write_text("raise RuntimeError('broken on purpose')\n")
+    code, out, _ = jr2("test", "--workflows", str(folder))
+    assert code == 1
+    assert 'notes/asks_then_publishes: notes.py: workflow "notes" failed to import: ' in out
+    assert out.splitlines()[-1] == "6 scenarios of 3 workflows: 4 ok, 2 not read"

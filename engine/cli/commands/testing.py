@@ -110,10 +110,9 @@ def test(
     for loaded in _chosen(found, list(workflow or [])):
         folder = scenario_folder(loaded)
         files = read_scenarios(folder, loaded.name)
-        if loaded.machine is None:
-            for item in files or [None]:
-                case = _Case(loaded.name, item.name if item else "(load)", False, loaded.message(), error=True)
-                cases.append(case)
+        if loaded.machine is None:  # each of its scenarios fails, naming why the workflow did not load
+            names = [item.name for item in files] or ["(load)"]
+            cases.extend(_Case(loaded.name, name, False, loaded.message(), error=True) for name in names)
             continue
         if not files and workflow:
             out.line(f"{loaded.name}: no scenarios (none in {folder})")
