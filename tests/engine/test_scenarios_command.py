@@ -177,3 +177,11 @@ def test_a_workflow_that_does_not_load_fails_each_of_its_scenarios(folder: Path)
     assert code == 1
     assert 'notes/asks_then_publishes: notes.py: workflow "notes" failed to import: ' in out
     assert out.splitlines()[-1] == "6 scenarios of 3 workflows: 4 ok, 2 not read"
+
+
+def test_scenarios_of_a_workflow_that_is_gone_are_named(folder: Path) -> None:
+    (folder / "triage.py").rename(folder / "triage_old.py.txt")
+    code, out, _ = jr2("test", "--workflows", str(folder))
+    assert code == 1
+    assert "triage/desk_withdraws: no workflow triage.py beside triage.scenarios/ (workflows: " in out
+    assert out.splitlines()[-1] == "6 scenarios of 3 workflows: 4 ok, 2 not read"

@@ -15,7 +15,7 @@ from engine.cli.client import CliError
 from engine.cli.commands.replaying import _source_api, _source_db
 from engine.cli.output import Output
 from engine.core.journal.scenario_replay import ScenarioDiverged, check, observe
-from engine.core.scenarios import schema_text
+from engine.core.scenarios import FOLDER_SUFFIX, schema_text
 from engine.runtime.loader import Loaded, Workflows, load_workflows
 from engine.runtime.registry import reload_workflows
 from engine.runtime.scenario_files import check_name, read_scenarios, run_scenario, scenario_folder, write_scenario
@@ -125,6 +125,8 @@ def test(
                 continue
             result = check(loaded.machine, item.scenario)
             cases.append(_Case(loaded.name, item.name, result.ok, result.message))
+    if not workflow:
+        cases.extend(_orphans(found))
     for case in cases:
         out.line(f"{case.workflow}/{case.name}: {case.message}")
     out.line(_summary(cases, update))
@@ -132,6 +134,18 @@ def test(
         _write_junit(Path(junit), cases)
     if any(not case.ok for case in cases):
         raise SystemExit(1)
+
+
+def _orphans(found: Workflows) -> list[_Case]:
+    """A scenarios folder with no workflow file beside it (the workflow renamed or removed): each file fails."""
+    names = set(found.names())
+    cases = []
+    for folder in sorted(Path(found.folder).glob("*" + FOLDER_SUFFIX)):
+        workflow = folder.name.removesuffix(FOLDER_SUFFIX)
+        if folder.is_dir() and workflow not in names:
+            why = f"no workflow {workflow}.py beside {folder.name}/ (workflows: {', '.join(sorted(names)) or 'none'})"
+            cases.extend(_Case(workflow, path.stem, False, why, error=True) for path in sorted(folder.glob("*.json")))
+    return cases
 
 
 def _updated(loaded: Loaded, path: Path, name: str, scenario: Any) -> _Case:
