@@ -139,7 +139,7 @@ def test(
 def _orphans(found: Workflows) -> list[_Case]:
     """A scenarios folder with no workflow file beside it (the workflow renamed or removed): each file fails."""
     names = set(found.names())
-    cases = []
+    cases: list[_Case] = []
     for folder in sorted(Path(found.folder).glob("*" + FOLDER_SUFFIX)):
         workflow = folder.name.removesuffix(FOLDER_SUFFIX)
         if folder.is_dir() and workflow not in names:
