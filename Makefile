@@ -7,7 +7,7 @@ SERVE_STAMP := $(VENV)/.installed-serve
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: install-serve up test test-sqlite test-postgres soak bench bench-menu bench-runtime bench-graph bench-console bench-big install node clean system-up system-test screenshots docs
+.PHONY: install-serve up test test-sqlite test-postgres soak bench bench-menu bench-runtime bench-graph bench-console bench-big bench-scenarios install node clean system-up system-test screenshots docs
 
 # llama-cpp-python (the `local-model` extra) has no Linux wheel on PyPI, so pip builds it from its sdist, once per
 # machine (pip's wheel cache keeps it): for any x86-64 with AVX2 (no -march=native, AVX-512 or AMX), without OpenMP,
@@ -83,6 +83,7 @@ test: install node system-test
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/jr2 test --workflows workflows
 	$(MAKE) --no-print-directory docs
 	@echo "make test: the SQLite and the PostgreSQL passes run side by side; each one's report comes when it ends"
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
@@ -105,6 +106,7 @@ bench: install node system-up
 	$(BIN)/python -m bench.graph
 	$(BIN)/python -m bench.console
 	$(BIN)/python -m bench.big_run
+	$(BIN)/python -m bench.scenarios
 
 # Allowed picks and scripted Session runs against their targets (docs/benchmarks.md, "Menu and Session").
 bench-menu: install
@@ -129,6 +131,10 @@ bench-console: install system-up
 # update), a 300-state Machine collapsed (docs/benchmarks.md, "Console: big runs").
 bench-big: install system-up
 	$(BIN)/python -m bench.big_run
+
+# `jr2 test` on 1,000 scenarios of the examples, and the replay alone (docs/benchmarks.md, "Scenarios: jr2 test").
+bench-scenarios: install
+	$(BIN)/python -m bench.scenarios
 
 # Load (docs/reliability.md, "Load"): 1,000 runs at once and 500 open run pages, on 2 `jr2 web` + 3 `jr2 worker`
 # (PostgreSQL and Redis from scripts/services) beside one `jr2 up`, in one table.

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.views import feeds, folds, forks, inbox, onetap, replay, runs, seats, webhooks, workflows
+from console.views import feeds, folds, forks, inbox, onetap, replay, runs, scenarios, seats, webhooks, workflows
 
 app_name = "console"
 urlpatterns = [
@@ -31,6 +31,7 @@ urlpatterns = [
     path("runs/<str:run_id>/timeline/", forks.timeline, name="timeline"),
     path("runs/<str:run_id>/fork/", forks.fork, name="fork"),
     path("runs/<str:run_id>/export.json", forks.export, name="export"),
+    path("runs/<str:run_id>/scenario/", scenarios.save_scenario, name="scenario"),
     path("runs/<str:run_id>/steps/", feeds.run_steps, name="run-steps"),
     path("runs/<str:run_id>/turns/", feeds.run_turns, name="run-turns"),
     path("runs/<str:run_id>/turns/<int:turn_pk>/lines/", feeds.turn_lines_view, name="run-turn-lines"),

@@ -193,6 +193,8 @@ def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(
         "send",
         "cancel",
         "replay",
+        "test",
+        "scenario",
         "fork",
         "export",
         "import",
