@@ -123,6 +123,20 @@ def _json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
+def _compact(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _turn_json(turn: dict[str, Any]) -> dict[str, Any]:
+    """A Turn as the page shows it: replies, answers and notices as JSON (a string as itself)."""
+    shown = dict(turn)
+    shown["chain"] = [_compact(r) for r in turn["chain"]]
+    shown["notices"] = [_compact(n) for n in turn["notices"]]
+    for key in ("answer", "would_read"):
+        shown[key] = None if turn[key] is None else _compact(turn[key])
+    return shown
+
+
 def sim_page(machine: Machine, plan: Plan | None, posted: Mapping[str, SchemaForm] | None = None) -> dict[str, Any]:
     """Everything the simulator shows for a plan: the offers with their forms, the step just taken, the context
     with its changed keys, seats and Allowed picks, Turns, notices, the journal; an `error` when the plan no
@@ -163,8 +177,8 @@ def sim_page(machine: Machine, plan: Plan | None, posted: Mapping[str, SchemaFor
         "context_rows": _context_rows(last.context, last.changed),
         "changed": last.changed,
         "seats": [seat.line() for seat in machine.seats() if seat.path in seat_paths],
-        "turns": sim.turns(),
-        "notices": sim.notices(),
+        "turns": [_turn_json(t) for t in sim.turns()],
+        "notices": {agent: [_compact(n) for n in items] for agent, items in sim.notices().items()},
         "journal": sim.journal(),
         "active": active,
         "visited": visited,
