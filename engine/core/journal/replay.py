@@ -43,7 +43,7 @@ from engine.core.statechart.clock import SimulatedClock
 from engine.core.words import brief, validation_text
 from engine.core.workflow import Machine
 
-__all__ = ["ReplayReport", "replay", "describe", "brief", "state_paths", "numbered"]
+__all__ = ["ReplayReport", "replay", "apply_said", "where_now", "describe", "brief", "state_paths", "numbered"]
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
         if kind in HOST_KINDS:
             continue
         steps += 1
-        where = _where(session)
+        where = where_now(session)
         if kind not in INPUT_KINDS:
             raise ValueError(f"journal entry {seq} has an unknown kind {kind!r}")
         missing = [key for key in KINDS[kind].required if key not in entry]
@@ -114,7 +114,7 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
         else:
             mark = len(session.journal)
             try:
-                now = _apply(session, Entry.from_json(entry), where)
+                now = apply_said(session, Entry.from_json(entry), where)
             except Exception as err:
                 now = f"now raises {type(err).__name__}: {err}"
             outputs = session.drain()
@@ -133,12 +133,20 @@ def replay(machine: Machine, journal: Iterable[Mapping[str, Any]]) -> ReplayRepo
     return ReplayReport(True, steps, message=f"same ({steps} step{'s' if steps != 1 else ''})")
 
 
-def _apply(session: Session, entry: Entry, where: str) -> str | None:
+def apply_said(session: Session, entry: Entry, where: str, *, moved: bool = False) -> str | None:
     """Apply one entry (the Session's own feed, by the entry's type); what differs now in words, or None when it
-    applied as recorded (outputs not yet compared)."""
+    applied as recorded (outputs not yet compared). With `moved`, a pick that records no outcome must still move
+    the Machine (a scenario's pick): unmoved or refused is a divergence, said in the same words."""
     before = session.allowed_picks(entry.agent) if isinstance(entry, Pick) else []
     result = feed(session, entry)
-    if applied_as_recorded(entry, result):
+    unmoved = (
+        moved
+        and isinstance(entry, Pick)
+        and entry.outcome is None
+        and isinstance(result, PickResult)
+        and result.outcome in (PickOutcome.UNMOVED, PickOutcome.REFUSED)
+    )
+    if applied_as_recorded(entry, result) and not unmoved:
         return None
     if isinstance(result, PickResult) and isinstance(entry, Pick):
         if result.outcome == PickOutcome.REFUSED:
@@ -164,7 +172,8 @@ def _diverged(steps: int, seq: int, entry: Mapping[str, Any], now: str, where: s
     return ReplayReport(False, steps, seq, f"step {seq}: {describe(entry)}: {now}", where, entry)
 
 
-def _where(session: Session) -> str:
+def where_now(session: Session) -> str:
+    """Where the Session is, as replay names it: its active states as dotted paths."""
     return ", ".join(state_paths(session.machine.id, session.value)) or session.machine.id
 
 
@@ -174,7 +183,7 @@ def _different_outputs(outputs: list[Output], session: Session) -> str:
     if len(said) > 6:
         said = said[:6] + [f"and {len(said) - 6} more"]
     what = "; ".join(said) if said else "nothing"
-    return f"now produces different outputs (now: {what}; then in {_where(session)})"
+    return f"now produces different outputs (now: {what}; then in {where_now(session)})"
 
 
 # -- words for journal entries ----------------------------------------------------------------------------------

@@ -42,6 +42,17 @@ work):
         workflow's now is not replayed unless --against-current is given (exit 1, naming both digests). --url
         reads the run and its journal through a server's API instead of the database ($JR2_URL is not used here).
 
+Scenarios (engine/core/scenarios.py) are runs written down as inputs and expectations, next to each workflow:
+
+    jr2 test [WORKFLOW ...] [--workflows DIR] [--junit FILE] [--update] [--schema]
+        Replay every scenario in workflows/<workflow>.scenarios/*.json against the current Machine, calling no
+        model and running no Effect: one line per scenario, "ok (N steps)" or its first divergence in the words
+        of `jr2 replay`, then a summary. Exit 1 on any divergence or bad file (named with its field). --junit
+        writes JUnit XML; --update rewrites the expectations; --schema prints the file format's JSON schema.
+    jr2 scenario save <run> <name> [--description D] [--force] [--workflows DIR] [--url URL [--token T]]
+        Write a finished run as workflows/<workflow>.scenarios/<name>.json: its picks, Gate answers, Effect
+        results, time passing and faults become the inputs; the expectations are what the Machine comes to.
+
 Forks go through a server's API; export and import read and write this project's database (or a server's API
 with --url):
 
@@ -81,7 +92,7 @@ from django.core.management.base import BaseCommand
 
 from engine import __version__
 from engine.cli.client import CliError
-from engine.cli.commands import accounts, exchange, init, replaying, runs, serving, tokens
+from engine.cli.commands import accounts, exchange, init, replaying, runs, serving, testing, tokens
 from engine.cli.output import Output
 from engine.web import exchange as run_files
 
@@ -155,6 +166,19 @@ SUBCOMMANDS = [
         'No model or Effect is called: the journal holds what they answered. Prints "same (N steps)" '
         "(exit 0) or the first step where the run diverges (exit 1). A run written under another shape of "
         "the Machine is replayed only with --against-current (else exit 1). Usage errors exit 2.",
+    ),
+    Subcommand(
+        "test",
+        "replay every scenario of the workflows against the current Machines: ok, or the first divergence",
+        testing.test_arguments,
+        "Scenarios are workflows/<workflow>.scenarios/<name>.json. No model or Effect is called. One line per "
+        "scenario, then a summary; exit 1 on any divergence or file that is not a scenario, 2 on usage errors. "
+        "--update rewrites the expectations to what the Machines come to now; --junit FILE writes JUnit XML.",
+    ),
+    Subcommand(
+        "scenario",
+        "save a finished run as a scenario next to its workflow, for `jr2 test`",
+        testing.scenario_arguments,
     ),
     Subcommand(
         "fork",
@@ -254,6 +278,12 @@ class Command(BaseCommand):
 
     def handle_replay(self, **options: Any) -> None:
         replaying.replay(self.out, **options)
+
+    def handle_test(self, **options: Any) -> None:
+        testing.test(self.out, **options)
+
+    def handle_scenario(self, **options: Any) -> None:
+        testing.scenario(self.out, **options)
 
     def handle_fork(self, **options: Any) -> None:
         replaying.fork(self.out, **options)
