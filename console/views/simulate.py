@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from console.access import readers_only
+from console.access import can, needs, readers_only
 from console.pages.forms import check, schema_form
 from console.pages.simulating import (
     KINDS,
@@ -28,6 +28,8 @@ from console.pages.simulating import (
     sim_page,
 )
 from console.pages.states import state_details
+from engine.core.journal.scenario_replay import ScenarioDiverged
+from engine.core.journal.scenario_replay import from_journal as scenario_of
 from engine.core.simulation import (
     Plan,
     PlanError,
@@ -43,6 +45,7 @@ from engine.core.simulation import (
 from engine.core.workflow import Machine
 from engine.models import JournalEntry, Run
 from engine.runtime.registry import workflows
+from engine.runtime.scenario_files import scenario_folder, write_scenario
 
 __all__ = ["simulate_page", "simulate_run"]
 
@@ -66,27 +69,35 @@ def _render(
     message: str = "",
     door_form: Any = None,
     posted: dict[str, Any] | None = None,
+    ok: bool = False,
 ) -> HttpResponse:
     page = sim_page(machine, plan, posted)
+    flash = request.session.pop("jr2.simulate.message", None) if not message else None
+    if isinstance(flash, dict):
+        message, ok = str(flash.get("text", "")), bool(flash.get("ok"))
     page.update(
         name=name,
         machine=machine,
-        message=message or request.session.pop("jr2.simulate.message", ""),
+        message=message,
+        message_ok=ok,
         door_form=door_form if door_form is not None else schema_form(machine.door),
         action=reverse("console:simulate", args=[name]),
         states=state_details(machine),
         htmx=bool(request.headers.get("HX-Request")),
+        can_save=can(request.user, "start"),
     )
     template = "console/simulate/_sim.html" if request.headers.get("HX-Request") else "console/simulate.html"
     return render(request, template, page)
 
 
-def _done(request: HttpRequest, name: str, machine: Machine, plan: Plan | None, message: str = "") -> HttpResponse:
+def _done(
+    request: HttpRequest, name: str, machine: Machine, plan: Plan | None, message: str = "", ok: bool = False
+) -> HttpResponse:
     """After an action: the region for htmx, else back to the page (the message kept for it)."""
     if request.headers.get("HX-Request"):
-        return _render(request, name, machine, plan, message)
+        return _render(request, name, machine, plan, message, ok=ok)
     if message:
-        request.session["jr2.simulate.message"] = message
+        request.session["jr2.simulate.message"] = {"text": message, "ok": ok}
     return redirect("console:simulate", name=name)
 
 
@@ -136,9 +147,11 @@ def _act(request: HttpRequest, name: str, machine: Machine, plan: Plan, action: 
             plan, _, message = advance_to_next_timer(machine, plan)
         elif action == "send":
             return _send(request, name, machine, plan)
+        elif action == "save":
+            return _save(request, name, machine, plan)
         else:
             return HttpResponseBadRequest(
-                f"unknown action {action!r} (actions: start, send, undo, redo, advance, next-timer, reset, new)"
+                f"unknown action {action!r} (actions: start, send, undo, redo, advance, next-timer, reset, new, save)"
             )
     except PlanError as err:
         message = str(err)
@@ -179,6 +192,29 @@ def _send(request: HttpRequest, name: str, machine: Machine, plan: Plan) -> Http
         refusal = str(err)
     keep_plan(request, name, plan)
     return _done(request, name, machine, plan, refusal or "")
+
+
+def _save(request: HttpRequest, name: str, machine: Machine, plan: Plan) -> HttpResponse:
+    """Save as scenario: what was done, as `workflows/<name>.scenarios/<scenario>.json` in the scenario format
+    (engine/core/scenarios.py), with the expectations the current Machine comes to, and with `allowed` checked, each
+    open Turn's Allowed picks after the last step. Needs the right to start runs: it writes into the project."""
+    needs(request.user, "start")
+    scenario_name = request.POST.get("scenario", "").strip()
+    loaded = workflows().find(name)
+    assert loaded is not None
+    try:
+        sim = simulate(machine, plan)
+        last = len(sim.session.journal)
+        allowed = [(last, t.agent) for t in sim.session.turns] if request.POST.get("allowed") else []
+        scenario = scenario_of(machine, name, sim.session.journal, request.POST.get("description", "")[:500], allowed)
+        path = write_scenario(scenario_folder(loaded), scenario_name, scenario, bool(request.POST.get("overwrite")))
+    except FileExistsError as err:
+        return _done(request, name, machine, plan, f'{err}: tick "replace it" to overwrite it')
+    except (PlanError, ScenarioDiverged, ValueError) as err:
+        return _done(request, name, machine, plan, f"not saved: {err}")
+    return _done(
+        request, name, machine, plan, f"saved as scenario {scenario_name} ({path.name}); jr2 test replays it", ok=True
+    )
 
 
 @readers_only

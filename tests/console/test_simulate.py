@@ -10,9 +10,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from engine.core.journal.scenario_replay import check
+from engine.core.scenarios import Scenario
 from engine.models import JournalEntry
 from tests.console.conftest import logged_in
 from tests.live_server import copy_workflows
+from tests.simulation.lab import machine as lab_machine
 
 pytestmark = pytest.mark.django_db(transaction=True)
 URL = "/workflows/lab/simulate/"
@@ -123,3 +126,29 @@ def test_a_recorded_run_is_simulated_from_step_n(runs: dict[str, str], observer:
     assert client.post("/runs/nope/simulate/", {"step": "1"}).status_code == 404
     assert "Simulate from step" in client.get(f"/runs/{run_id}/replay/").content.decode()
     assert 'id="simulate-link"' in client.get("/workflows/notes/").content.decode()
+
+
+def test_save_as_scenario_writes_the_scenario_jr2_test_replays(lab: Path, operator: Any, observer: Any) -> None:
+    client = logged_in(operator)
+    page = post(client, {"action": "start", "topic": "tides"})
+    assert 'id="sim-save"' in page
+    page = send(client, "pick", "researcher", "search", prefix="o1", query="moon")
+    page = post(client, {"action": "save", "scenario": "one_search", "description": "a search", "allowed": "1"})
+    assert "saved as scenario one_search (one_search.json)" in page and 'class="ok sim-message"' in page
+    path = lab / "lab.scenarios" / "one_search.json"
+    scenario = Scenario.from_text(path.read_text(encoding="utf-8"))
+    assert scenario.workflow == "lab" and scenario.input == {"topic": "tides"} and len(scenario.inputs) == 1
+    assert scenario.expect.state == ["lab.researching.searching"]
+    assert [(a.step, a.agent, a.picks) for a in scenario.expect.allowed] == [(2, "researcher", [])]
+    assert check(lab_machine, scenario).ok
+
+    page = post(client, {"action": "save", "scenario": "one_search"})
+    assert "exists" in page and "replace it" in page
+    assert "not saved" in post(client, {"action": "save", "scenario": "../up"})
+    assert not (lab / "up.json").exists()
+    assert post(client, {"action": "save", "scenario": "one_search", "overwrite": "1"}).count("saved as scenario") == 1
+
+    reader = logged_in(observer)
+    post(reader, {"action": "start", "topic": "tides"})
+    assert 'id="sim-save"' not in reader.get(URL).content.decode()
+    assert reader.post(URL, {"action": "save", "scenario": "x"}, headers=HX).status_code == 403
