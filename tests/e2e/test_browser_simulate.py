@@ -27,7 +27,10 @@ expect.set_options(timeout=15_000)
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with served(
-        tmp_path_factory.mktemp("simulate"), files={"lab.py": LAB}, users={"sam": []}, password=PASSWORD
+        tmp_path_factory.mktemp("simulate"),
+        files={"lab.py": LAB},
+        users={"sam": [], "olive": ["operators"]},
+        password=PASSWORD,
     ) as live:
         yield live
 
@@ -41,9 +44,22 @@ def reader(browser: Browser, server: LiveServer) -> Iterator[BrowserContext]:
     context.close()
 
 
+@pytest.fixture(scope="module")
+def operator(browser: Browser, server: LiveServer) -> Iterator[BrowserContext]:
+    """A user who may start runs, and so may save scenarios into the project."""
+    context = browser.new_context(viewport=VIEWPORT)
+    log_in(context, server, "olive").close()
+    yield context
+    context.close()
+
+
 @pytest.fixture
 def page(reader: BrowserContext, server: LiveServer) -> Iterator[Page]:
-    tab = reader.new_page()
+    yield from started(reader, server)
+
+
+def started(context: BrowserContext, server: LiveServer) -> Iterator[Page]:
+    tab = context.new_page()
     errors = watch_errors(tab)
     tab.goto(f"{server.url}/workflows/lab/simulate/")
     new = tab.locator("#sim-new")
@@ -146,3 +162,44 @@ def test_clicking_an_edge_offers_its_event(page: Page) -> None:
     expect(page.locator("#sim-edge-note")).to_contain_text("Offered: search")
     page.locator('#graph g.edge[data-event="approve"] text').first.click()
     expect(page.locator("#sim-edge-note")).to_contain_text("approve is not offered now")
+
+
+def test_a_scenario_saved_then_jr2_test_passes_and_fails_after_the_machine_is_edited(
+    operator: BrowserContext, server: LiveServer
+) -> None:
+    for page in started(operator, server):
+        search(page, "moon")
+        done = open_offer(page, DONE_EVENT, "effect_done")
+        done.get_by_role("button", name="send").click()
+        expect(page.locator("#sim-active")).to_have_text("researching, researching.idle")
+        finish = open_offer(page, "finish")
+        finish.locator("textarea[name$=-summary]").fill("The moon moves the tides.")
+        finish.get_by_role("button", name="pick finish").click()
+        expect(page.locator("#sim-active")).to_have_text("review")
+        approve = open_offer(page, "approve")
+        approve.get_by_label("Whether the summary is good enough.").check()
+        approve.get_by_role("button", name="send approve").click()
+        expect(page.locator("#sim-status")).to_have_text("done")
+
+        page.locator("#sim-save summary").click()
+        page.get_by_label("scenario name").fill("moon_approved")
+        page.get_by_label("scenario description").fill("one search, then approved")
+        page.get_by_role("button", name="Save as scenario").click()
+        expect(page.locator("#sim-message")).to_have_text(
+            "saved as scenario moon_approved (moon_approved.json); jr2 test replays it"
+        )
+
+    path = server.workflows / "lab.scenarios" / "moon_approved.json"
+    assert path.exists()
+    passed = server.jr2("test", "lab")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "moon_approved" in passed.stdout and "ok (5 steps)" in passed.stdout
+
+    source = server.workflows / "lab.py"
+    try:
+        source.write_text(LAB.replace('context["found"] > 0', 'context["found"] > 1'))
+        failed = server.jr2("test", "lab")
+    finally:
+        source.write_text(LAB)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "moon_approved" in failed.stdout and "step 4" in failed.stdout, failed.stdout
