@@ -66,7 +66,7 @@ up: install-serve system-up
 # The README's screenshots of the Console, taken by the browser tests as they go.
 screenshots: install system-test
 	JR2_SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/test_browser.py tests/e2e/test_browser_forks.py \
-		tests/e2e/test_browser_big.py
+		tests/e2e/test_browser_big.py tests/e2e/test_browser_simulate.py
 
 # The documentation site (mkdocs.yml) into site/. --strict makes a broken link or anchor, a page missing from the nav
 # or a docstring mkdocstrings cannot read an error. Its Python blocks run in tests/docs.

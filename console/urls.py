@@ -2,7 +2,20 @@
 
 from django.urls import path
 
-from console.views import feeds, folds, forks, inbox, onetap, replay, runs, scenarios, seats, webhooks, workflows
+from console.views import (
+    feeds,
+    folds,
+    forks,
+    inbox,
+    onetap,
+    replay,
+    runs,
+    scenarios,
+    seats,
+    simulate,
+    webhooks,
+    workflows,
+)
 
 app_name = "console"
 urlpatterns = [
@@ -10,6 +23,7 @@ urlpatterns = [
     path("workflows/<str:name>/", workflows.workflow, name="workflow"),
     path("workflows/<str:name>/graph.svg", workflows.workflow_graph, name="workflow-graph"),
     path("workflows/<str:name>/runs/", workflows.start_run, name="start"),
+    path("workflows/<str:name>/simulate/", simulate.simulate_page, name="simulate"),
     path("workflows/<str:name>/graph/folds/", folds.graph_folds, name="graph-folds"),
     path("workflows/<str:name>/machines/<path:invokes>/", folds.child_machine_page, name="child-machine"),
     path("runs/", runs.runs, name="runs"),
@@ -28,6 +42,7 @@ urlpatterns = [
     path("runs/<str:run_id>/seats/<path:agent>/give/", seats.give_seat, name="seat-give"),
     path("runs/<str:run_id>/seats/<path:agent>/pick/", seats.seat_pick, name="seat-pick"),
     path("runs/<str:run_id>/replay/", replay.replay, name="replay"),
+    path("runs/<str:run_id>/simulate/", simulate.simulate_run, name="simulate-run"),
     path("runs/<str:run_id>/timeline/", forks.timeline, name="timeline"),
     path("runs/<str:run_id>/fork/", forks.fork, name="fork"),
     path("runs/<str:run_id>/export.json", forks.export, name="export"),

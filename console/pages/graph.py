@@ -21,7 +21,8 @@ How each element is drawn (the legend; `static/console/graph.css` styles the cla
   (green, its slot and kind), child Machine (purple, its id), fail (red), any other actor (grey, its src);
 - transitions: edges labelled `event [guard]`; eventless (`always`) edges dashed violet, `after 5s` edges dotted
   brown, done edges (`onDone`, `xstate.done.*`) green and bold, error edges (`onError`, `xstate.error.*`) dashed red,
-  every other event solid dark grey. A guard is shown by its name (`[guard]` for a lambda);
+  every other event solid dark grey. A guard is shown by its name (`[guard]` for a lambda). Each edge's group
+  carries the Machine's event type in `data-event` (the simulator offers that event when the edge is clicked);
 - targetless transitions (an event taken without leaving the state) are not edges: they are listed in the state's
   label as `↺ event [guard]`, so they cannot be mistaken for a self-transition (which exits and re-enters).
 
@@ -281,16 +282,17 @@ class _Drawing:
             height="0.3",
         )
         self.graph.attr("edge", fontname=FONT, fontsize="9", arrowsize="0.7", **EDGE_STYLES["event"])
-        self.groups: dict[str, tuple[str, str, str, str]] = {}  # token -> (DOM id, classes, title, data-machines)
+        # token -> (DOM id, classes, title, data-machines, data-event)
+        self.groups: dict[str, tuple[str, str, str, str, str]] = {}
         self.name: dict[StateNode, str] = {}  # the DOT node an edge to or from the state uses
         self.clustered: set[StateNode] = set()
         self.initials: list[tuple[str, StateNode, StateNode]] = []
         self.edge_count = 0
         self.drawn: set[tuple[str, StateNode, StateNode, str]] = set()
 
-    def token(self, dom_id: str, classes: str, title: str, machines: str = "") -> str:
+    def token(self, dom_id: str, classes: str, title: str, machines: str = "", event: str = "") -> str:
         token = str(len(self.groups))
-        self.groups[token] = (dom_id, classes, title, machines)
+        self.groups[token] = (dom_id, classes, title, machines, event)
         return "jr2_" + token
 
     def shown(self, node: StateNode) -> StateNode:
@@ -427,7 +429,7 @@ class _Drawing:
                 return f"{word} {shown or kind}"
         return event
 
-    def edge(self, source: StateNode, target: StateNode, kind: str, text: str) -> None:
+    def edge(self, source: StateNode, target: StateNode, kind: str, text: str, event: str = "") -> None:
         """One edge; it ends at a cluster's border unless it runs inside that cluster (to a descendant, or from a
         descendant to an ancestor), where graphviz could not clip it. An edge from or to a state inside a collapsed
         one starts or ends at the collapsed one; one that stays inside it is not drawn, and a repeat is drawn once."""
@@ -442,7 +444,9 @@ class _Drawing:
         if target in self.clustered and target is not source and target not in source.ancestor_set:
             attrs += f" lhead=cluster_s{target.order}"
         self.edge_count += 1
-        ident = self.token(f"edge-{self.edge_count}", f"edge-{kind}", f"{self.title(source)} → {self.title(target)}")
+        ident = self.token(
+            f"edge-{self.edge_count}", f"edge-{kind}", f"{self.title(source)} → {self.title(target)}", event=event
+        )
         label = f" label={quote(_plain(text))}" if text else ""
         self.graph.body.append(f"\t{self.name[source]} -> {self.name[target]} [id={ident}{label}{attrs}]\n")
 
@@ -458,7 +462,7 @@ class _Drawing:
                 if t.target is not None:
                     kind, text = self.edge_text(t)
                     for target in t.target:
-                        self.edge(node, target, kind, text)
+                        self.edge(node, target, kind, text, t.event_type or "")
             if node.type == "history" and node.config.get("target"):
                 for target in history_default_targets(node)[0]:
                     self.edge(node, target, "history", "")
@@ -549,7 +553,7 @@ def _delay_text(delay: Any) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _render(source: str, groups: dict[str, tuple[str, str, str, str]], machine: Machine) -> str:
+def _render(source: str, groups: dict[str, tuple[str, str, str, str, str]], machine: Machine) -> str:
     """Run `dot`, keep the `<svg>` element, and give each state, initial marker and edge its id, class and title."""
     try:
         raw = graphviz.Source(source).pipe(format="svg", encoding="utf-8", quiet=True)
@@ -564,8 +568,9 @@ def _render(source: str, groups: dict[str, tuple[str, str, str, str]], machine: 
     svg = svg.replace("<title>jr2graph</title>", f"<title>{_xml(machine.id)}</title>", 1)
 
     def name(match: re.Match[str]) -> str:
-        dom_id, classes, title, machines = groups[match.group(1)]
+        dom_id, classes, title, machines, event = groups[match.group(1)]
         more = f' data-machines="{_xml(machines)}"' if machines else ""
+        more += f' data-event="{_xml(event)}"' if event else ""
         return f'<g id="{_xml(dom_id)}" class="{match.group(2)} {classes}"{more}>\n<title>{_xml(title)}</title>'
 
     svg = _TOKEN_GROUP.sub(name, svg)
