@@ -31,6 +31,7 @@ from ninja.security import HttpBearer
 from pydantic import Field, ValidationError
 
 from engine import __version__
+from engine.core.blank import BLANK_REFUSED, blank_fields, blank_text
 from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.errors import HostError, NoHost, NoHostAnswered, RunNotHosted
 from engine.runtime.registry import workflows
@@ -312,6 +313,12 @@ async def start_run(request: HttpRequest, name: str) -> tuple[int, dict[str, Any
     if loaded.machine is None:
         raise HttpError(409, f'workflow "{name}" did not load, so it cannot run: {loaded.message()}')
     body = _json_body(request)
+    blank = blank_fields(loaded.machine.door, body)
+    if blank:
+        raise _Invalid(
+            f'the input of workflow "{name}" is not valid: {blank_text(loaded.machine.door, body)}',
+            [{"field": field, "message": BLANK_REFUSED} for field in blank],
+        )
     host = await _host()
     try:
         run_id = await host.start_run(name, body, user_id=request.user.pk)
@@ -592,6 +599,9 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
             'it: {"type": "reply", "text": "..."}',
         )
     event = body.pop("type")
+    blank = await sync_to_async(_blank_answer)(run.workflow, gate, event, body)
+    if blank:
+        raise HttpError(400, f'the input of "{event}" is not valid: {blank}; nothing was delivered')
     host = await _host()
     try:
         delivery = await host.deliver(
@@ -802,6 +812,13 @@ def _known_query(request: HttpRequest, known: Any) -> None:
             f"query parameter {', '.join(repr(r) for r in repeated)} given more than once; give "
             "each at most once (statuses go comma-separated in one `status`)",
         )
+
+
+def _blank_answer(workflow: str, gate: str, event: str, body: dict[str, Any]) -> str | None:
+    """A required text field of the answer that is only whitespace (engine/core/blank.py), in words, or None."""
+    loaded = workflows().find(workflow)
+    definition = loaded.machine.gate_event(gate, event) if loaded is not None and loaded.machine else None
+    return blank_text(definition.input if definition is not None else None, body)
 
 
 def _answered(run: Run, gate: str) -> bool:
