@@ -18,6 +18,7 @@ urlpatterns = [
     path("gates/", inbox.inbox, name="gates"),
     path("gates/answer/", inbox.answer, name="gates-answer"),
     path("runs/<str:run_id>/", runs.run, name="run"),
+    path("runs/<str:run_id>/claims/<path:gate>/", runs.claim_gate, name="claim"),
     path("runs/<str:run_id>/gates/<path:gate>/", runs.answer_gate, name="answer"),
     path("runs/<str:run_id>/cancel/", runs.cancel_run, name="cancel"),
     path("runs/<str:run_id>/seats/<path:agent>/take/", seats.take_seat, name="seat-take"),

@@ -10,6 +10,7 @@ inbox's records with it: `GateRecord.assigned` and its `assignees` (the names of
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -18,10 +19,10 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from console.access import can
-from engine.core.assignment import allows
+from engine.core.assignment import allows, words
 from engine.models import GateRecord
 
-__all__ = ["WHO", "Answerer", "mine", "answerable"]
+__all__ = ["WHO", "Answerer", "GateWho", "gate_who", "mine", "answerable"]
 
 #: The inbox's `who` filter: its value in the URL, and its words.
 WHO = {
@@ -42,16 +43,62 @@ class Answerer:
     groups: frozenset[str]
     superuser: bool
     answering: bool
+    operator: bool = False
 
     @classmethod
     def of(cls, user: Any) -> Answerer:
         if user is None or getattr(user, "is_anonymous", True):
             return cls("", frozenset(), False, False)
         groups = frozenset(user.groups.values_list("name", flat=True))
-        return cls(user.get_username(), groups, bool(user.is_superuser), can(user, "answer"))
+        return cls(user.get_username(), groups, bool(user.is_superuser), can(user, "answer"), can(user, "cancel"))
 
     def may_answer(self, assign: Iterable[str] | None) -> bool:
-        return self.answering and allows(None if assign is None else tuple(assign), self.username, self.groups, self.superuser)
+        return self.answering and allows(
+            None if assign is None else tuple(assign), self.username, self.groups, self.superuser
+        )
+
+
+@dataclass(frozen=True)
+class GateWho:
+    """What a Gate's card says of who may answer it, and which claim buttons this person gets."""
+
+    #: Whom it is assigned to in words, or "" when it is not assigned.
+    assigned: str
+    claimed_by: str
+    claimed_until: dt.datetime | None
+    #: This person may answer it now (assigned to them or unassigned, and not claimed by someone else).
+    may_answer: bool
+    #: Why not, in words, when they may answer Gates at all.
+    why_not: str
+    can_claim: bool
+    can_release: bool
+    can_break: bool
+
+
+def gate_who(
+    who: Answerer, assign: Iterable[str] | None, claimed_by: str = "", claimed_until: dt.datetime | None = None
+) -> GateWho:
+    """The card's words and buttons for one open Gate (`claimed_by` counts only until `claimed_until`)."""
+    if claimed_until is None or claimed_until <= timezone.now():
+        claimed_by, claimed_until = "", None
+    assigned = words(tuple(assign)) if assign is not None else ""
+    allowed = who.may_answer(assign)
+    others = bool(claimed_by) and claimed_by != who.username
+    why = ""
+    if who.answering and not allowed:
+        why = f"It is assigned to {assigned}; you may read it but not answer it."
+    elif others:
+        why = f"{claimed_by} has claimed it until {claimed_until:%H:%M} UTC; only they may answer it until then."
+    return GateWho(
+        assigned,
+        claimed_by,
+        claimed_until,
+        allowed and not others,
+        why,
+        can_claim=allowed and not others,
+        can_release=bool(claimed_by) and claimed_by == who.username,
+        can_break=others and who.operator,
+    )
 
 
 def mine(rows: QuerySet[GateRecord], who: Answerer, which: str) -> QuerySet[GateRecord]:

@@ -11,10 +11,11 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from console.access import needs, readers_only
@@ -30,9 +31,10 @@ from engine.models import Run
 from engine.runtime.errors import NoHost
 from engine.runtime.registry import workflows
 from engine.web import search as run_search
+from engine.web.answering import answer_refusal, is_operator
 from engine.web.hosting import ready_host
 
-__all__ = ["runs", "run", "answer_gate", "cancel_run", "form_refused", "PAGE_SIZE"]
+__all__ = ["runs", "run", "answer_gate", "cancel_run", "claim_gate", "form_refused", "PAGE_SIZE"]
 
 PAGE_SIZE = 25
 
@@ -114,10 +116,14 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
     values = await sync_to_async(check)(form, definition.input if definition else None)
     if definition is None:
         form.add_error(None, f'Gate "{gate}" does not take "{event}"')
+    elif values is not None and (refused := await sync_to_async(answer_refusal)(user, run_row.view, gate)):
+        form.add_error(None, refused[1])
     elif values is not None:
         try:
             host = await ready_host()
-            delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=values, by=user.get_username())
+            delivery = await host.deliver(
+                run_id, "gate", gate=gate, event=event, params=values, by=user.get_username(), door="console"
+            )
         except Exception as err:
             form.add_error(None, str(err))
         else:
@@ -155,8 +161,40 @@ async def cancel_run(request: HttpRequest, run_id: str) -> HttpResponse:
         host = await ready_host()
     except NoHost as err:
         return HttpResponseBadRequest(str(err))
+    reason = request.POST.get("reason", "").strip()
+    if len(reason) > 2000:
+        return HttpResponseBadRequest("the reason is longer than 2000 characters; the run was not cancelled")
     try:
-        await host.cancel(run_id)
+        await host.cancel(run_id, by=user.get_username(), door="console", reason=reason)
     except Exception as err:
         return HttpResponseBadRequest(f"run {run_id} could not be cancelled: {err}")
     return redirect("console:run", run_id=run_id)
+
+
+@require_POST
+async def claim_gate(request: HttpRequest, run_id: str, gate: str) -> HttpResponse:
+    """The claim buttons of a Gate's card: claim it (or extend one's claim), release it, or, for an operator,
+    break someone's claim; then back to the page the button was on."""
+    user = await request.auser()
+    await sync_to_async(needs)(user, "answer")
+    action = request.POST.get("action", "")
+    run_row = await Run.objects.filter(id=run_id).afirst()
+    if run_row is None:
+        raise Http404(f"no run {run_id}")
+    if action not in ("claim", "release", "break"):
+        return HttpResponseBadRequest(f"action {action[:40]!r} is not claim, release or break")
+    if action == "claim" and (refused := await sync_to_async(answer_refusal)(user, run_row.view, gate)):
+        return HttpResponseBadRequest(refused[1]) if refused[0] == 409 else HttpResponseForbidden(refused[1])
+    if action == "break" and not await sync_to_async(is_operator)(user):
+        return HttpResponseForbidden("only an operator (the permission engine.cancel_run) may break a claim")
+    try:
+        host = await ready_host()
+        delivery = await host.claim(run_id, gate, action, user.get_username(), door="console")
+    except Exception as err:
+        return HttpResponseBadRequest(f"the claim could not be changed: {err}")
+    if delivery.outcome != "delivered":
+        return HttpResponseBadRequest(f"{delivery.error}; nothing changed")
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}) or not back.startswith("/"):
+        back = reverse("console:run", args=[run_id])
+    return redirect(back)
