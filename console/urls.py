@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.views import feeds, folds, forks, inbox, replay, runs, seats, workflows
+from console.views import audit, feeds, folds, forks, inbox, replay, runs, seats, workflows
 
 app_name = "console"
 urlpatterns = [
@@ -16,6 +16,7 @@ urlpatterns = [
     path("runs/compare/", forks.compare, name="compare"),
     path("runs/import/", forks.import_runs, name="import"),
     path("gates/", inbox.inbox, name="gates"),
+    path("audit/", audit.audit_page, name="audit"),
     path("gates/answer/", inbox.answer, name="gates-answer"),
     path("runs/<str:run_id>/", runs.run, name="run"),
     path("runs/<str:run_id>/claims/<path:gate>/", runs.claim_gate, name="claim"),

@@ -109,6 +109,9 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
     run_row = await Run.objects.filter(id=run_id).afirst()
     if run_row is None:
         raise Http404(f"no run {run_id}")
+    refused = await sync_to_async(answer_refusal)(user, run_row.view, gate)
+    if refused is not None:  # assigned to others (403) or claimed by someone else (409): their form is not shown
+        return HttpResponse(f"{refused[1]}; nothing was delivered", status=refused[0], content_type="text/plain")
     event = request.POST.get(EVENT_FIELD, "")
     machine = await sync_to_async(machine_of)(run_row.workflow)
     definition = machine.gate_event(gate, event) if machine is not None else None
@@ -116,8 +119,6 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
     values = await sync_to_async(check)(form, definition.input if definition else None)
     if definition is None:
         form.add_error(None, f'Gate "{gate}" does not take "{event}"')
-    elif values is not None and (refused := await sync_to_async(answer_refusal)(user, run_row.view, gate)):
-        form.add_error(None, refused[1])
     elif values is not None:
         try:
             host = await ready_host()

@@ -53,6 +53,7 @@ from engine.web.api_schemas import (
     WorkflowOut,
     errors,
 )
+from engine.web.audit import audit, csv_text, read_filter
 from engine.web.hosting import ready_host
 
 __all__ = ["api"]
@@ -724,6 +725,31 @@ def _open_gate_run(run_id: str, gate: str) -> Run:
     if gate not in open_gates:
         raise HttpError(404, f'run {run_id} has no open Gate "{gate}" (open Gates: {", ".join(open_gates) or "none"})')
     return run
+
+
+@api.get(
+    "/audit",
+    auth=READ,
+    response={200: dict[str, Any], **errors(400, 401, 403, 429)},
+    openapi_extra=RATE_LIMITED,
+    summary="The audit trail, newest first: every Gate answer, claim, cancel, seat change and one-tap link use; "
+    "?user=, ?workflow=, ?since=, ?until= (ISO 8601), ?format=csv",
+)
+def get_audit(request: HttpRequest) -> Any:
+    require(request, "cancel_run", "read the audit trail (operators may)")
+    _known_query(request, ("user", "workflow", "since", "until", "format"))
+    which, problems = read_filter(request.GET)
+    fmt = request.GET.get("format", "json")
+    if fmt not in ("json", "csv"):
+        problems.append(f"format: {fmt[:40]!r} is not json or csv")
+    if problems:
+        raise HttpError(400, "; ".join(problems))
+    rows = audit(which)
+    if fmt == "csv":
+        response = HttpResponse(csv_text(rows), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="jr2-audit.csv"'
+        return response
+    return {"count": len(rows), "limit": which.limit, "results": [row.to_json() for row in rows]}
 
 
 # -- forks, export and import ----------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ from django.core.management.base import BaseCommand
 
 from engine import __version__
 from engine.cli.client import CliError
-from engine.cli.commands import accounts, exchange, init, replaying, runs, serving, tokens
+from engine.cli.commands import accounts, auditing, exchange, init, replaying, runs, serving, tokens
 from engine.cli.output import Output
 from engine.web import exchange as run_files
 
@@ -147,7 +147,12 @@ SUBCOMMANDS = [
         "status", "show one run: its state, open Gates, Turns, output or failure", runs.status_arguments, EXIT_BY_STATUS
     ),
     Subcommand("send", "deliver an event to a run's open Gate", runs.send_arguments),
-    Subcommand("cancel", "cancel a run", runs.cancel_arguments),
+    Subcommand("cancel", "cancel a run (--reason says why)", runs.cancel_arguments),
+    Subcommand(
+        "audit",
+        "print the audit trail: every Gate answer, claim, cancel, seat change and one-tap link use",
+        auditing.audit_arguments,
+    ),
     Subcommand(
         "replay",
         "re-run a run's journal against the workflow's Machine: same, or where it diverges",
@@ -248,6 +253,9 @@ class Command(BaseCommand):
 
     def handle_send(self, **options: Any) -> None:
         runs.send(self.out, **options)
+
+    def handle_audit(self, **options: Any) -> None:
+        auditing.audit(self.out, **options)
 
     def handle_cancel(self, **options: Any) -> None:
         runs.cancel(self.out, **options)
