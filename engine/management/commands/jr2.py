@@ -28,8 +28,10 @@ $JR2_TOKEN). Wherever a run is named, its id or 4 or more of its first character
         Effects, output or reason; --json prints the API's body. Exit by status.
     jr2 send <run> --gate G --event E [--input JSON]
         Deliver an event (its input a JSON object) to an open Gate; prints the API's answer as JSON.
-    jr2 cancel <run>
-        Cancel a live run; prints the API's answer as JSON.
+    jr2 cancel <run> [--reason TEXT]
+        Cancel a live run (the reason is journaled and shown); prints the API's answer as JSON.
+    jr2 audit [--user U] [--workflow W] [--since T] [--until T] [--csv | --json]
+        The audit trail (operators): every Gate answer, claim, cancel, seat change and one-tap link use.
 
 Replaying reads this project's database and workflows folder, like `check` (engine/core/journal/replay.py does the
 work):
