@@ -3,6 +3,7 @@
 from django.urls import path
 
 from console.views import (
+    audit,
     feeds,
     folds,
     forks,
@@ -30,12 +31,14 @@ urlpatterns = [
     path("runs/compare/", forks.compare, name="compare"),
     path("runs/import/", forks.import_runs, name="import"),
     path("gates/", inbox.inbox, name="gates"),
+    path("audit/", audit.audit_page, name="audit"),
     path("gates/answer/", inbox.answer, name="gates-answer"),
     path("gates/<int:record_id>/link/<str:token>/", onetap.gate_link, name="gate-link"),
     path("webhooks/", webhooks.endpoints, name="webhooks"),
     path("webhooks/<int:endpoint_id>/", webhooks.endpoint_log, name="webhook"),
     path("webhooks/deliveries/<int:delivery_id>/again/", webhooks.send_again, name="webhook-again"),
     path("runs/<str:run_id>/", runs.run, name="run"),
+    path("runs/<str:run_id>/claims/<path:gate>/", runs.claim_gate, name="claim"),
     path("runs/<str:run_id>/gates/<path:gate>/", runs.answer_gate, name="answer"),
     path("runs/<str:run_id>/cancel/", runs.cancel_run, name="cancel"),
     path("runs/<str:run_id>/seats/<path:agent>/take/", seats.take_seat, name="seat-take"),

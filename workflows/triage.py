@@ -75,6 +75,15 @@ def search_issues(query: str) -> list[dict]:
     return [issue for issue in issues if words & {w.lower() for w in str(issue.get("title", "")).split()}]
 
 
+def desk_meta(context: dict) -> dict:
+    """What the desk reads: the issue, and once the triage Agent has proposed a label, the proposal it confirms."""
+    meta = {"title": context["title"], "body": context["body"]}
+    if context.get("proposal"):
+        meta["proposed label"] = context["proposal"]["label"]
+        meta["because"] = context["proposal"]["reason"]
+    return meta
+
+
 machine = jr2_setup(
     events=[label, find_duplicates, confirm, withdraw],
     actors={
@@ -109,7 +118,7 @@ machine = jr2_setup(
                 "invoke": {
                     "src": "gate",
                     "id": "desk",
-                    "input": lambda context: {"meta": {"title": context["title"], "body": context["body"]}},
+                    "input": lambda context: {"meta": desk_meta(context)},
                 },
                 "on": {
                     "label": [
@@ -119,7 +128,9 @@ machine = jr2_setup(
                             "actions": assign(label=lambda event: event.label, labelled_by="desk"),
                         },
                         {
+                            # Re-entered, so the desk's Gate opens again with the proposal in its meta.
                             "target": ".proposed",
+                            "reenter": True,
                             "actions": assign(proposal=lambda event: {"label": event.label, "reason": event.reason}),
                         },
                     ]

@@ -9,29 +9,52 @@ is what is shown, and a socket that connects is sent what differs from the page 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
 from django.template.loader import render_to_string
+from django.utils import timezone
 
 from console.access import can
 from console.consumers.base import Hub, LiveConsumer, Notice
+from console.pages.assigned import Answerer
 from console.pages.gates import closed, inbox_query, item_for
 from engine.models import GateRecord, Run
 from engine.runtime.notify import GATES_GROUP
 
 __all__ = ["GatesHub", "GateCountConsumer", "InboxConsumer"]
 
-#: An open Gate as the hub knows it: record id -> (workflow, Gate id, run id).
-Open = dict[int, tuple[str, str, str]]
+#: An open Gate as the hub knows it: record id -> (workflow, Gate id, run id, its assign or None, who claimed it,
+#: until when).
+Open = dict[int, tuple[str, str, str, tuple[str, ...] | None, str, dt.datetime | None]]
 
 
 def read_open() -> Open:
     rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE).values_list(
-        "pk", "workflow", "gate", "run_id"
+        "pk", "workflow", "gate", "run_id", "assigned", "assign", "claimed_by", "claimed_until"
     )
-    return {pk: (workflow, gate, run) for pk, workflow, gate, run in rows}
+    return {
+        pk: (workflow, gate, run, tuple(assign or ()) if assigned else None, claimed_by, until)
+        for pk, workflow, gate, run, assigned, assign, claimed_by, until in rows
+    }
+
+
+def whose(
+    gate: tuple[str, str, str, tuple[str, ...] | None, str, dt.datetime | None], who: Answerer, which: str
+) -> bool:
+    """The inbox's `who` filter (console/pages/assigned.py `mine`) on a Gate the hub holds."""
+    assign = gate[3]
+    if which == "me":
+        return assign is not None and f"user:{who.username}" in assign
+    if which == "groups":
+        return assign is not None and any(f"group:{g}" in assign for g in who.groups)
+    if which == "unassigned":
+        return assign is None
+    if which == "claimed":
+        return gate[4] == who.username and gate[5] is not None and gate[5] > timezone.now()
+    return True
 
 
 class GatesHub(Hub):
@@ -63,6 +86,9 @@ class GateCountConsumer(LiveConsumer):
     hub_class = GatesHub
     hub: GatesHub
 
+    async def opened(self) -> None:
+        self.answerer = await sync_to_async(Answerer.of)(self.user)
+
     async def whole(self) -> str | None:
         return self._count([])
 
@@ -70,12 +96,15 @@ class GateCountConsumer(LiveConsumer):
         return self._count(self.hub.opened)
 
     def _count(self, opened: list[int]) -> str:
-        open_now = self.hub.open
+        """The Gates this person may answer (console/pages/assigned.py), and those of them that opened."""
+        open_now = {pk: g for pk, g in self.hub.open.items() if self.answerer.may_answer(g[3])}
         return json.dumps(
             {
                 "open": len(open_now),
                 "opened": [
-                    {"workflow": open_now[pk][0], "gate": open_now[pk][1], "run": open_now[pk][2]} for pk in opened
+                    {"workflow": open_now[pk][0], "gate": open_now[pk][1], "run": open_now[pk][2]}
+                    for pk in opened
+                    if pk in open_now
                 ],
             }
         )
@@ -93,14 +122,20 @@ class InboxConsumer(LiveConsumer):
         params = parse_qs(self.scope.get("query_string", b"").decode(), keep_blank_values=True)
         self.workflow = (params.get("workflow") or [""])[0]
         self.gate = (params.get("gate") or [""])[0]
+        self.who = (params.get("who") or [""])[0]
         self.order = (params.get("order") or ["oldest"])[0]
-        self.query = inbox_query({"workflow": self.workflow, "gate": self.gate, "order": self.order})
+        self.query = inbox_query({"workflow": self.workflow, "gate": self.gate, "who": self.who, "order": self.order})
+        self.answerer = await sync_to_async(Answerer.of)(self.user)
         shown = (params.get("shown") or [""])[0]
         self.shown = {int(i) for i in shown.split(",") if i.isdigit()}
         self.answering = await sync_to_async(can)(self.user, "answer")
 
-    def _matches(self, gate: tuple[str, str, str]) -> bool:
-        return (not self.workflow or gate[0] == self.workflow) and (not self.gate or gate[1] == self.gate)
+    def _matches(self, gate: tuple[str, str, str, tuple[str, ...] | None, str, dt.datetime | None]) -> bool:
+        return (
+            (not self.workflow or gate[0] == self.workflow)
+            and (not self.gate or gate[1] == self.gate)
+            and whose(gate, self.answerer, self.who)
+        )
 
     async def whole(self) -> str | None:
         """The count, the matching Gates opened since the page was drawn and those closed since, out of band."""
@@ -119,7 +154,7 @@ class InboxConsumer(LiveConsumer):
                 "count": count,
                 "query": self.query,
                 "where": "afterbegin" if self.order == "newest" else "beforeend",
-                "added": [item_for(records[pk], self.answering) for pk in added if pk in records],
+                "added": [item_for(records[pk], self.answering, self.answerer) for pk in added if pk in records],
                 "gone": [closed(records[pk]) for pk in gone if pk in records],
             },
         )

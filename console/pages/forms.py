@@ -1,5 +1,6 @@
 """Forms built from an event's or a door's pydantic JSON schema: one field per property, named after it, labelled by
-its description, marked required, with its default.
+its description, marked required, with its default. A select with no default starts empty; a required text field
+refuses only whitespace (engine/core/blank.py, the rule for every door a person types into).
 
 The form only shapes what the browser sends. Validation is the engine's: `check(model, data)` runs the pydantic model
 itself and puts each error at its field, and the engine validates again when the input is delivered.
@@ -13,6 +14,8 @@ from typing import Any
 
 from django import forms
 from pydantic import BaseModel, ValidationError
+
+from engine.core.blank import BLANK_REFUSED
 
 __all__ = ["SchemaForm", "schema_form", "check", "EVENT_FIELD"]
 
@@ -36,11 +39,17 @@ class JSONField(forms.CharField):
 
 
 class TextField(forms.CharField):
-    """A text property: the browser's CRLF line endings become plain newlines, as the person typed them."""
+    """A text property: the browser's CRLF line endings become plain newlines, as the person typed them. Required,
+    it refuses only whitespace (engine/core/blank.py: the one rule for blank answers)."""
 
     def to_python(self, value: Any) -> Any:
         text = super().to_python(value)
         return text.replace("\r\n", "\n") if isinstance(text, str) else text
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        if self.required and isinstance(value, str) and not value.strip():
+            raise forms.ValidationError(f"This field {BLANK_REFUSED}.", code="blank")
 
 
 class SchemaForm(forms.Form):
@@ -86,7 +95,9 @@ def _field(prop: Mapping[str, Any], required: bool) -> forms.Field:
     kind = prop.get("type")
     if "enum" in prop or "const" in prop:
         values = prop.get("enum") or [prop.get("const")]
-        choices = [("", "—")] if not required else []
+        # No default: the select starts on the empty choice, so a careless Send picks nothing (a required one is
+        # then refused at its field).
+        choices = [("", "—")] if not required or "initial" not in common else []
         return forms.ChoiceField(choices=choices + [(str(v), str(v)) for v in values], **common)
     if kind == "boolean":
         return forms.BooleanField(**{**common, "required": False})

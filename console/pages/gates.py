@@ -21,11 +21,14 @@ from asgiref.sync import sync_to_async
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from console.pages.assigned import Answerer, GateWho, answerable, gate_who, mine
+from console.pages.chain import chain_of
 from console.pages.forms import SchemaForm, check, schema_form
 from console.pages.links import query_with
 from console.pages.runview import machine_of
 from engine.models import GateRecord, Run
 from engine.runtime.errors import NoHost
+from engine.web.answering import answer_refusal
 from engine.web.hosting import ready_host
 
 __all__ = [
@@ -71,6 +74,8 @@ class EventForm:
 class InboxItem:
     record: GateRecord
     forms: list[EventForm] = field(default_factory=list)
+    who: GateWho | None = None
+    chain: list[str] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -78,8 +83,12 @@ class InboxItem:
         return f"{self.record.workflow} {self.record.gate}"
 
 
-def open_gates(workflow: str = "", gate: str = "", order: str = "oldest") -> QuerySet[GateRecord]:
+def open_gates(
+    workflow: str = "", gate: str = "", order: str = "oldest", who: str = "", answerer: Answerer | None = None
+) -> QuerySet[GateRecord]:
     rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE)
+    if who and answerer is not None:
+        rows = mine(rows, answerer, who)
     if workflow:
         rows = rows.filter(workflow=workflow)
     if gate:
@@ -89,8 +98,10 @@ def open_gates(workflow: str = "", gate: str = "", order: str = "oldest") -> Que
     return rows.order_by("-opened_at" if order == "newest" else "opened_at", "id")
 
 
-def open_count() -> int:
-    return open_gates().count()
+def open_count(answerer: Answerer | None = None) -> int:
+    """The header's count: the open Gates this person may answer (all open Gates without a person)."""
+    rows = open_gates()
+    return (answerable(rows, answerer) if answerer is not None else rows).count()
 
 
 def inbox_query(filters: Mapping[str, str]) -> str:
@@ -99,6 +110,7 @@ def inbox_query(filters: Mapping[str, str]) -> str:
     return query_with(
         workflow=filters.get("workflow") or None,
         gate=filters.get("gate") or None,
+        who=filters.get("who") or None,
         order=None if order in ("", "oldest") else order,
     )
 
@@ -122,12 +134,19 @@ def event_forms(record: GateRecord, data: Any = None, only: str = "") -> list[Ev
     return out
 
 
-def item_for(record: GateRecord, answering: bool) -> InboxItem:
-    return InboxItem(record, event_forms(record) if answering else [])
+def item_for(record: GateRecord, answering: bool, answerer: Answerer | None = None) -> InboxItem:
+    """An open Gate's card: its forms only for someone who may answer it now (console/pages/assigned.py)."""
+    who = (
+        gate_who(answerer, record.assign if record.assigned else None, record.claimed_by, record.claimed_until)
+        if answerer is not None and record.closed_at is None
+        else None
+    )
+    may = answering and (who is None or who.may_answer)
+    return InboxItem(record, event_forms(record) if may else [], who, chain_of(record.run_id) if who else [])
 
 
-def inbox_items(rows: Iterable[GateRecord], answering: bool) -> list[InboxItem]:
-    return [item_for(record, answering) for record in rows]
+def inbox_items(rows: Iterable[GateRecord], answering: bool, answerer: Answerer | None = None) -> list[InboxItem]:
+    return [item_for(record, answering, answerer) for record in rows]
 
 
 class Result(StrEnum):
@@ -197,22 +216,33 @@ def check_batch(ids: list[str], event: str, data: Any) -> Batch:
     return Batch(records, event, form, check(form, definition.input))
 
 
-async def answer_many(batch: Batch, username: str) -> list[Outcome]:
-    """Deliver the batch's answer to each of its Gates on its own, each through the host as one answer would."""
+async def answer_many(batch: Batch, user: Any) -> list[Outcome]:
+    """Deliver the batch's answer to each of its Gates on its own, each through the host as one answer would, each
+    held to its assignment and claim (engine/web/answering.py)."""
     try:
         host = await ready_host()
     except NoHost as err:
         return [Outcome(r, Result.REFUSED, str(err)) for r in batch.records]
-    return list(await asyncio.gather(*(_deliver(host, record, batch, username) for record in batch.records)))
+    return list(await asyncio.gather(*(_deliver(host, record, batch, user) for record in batch.records)))
 
 
-async def _deliver(host: Any, record: GateRecord, batch: Batch, username: str) -> Outcome:
+async def _deliver(host: Any, record: GateRecord, batch: Batch, user: Any) -> Outcome:
     fresh = await GateRecord.objects.filter(pk=record.pk).afirst()
     if fresh is None or fresh.closed_at is not None:
         return await sync_to_async(closed)(fresh or record)
+    view = await Run.objects.filter(pk=record.run_id).values_list("view", flat=True).afirst()
+    refused = await sync_to_async(answer_refusal)(user, view, record.gate)
+    if refused is not None:
+        return Outcome(record, Result.REFUSED, refused[1])
     try:
         delivery = await host.deliver(
-            record.run_id, "gate", gate=record.gate, event=batch.event, params=dict(batch.values or {}), by=username
+            record.run_id,
+            "gate",
+            gate=record.gate,
+            event=batch.event,
+            params=dict(batch.values or {}),
+            by=user.get_username(),
+            door="console",
         )
     except Exception as err:
         return Outcome(record, Result.CLOSED, f"the run is no longer live here: {err}")

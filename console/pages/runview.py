@@ -7,16 +7,22 @@ agree.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from console.access import can
+from console.pages.assigned import Answerer, GateWho, gate_who
+from console.pages.chain import chain_of
 from console.pages.conversation import TurnView, conversation_lines
 from console.pages.feeds import Feeds, head
 from console.pages.forms import SchemaForm, schema_form
+from engine.core.journal.entries import Entry
+from engine.core.words import door_words
 from engine.core.workflow import Machine
-from engine.models import ModelCall, Run, TurnMessage, TurnRecord
+from engine.models import GateRecord, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.players import player_for
 from engine.runtime.registry import workflows
 from engine.runtime.view import RunView, TurnNow
@@ -54,6 +60,10 @@ class GateView:
     files_note: str = ""
     #: When the Machine's `after` on the Gate's state fires (ms since the epoch), or None.
     due: float | None = None
+    #: Who may answer it and the claim buttons (console/pages/assigned.py).
+    who: GateWho | None = None
+    #: The Chain that led to it: the pick that opened it and the reply before that, in words.
+    chain: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -88,6 +98,10 @@ class RunPage:
     output_json: str
     seat_views: list[SeatView] = field(default_factory=list)
     held: tuple[str, ...] = ()
+    #: Who cancelled the run, by which door and why, in words ("" unless it was cancelled).
+    cancelled: str = ""
+    #: Each answered Gate: which event, who answered it and through which door.
+    answered: list[str] = field(default_factory=list)
 
 
 def machine_of(workflow: str) -> Machine | None:
@@ -105,8 +119,17 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
     view = RunView.of(run.view)
     machine = machine_of(run.workflow)
     answering = can(user, "answer") and run.live
+    answerer = Answerer.of(user)
+    chain = chain_of(run.id) if view.gates else []
     gates = []
     for gate in view.gates:
+        held = view.claim(gate.id, time.time())
+        who = gate_who(
+            answerer,
+            gate.assign,
+            held.by if held else "",
+            dt.datetime.fromtimestamp(held.until, tz=dt.UTC) if held else None,
+        )
         forms = []
         for name in gate.accepts:
             event = machine.gate_event(gate.id, name) if machine is not None else None
@@ -121,10 +144,12 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
                 gate.id,
                 gate.path or gate.state,
                 dict(gate.meta),
-                forms if answering else [],
+                forms if answering and who.may_answer else [],
                 shown,
                 note,
                 gate.due,
+                who if run.live else None,
+                chain,
             )
         )
     active = list(view.active)
@@ -146,7 +171,26 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
         output_json=_pretty(run.output),
         seat_views=seat_views,
         held=tuple(s.agent for s in seat_views if s.mine),
+        cancelled=_cancelled(run),
+        answered=_answered(run),
     )
+
+
+def _cancelled(run: Run) -> str:
+    if run.status != Run.Status.CANCELLED:
+        return ""
+    entry = JournalEntry.objects.filter(run=run, kind="cancel").order_by("-seq").values_list("entry", flat=True).first()
+    return Entry.from_json(entry).describe() if entry else ""
+
+
+def _answered(run: Run) -> list[str]:
+    rows = GateRecord.objects.filter(run=run).exclude(event="").order_by("closed_at", "id")
+    return [
+        f"{r.gate} got {r.event}"
+        + (f" from {r.answered_by}" if r.answered_by else "")
+        + (f" {door_words(r.answered_door)}" if r.answered_door else "")
+        for r in rows
+    ]
 
 
 def _gate_files(run: Run, machine: Machine | None, gate: str) -> tuple[list[tuple[str, str]], str]:

@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from console.access import can, needs, readers_only
+from console.pages.assigned import WHO, Answerer
 from console.pages.forms import EVENT_FIELD
 from console.pages.gates import (
     ORDERS,
@@ -37,12 +38,16 @@ def _filters(params: QueryDict) -> tuple[dict[str, str], list[str]]:
     found = {
         "workflow": params.get("workflow", "").strip(),
         "gate": params.get("gate", "").strip(),
+        "who": params.get("who", "").strip(),
         "order": params.get("order", "").strip() or "oldest",
     }
     errors = []
     if found["order"] not in ORDERS:
         errors.append(f'order: "{found["order"][:40]}" is not one of {", ".join(ORDERS)}')
         found["order"] = "oldest"
+    if found["who"] not in WHO:
+        errors.append(f'who: "{found["who"][:40]}" is not one of {", ".join(w for w in WHO if w)}')
+        found["who"] = ""
     for key in ("workflow", "gate"):
         if len(found[key]) > 300:
             errors.append(f"{key}: longer than 300 characters")
@@ -52,9 +57,10 @@ def _filters(params: QueryDict) -> tuple[dict[str, str], list[str]]:
 
 def _context(request: HttpRequest, filters: dict[str, str], errors: list[str]) -> dict[str, Any]:
     answering = can(request.user, "answer")
-    rows = open_gates(**filters) if not errors else GateRecord.objects.none()
+    answerer = Answerer.of(request.user)
+    rows = open_gates(**filters, answerer=answerer) if not errors else GateRecord.objects.none()
     count = rows.count()
-    items = inbox_items(rows.select_related("run")[:SHOWN], answering)
+    items = inbox_items(rows.select_related("run")[:SHOWN], answering, answerer)
     kinds = sorted(
         set(GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE).values_list("workflow", "gate"))
     )
@@ -66,6 +72,7 @@ def _context(request: HttpRequest, filters: dict[str, str], errors: list[str]) -
         "errors": errors,
         "answering": answering,
         "orders": ORDERS,
+        "whos": WHO,
         "workflows": workflows().names(),
         "gates": sorted({gate for _, gate in kinds}),
         "query": inbox_query(filters),
@@ -90,7 +97,7 @@ async def answer(request: HttpRequest) -> HttpResponse:
     batch = await sync_to_async(check_batch)(ids, event, request.POST)
     outcomes: list[Outcome] = []
     if not batch.error and batch.values is not None:
-        outcomes = await answer_many(batch, user.get_username())
+        outcomes = await answer_many(batch, user)
     html = await sync_to_async(_answered)(request, batch, outcomes)
     if request.htmx:
         return HttpResponse(html)
@@ -106,7 +113,7 @@ def _answered(request: HttpRequest, batch: Batch, outcomes: list[Outcome]) -> st
     shows its errors on the form it was typed into."""
     items = []
     if batch.form is not None and batch.values is None and batch.records:
-        item = item_for(batch.records[0], True)
+        item = item_for(batch.records[0], True, Answerer.of(request.user))
         item.forms = [
             f if f.event != batch.event else type(f)(f.event, f.description, batch.form, f.rejecting, f.has_reason)
             for f in item.forms

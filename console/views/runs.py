@@ -11,10 +11,11 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from console.access import needs, readers_only
@@ -30,9 +31,10 @@ from engine.models import Run
 from engine.runtime.errors import NoHost
 from engine.runtime.registry import workflows
 from engine.web import search as run_search
+from engine.web.answering import answer_refusal, is_operator
 from engine.web.hosting import ready_host
 
-__all__ = ["runs", "run", "answer_gate", "cancel_run", "form_refused", "PAGE_SIZE"]
+__all__ = ["runs", "run", "answer_gate", "cancel_run", "claim_gate", "form_refused", "PAGE_SIZE"]
 
 PAGE_SIZE = 25
 
@@ -107,6 +109,9 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
     run_row = await Run.objects.filter(id=run_id).afirst()
     if run_row is None:
         raise Http404(f"no run {run_id}")
+    refused = await sync_to_async(answer_refusal)(user, run_row.view, gate)
+    if refused is not None:  # assigned to others (403) or claimed by someone else (409): their form is not shown
+        return HttpResponse(f"{refused[1]}; nothing was delivered", status=refused[0], content_type="text/plain")
     event = request.POST.get(EVENT_FIELD, "")
     machine = await sync_to_async(machine_of)(run_row.workflow)
     definition = machine.gate_event(gate, event) if machine is not None else None
@@ -117,7 +122,9 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
     elif values is not None:
         try:
             host = await ready_host()
-            delivery = await host.deliver(run_id, "gate", gate=gate, event=event, params=values, by=user.get_username())
+            delivery = await host.deliver(
+                run_id, "gate", gate=gate, event=event, params=values, by=user.get_username(), door="console"
+            )
         except Exception as err:
             form.add_error(None, str(err))
         else:
@@ -155,8 +162,40 @@ async def cancel_run(request: HttpRequest, run_id: str) -> HttpResponse:
         host = await ready_host()
     except NoHost as err:
         return HttpResponseBadRequest(str(err))
+    reason = request.POST.get("reason", "").strip()
+    if len(reason) > 2000:
+        return HttpResponseBadRequest("the reason is longer than 2000 characters; the run was not cancelled")
     try:
-        await host.cancel(run_id)
+        await host.cancel(run_id, by=user.get_username(), door="console", reason=reason)
     except Exception as err:
         return HttpResponseBadRequest(f"run {run_id} could not be cancelled: {err}")
     return redirect("console:run", run_id=run_id)
+
+
+@require_POST
+async def claim_gate(request: HttpRequest, run_id: str, gate: str) -> HttpResponse:
+    """The claim buttons of a Gate's card: claim it (or extend one's claim), release it, or, for an operator,
+    break someone's claim; then back to the page the button was on."""
+    user = await request.auser()
+    await sync_to_async(needs)(user, "answer")
+    action = request.POST.get("action", "")
+    run_row = await Run.objects.filter(id=run_id).afirst()
+    if run_row is None:
+        raise Http404(f"no run {run_id}")
+    if action not in ("claim", "release", "break"):
+        return HttpResponseBadRequest(f"action {action[:40]!r} is not claim, release or break")
+    if action == "claim" and (refused := await sync_to_async(answer_refusal)(user, run_row.view, gate)):
+        return HttpResponseBadRequest(refused[1]) if refused[0] == 409 else HttpResponseForbidden(refused[1])
+    if action == "break" and not await sync_to_async(is_operator)(user):
+        return HttpResponseForbidden("only an operator (the permission engine.cancel_run) may break a claim")
+    try:
+        host = await ready_host()
+        delivery = await host.claim(run_id, gate, action, user.get_username(), door="console")
+    except Exception as err:
+        return HttpResponseBadRequest(f"the claim could not be changed: {err}")
+    if delivery.outcome != "delivered":
+        return HttpResponseBadRequest(f"{delivery.error}; nothing changed")
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}) or not back.startswith("/"):
+        back = reverse("console:run", args=[run_id])
+    return redirect(back)

@@ -19,7 +19,7 @@ from engine.core.errors import MachineError
 from engine.core.seats import state_path
 from engine.core.statechart.nodes import StateNode
 
-__all__ = ["ASSIGN", "PREFIXES", "AssignError", "check", "resolve", "refuse_assign", "words"]
+__all__ = ["ASSIGN", "PREFIXES", "AssignError", "check", "resolve", "refuse_assign", "words", "names", "allows"]
 
 #: The key of a Gate's invoke input that assigns it.
 ASSIGN = "assign"
@@ -97,3 +97,19 @@ def words(assign: Iterable[str]) -> str:
     if not names:
         return "nobody (only superusers may answer it)"
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def names(assign: Iterable[str] | None) -> tuple[frozenset[str], frozenset[str]]:
+    """The usernames and the group names an `assign` lists."""
+    users = frozenset(n for kind, _, n in (i.partition(":") for i in assign or ()) if kind == "user")
+    groups = frozenset(n for kind, _, n in (i.partition(":") for i in assign or ()) if kind == "group")
+    return users, groups
+
+
+def allows(assign: Iterable[str] | None, username: str, groups: Iterable[str], superuser: bool = False) -> bool:
+    """The one rule of who may answer an assigned Gate (given they may answer Gates at all): anyone when it has no
+    `assign`; else superusers, the users it names, and the members of the groups it names."""
+    if assign is None or superuser:
+        return True
+    users, named_groups = names(assign)
+    return username in users or bool(named_groups & set(groups))

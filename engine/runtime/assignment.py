@@ -19,7 +19,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
-from engine.core.assignment import words
+from engine.core.assignment import allows, names, words
 from engine.runtime.view import GateView
 
 __all__ = ["assignees", "names_of", "may_answer", "refusal", "assigned_to", "mine"]
@@ -27,12 +27,8 @@ __all__ = ["assignees", "names_of", "may_answer", "refusal", "assigned_to", "min
 
 def names_of(assign: Iterable[str] | None) -> tuple[set[str], set[str]]:
     """The usernames and the group names an `assign` lists."""
-    users: set[str] = set()
-    groups: set[str] = set()
-    for item in assign or ():
-        kind, _, name = item.partition(":")
-        (users if kind == "user" else groups if kind == "group" else set()).add(name)
-    return users, groups
+    users, groups = names(assign)
+    return set(users), set(groups)
 
 
 def assignees(assign: Iterable[str] | None) -> list[Any]:
@@ -52,16 +48,14 @@ def assignees(assign: Iterable[str] | None) -> list[Any]:
 
 def assigned_to(user: Any, assign: Iterable[str] | None) -> bool:
     """Whether `user` is named by `assign`, or is a member of a group it names (superusers are not special here)."""
-    users, groups = names_of(assign)
-    if getattr(user, "is_anonymous", True):
+    if getattr(user, "is_anonymous", True) or not assign:
         return False
-    if user.get_username() in users:
-        return True
-    return bool(groups) and user.groups.filter(name__in=groups).exists()
+    username, groups = mine(user)
+    return allows(tuple(assign), username, groups)
 
 
 def may_answer(user: Any, gate: GateView) -> bool:
-    """Whether `user` (who may answer Gates) may answer this one."""
+    """Whether `user` (who may answer Gates) may answer this one (engine/core/assignment.py's `allows`)."""
     if gate.assign is None or getattr(user, "is_superuser", False):
         return True
     return assigned_to(user, gate.assign)

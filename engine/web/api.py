@@ -31,6 +31,7 @@ from ninja.security import HttpBearer
 from pydantic import Field, ValidationError
 
 from engine import __version__
+from engine.core.blank import BLANK_REFUSED, blank_fields, blank_text
 from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.errors import HostError, NoHost, NoHostAnswered, RunNotHosted
 from engine.runtime.registry import workflows
@@ -52,6 +53,7 @@ from engine.web.api_schemas import (
     WorkflowOut,
     errors,
 )
+from engine.web.audit import audit, csv_text, read_filter
 from engine.web.hosting import ready_host
 
 __all__ = ["api"]
@@ -312,6 +314,12 @@ async def start_run(request: HttpRequest, name: str) -> tuple[int, dict[str, Any
     if loaded.machine is None:
         raise HttpError(409, f'workflow "{name}" did not load, so it cannot run: {loaded.message()}')
     body = _json_body(request)
+    blank = blank_fields(loaded.machine.door, body)
+    if blank:
+        raise _Invalid(
+            f'the input of workflow "{name}" is not valid: {blank_text(loaded.machine.door, body)}',
+            [{"field": field, "message": BLANK_REFUSED} for field in blank],
+        )
     host = await _host()
     try:
         run_id = await host.start_run(name, body, user_id=request.user.pk)
@@ -593,6 +601,9 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
             'it: {"type": "reply", "text": "..."}',
         )
     event = body.pop("type")
+    blank = await sync_to_async(_blank_answer)(run.workflow, gate, event, body)
+    if blank:
+        raise HttpError(400, f'the input of "{event}" is not valid: {blank}; nothing was delivered')
     host = await _host()
     try:
         delivery = await host.deliver(
@@ -717,6 +728,31 @@ def _open_gate_run(run_id: str, gate: str) -> Run:
     return run
 
 
+@api.get(
+    "/audit",
+    auth=READ,
+    response={200: dict[str, Any], **errors(400, 401, 403, 429)},
+    openapi_extra=RATE_LIMITED,
+    summary="The audit trail, newest first: every Gate answer, claim, cancel, seat change and one-tap link use; "
+    "?user=, ?workflow=, ?since=, ?until= (ISO 8601), ?format=csv",
+)
+def get_audit(request: HttpRequest) -> Any:
+    require(request, "cancel_run", "read the audit trail (operators may)")
+    _known_query(request, ("user", "workflow", "since", "until", "format"))
+    which, problems = read_filter(request.GET)
+    fmt = request.GET.get("format", "json")
+    if fmt not in ("json", "csv"):
+        problems.append(f"format: {fmt[:40]!r} is not json or csv")
+    if problems:
+        raise HttpError(400, "; ".join(problems))
+    rows = audit(which)
+    if fmt == "csv":
+        response = HttpResponse(csv_text(rows), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="jr2-audit.csv"'
+        return response
+    return {"count": len(rows), "limit": which.limit, "results": [row.to_json() for row in rows]}
+
+
 # -- forks, export and import ----------------------------------------------------------------------------------
 
 
@@ -803,6 +839,13 @@ def _known_query(request: HttpRequest, known: Any) -> None:
             f"query parameter {', '.join(repr(r) for r in repeated)} given more than once; give "
             "each at most once (statuses go comma-separated in one `status`)",
         )
+
+
+def _blank_answer(workflow: str, gate: str, event: str, body: dict[str, Any]) -> str | None:
+    """A required text field of the answer that is only whitespace (engine/core/blank.py), in words, or None."""
+    loaded = workflows().find(workflow)
+    definition = loaded.machine.gate_event(gate, event) if loaded is not None and loaded.machine else None
+    return blank_text(definition.input if definition is not None else None, body)
 
 
 def _answered(run: Run, gate: str) -> bool:

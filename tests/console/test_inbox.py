@@ -109,10 +109,13 @@ def test_an_observer_reads_the_inbox_but_gets_no_form_and_an_anonymous_visitor_l
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
 
 
-def test_the_header_counts_open_gates_on_every_page(observer: Any, runs: dict[str, str]) -> None:
-    client = logged_in(observer)
+def test_the_header_counts_the_open_gates_the_user_may_answer_on_every_page(
+    answerer: Any, observer: Any, runs: dict[str, str]
+) -> None:
+    client = logged_in(answerer)
     for url in ("/", "/runs/", "/workflows/notes/", f"/runs/{runs['done']}/", "/gates/"):
         assert 'id="gate-count-n">2<' in client.get(url).content.decode(), url
+    assert 'id="gate-count-n">0<' in logged_in(observer).get("/").content.decode()  # may answer none
 
 
 # -- answering -----------------------------------------------------------------------------------------------------

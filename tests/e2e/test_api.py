@@ -360,7 +360,12 @@ def test_triage_desk_confirms_the_agents_proposal(live: LiveServer, client: http
     assert run["context"]["proposal"] == {"label": "bug", "reason": "the report reads like a bug"}
     [desk] = run["gates"]
     assert desk["id"] == "desk" and desk["state"] == "triage.triaging"
-    assert desk["meta"] == {"title": "Crash on save", "body": "It crashes when I save a file."}
+    assert desk["meta"] == {  # the proposal the desk confirms is in its meta
+        "title": "Crash on save",
+        "body": "It crashes when I save a file.",
+        "proposed label": "bug",
+        "because": "the report reads like a bug",
+    }
     events = {e["type"]: e for e in desk["events"]}
     assert set(events) == {"confirm", "label", "withdraw"}
     assert events["label"]["schema"]["properties"]["label"]["enum"] == ["bug", "feature", "question"]

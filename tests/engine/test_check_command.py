@@ -192,6 +192,7 @@ def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(
         "status",
         "send",
         "cancel",
+        "audit",
         "replay",
         "test",
         "scenario",

@@ -457,7 +457,14 @@ def test_triage_agent_label_is_a_proposal_the_desk_confirms():
     assert proposed.outcome == "ended"
     outputs = session.drain()
     assert [(t.turn, t.state) for t in of(outputs, TurnEnded)] == [(turn.turn, "triage.triaging.sorting")]
-    assert of(outputs, GateClosed) == []
+    # `triaging` is re-entered, so the desk's Gate opens again, and its meta shows what the desk confirms
+    assert [g.gate for g in of(outputs, GateClosed)] == ["desk"]
+    assert one(outputs, GateOpened).meta == {
+        "title": session.context["title"],
+        "body": session.context["body"],
+        "proposed label": "bug",
+        "because": "Same as #7.",
+    }
     assert session.value == {"triaging": "proposed"}
     assert session.context["proposal"] == {"label": "bug", "reason": "Same as #7."}
     assert [g.id for g in session.gates] == ["desk"]

@@ -81,6 +81,7 @@ def send_arguments(parser: ArgumentParser) -> None:
 
 def cancel_arguments(parser: ArgumentParser) -> None:
     run_argument(parser)
+    parser.add_argument("--reason", default="", help="why, in words: the journal, the run page and the audit keep it")
     server_arguments(parser)
 
 
@@ -178,10 +179,12 @@ def send(
     out.json(answer)
 
 
-def cancel(out: Output, run: str, url: str | None = None, token: str | None = None, **options: Any) -> None:
+def cancel(
+    out: Output, run: str, reason: str = "", url: str | None = None, token: str | None = None, **options: Any
+) -> None:
     with Client.connect("cancel", url, token) as api:
         run_id = api.resolve(run)
-        answer = api.post(f"/api/runs/{run_id}/cancel")
+        answer = api.post(f"/api/runs/{run_id}/cancel", {"reason": reason} if reason else None)
     out.json(answer)
 
 

@@ -28,8 +28,10 @@ $JR2_TOKEN). Wherever a run is named, its id or 4 or more of its first character
         Effects, output or reason; --json prints the API's body. Exit by status.
     jr2 send <run> --gate G --event E [--input JSON]
         Deliver an event (its input a JSON object) to an open Gate; prints the API's answer as JSON.
-    jr2 cancel <run>
-        Cancel a live run; prints the API's answer as JSON.
+    jr2 cancel <run> [--reason TEXT]
+        Cancel a live run (the reason is journaled and shown); prints the API's answer as JSON.
+    jr2 audit [--user U] [--workflow W] [--since T] [--until T] [--csv | --json]
+        The audit trail (operators): every Gate answer, claim, cancel, seat change and one-tap link use.
 
 Replaying reads this project's database and workflows folder, like `check` (engine/core/journal/replay.py does the
 work):
@@ -92,7 +94,7 @@ from django.core.management.base import BaseCommand
 
 from engine import __version__
 from engine.cli.client import CliError
-from engine.cli.commands import accounts, exchange, init, replaying, runs, serving, testing, tokens
+from engine.cli.commands import accounts, auditing, exchange, init, replaying, runs, serving, testing, tokens
 from engine.cli.output import Output
 from engine.web import exchange as run_files
 
@@ -158,7 +160,12 @@ SUBCOMMANDS = [
         "status", "show one run: its state, open Gates, Turns, output or failure", runs.status_arguments, EXIT_BY_STATUS
     ),
     Subcommand("send", "deliver an event to a run's open Gate", runs.send_arguments),
-    Subcommand("cancel", "cancel a run", runs.cancel_arguments),
+    Subcommand("cancel", "cancel a run (--reason says why)", runs.cancel_arguments),
+    Subcommand(
+        "audit",
+        "print the audit trail: every Gate answer, claim, cancel, seat change and one-tap link use",
+        auditing.audit_arguments,
+    ),
     Subcommand(
         "replay",
         "re-run a run's journal against the workflow's Machine: same, or where it diverges",
@@ -272,6 +279,9 @@ class Command(BaseCommand):
 
     def handle_send(self, **options: Any) -> None:
         runs.send(self.out, **options)
+
+    def handle_audit(self, **options: Any) -> None:
+        auditing.audit(self.out, **options)
 
     def handle_cancel(self, **options: Any) -> None:
         runs.cancel(self.out, **options)
