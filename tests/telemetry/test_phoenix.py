@@ -4,6 +4,7 @@ that exports over OTLP/HTTP arrives in Phoenix as one trace, read back through P
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -99,3 +100,20 @@ def test_a_notes_run_arrives_in_phoenix_as_one_trace(phoenix: str, tmp_path: Pat
     gate = next(s for s in found if s["name"] == "jr2.gate writing.asking")
     assert by_id[gate["parent_id"]]["name"] == "jr2.state writing.asking"
     assert gate["attributes"]["jr2.gate.event"] == "reply"
+    if os.environ.get("JR2_SCREENSHOTS") == "1":
+        screenshot(phoenix, format(trace_id(run_id), "032x"))
+
+
+def screenshot(url: str, trace: str) -> None:
+    """docs/screenshots/phoenix-trace.png: the run's trace as Phoenix shows it (`make screenshots`)."""
+    from tests.browsers import chromium
+
+    projects = httpx.get(f"{url}/v1/projects", timeout=10).json()["data"]
+    project = next(p for p in projects if p["name"] == "default")
+    with contextlib.ExitStack() as stack:
+        browser = stack.enter_context(chromium())
+        tab = browser.new_page(viewport={"width": 1400, "height": 900})
+        tab.goto(f"{url}/projects/{project['id']}/traces/{trace}", wait_until="load")
+        tab.get_by_text("invoke_workflow notes").first.wait_for(timeout=60_000)
+        tab.wait_for_timeout(1000)
+        tab.screenshot(path=str(ROOT / "docs" / "screenshots" / "phoenix-trace.png"))
