@@ -7,7 +7,7 @@ SERVE_STAMP := $(VENV)/.installed-serve
 STAMP := $(VENV)/.installed
 NODE_DIR := tests/differential/.node
 
-.PHONY: install-serve up test test-sqlite test-postgres soak bench bench-menu bench-runtime bench-graph bench-console bench-big bench-scenarios install node clean system-up system-test screenshots docs
+.PHONY: phoenix install-serve up test test-sqlite test-postgres soak bench bench-menu bench-runtime bench-graph bench-console bench-big bench-scenarios install node clean system-up system-test screenshots docs
 
 # llama-cpp-python (the `local-model` extra) has no Linux wheel on PyPI, so pip builds it from its sdist, once per
 # machine (pip's wheel cache keeps it): for any x86-64 with AVX2 (no -march=native, AVX-512 or AMX), without OpenMP,
@@ -30,6 +30,17 @@ $(STAMP): pyproject.toml $(SERVE_STAMP)
 install-serve: $(SERVE_STAMP)
 
 install: $(STAMP)
+
+# Arize Phoenix, a tracing tool people use, for the end-to-end test of the traces (tests/telemetry/test_phoenix.py).
+# In a virtualenv of its own: it pins versions of the model SDKs that jr2 does not use.
+PHOENIX_VENV := .venv-phoenix
+PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
+$(PHOENIX_STAMP):
+	test -d $(PHOENIX_VENV) || $(PY) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/pip install --quiet 'arize-phoenix>=12'
+	touch $(PHOENIX_STAMP)
+
+phoenix: $(PHOENIX_STAMP)
 
 # xstate for the differential test and the benchmark, installed into a folder the tests own.
 $(NODE_DIR)/node_modules/xstate/package.json: tests/differential/package.json
@@ -78,7 +89,7 @@ docs: install
 # the fleet's engines (PostgreSQL and Redis, private servers on local ports that scripts/services starts and
 # stops; the tests that need them, such as the kill soak, run only there). `make test-sqlite` and
 # `make test-postgres` run one pass each.
-test: install node system-test
+test: install node system-test phoenix
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
@@ -88,11 +99,11 @@ test: install node system-test
 	@echo "make test: the SQLite and the PostgreSQL passes run side by side; each one's report comes when it ends"
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
 
-test-sqlite: install node system-test
-	$(BIN)/python -m pytest
+test-sqlite: install node system-test phoenix
+	JR2_REQUIRE_PHOENIX=1 $(BIN)/python -m pytest
 
-test-postgres: install node system-test
-	scripts/services run $(BIN)/python -m pytest
+test-postgres: install node system-test phoenix
+	JR2_REQUIRE_PHOENIX=1 scripts/services run $(BIN)/python -m pytest
 
 # The kill soak (docs/reliability.md): 200 runs, 2 web and 3 worker processes, 50 worker and 5 web SIGKILLs.
 soak: install system-test
@@ -157,4 +168,4 @@ bench-local: install
 	$(BIN)/python -m bench.local_model
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR) db.sqlite3 site
+	rm -rf $(VENV) $(PHOENIX_VENV) $(NODE_DIR) db.sqlite3 site

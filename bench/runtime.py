@@ -423,6 +423,55 @@ async def measure_picks(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+async def measure_tracing(args: argparse.Namespace) -> dict[str, Any]:
+    """The overhead per pick with tracing off, then on (the span book, ReadableSpans built after each commit and
+    queued to a BatchSpanProcessor; its exporter drops them, so the network is not measured), alternating runs of
+    `--picks` counts, `--samples` of each."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    from engine.runtime import telemetry
+    from engine.runtime.telemetry.export import Tracing
+
+    class Dropped(SpanExporter):
+        def __init__(self) -> None:
+            self.spans = 0
+
+        def export(self, spans: Any) -> SpanExportResult:
+            self.spans += len(spans)
+            return SpanExportResult.SUCCESS
+
+    dropped = Dropped()
+    traced = Tracing(TracerProvider(), BatchSpanProcessor(dropped, max_queue_size=200_000))
+    machine = counter_machine_cached()
+    host = new_host({"counter": machine}, "bench-tracing", args.snapshot_every)
+    await host.start()
+    gaps: dict[str, list[float]] = {"off": [], "on": []}
+    picks = counter_picks(args.picks, args.lap)
+    try:
+        await counter_runs(host, 1, 100, args.lap, "warm-tracing")
+        for sample in range(args.samples):
+            for mode in ("off", "on"):
+                telemetry.configure(tracing=traced if mode == "on" else None)
+                gc.collect()
+                LOG.calls.clear()
+                LOG.record = True
+                await counter_runs(host, 1, args.picks, args.lap, f"tracing-{mode}{sample}-")
+                LOG.record = False
+                calls = list(LOG.calls)
+                expect(len(calls), picks, "scripted counter calls")
+                mine = [in_at - out_at for (_, out_at, _), (in_at, _, _) in zip(calls, calls[1:])]
+                gaps[mode].extend(mine)
+                print(f"  tracing {mode}: overhead p50 {percentile(sorted(mine), 50) * 1e3:.3f} ms", flush=True)
+    finally:
+        LOG.record = False
+        telemetry.configure(tracing=None)
+        await host.stop()
+        traced.flush()
+    off, on = spread(gaps["off"]), spread(gaps["on"])
+    return {"picks": picks, "samples": args.samples, "off": off, "on": on, "spans": dropped.spans}
+
+
 async def profile_picks(args: argparse.Namespace, top: int) -> dict[str, Any]:
     """One counter run under cProfile on both threads (the event loop and the database thread), then one without
     the profiler whose database calls are timed: how much of a pick is the database thread's."""
@@ -804,9 +853,30 @@ def verdict(ok: bool) -> str:
     return "ok" if ok else "MISSED"
 
 
+def report_tracing(results: dict[str, Any], missed: list[str]) -> None:
+    tracing = results.get("tracing")
+    if not tracing:
+        return
+    off, on = tracing["off"], tracing["on"]
+    added = on["p50"] - off["p50"]
+    ok = added < 0.0003
+    if not ok:
+        missed.append("tracing adds 0.3 ms or more per pick at p50")
+    print(
+        f"\n### 4. Overhead per pick with tracing ({tracing['samples']} run(s) each way, {tracing['picks']:,} picks "
+        f"each; {tracing['spans']:,} spans exported)\n"
+    )
+    print("| tracing | p50 | p90 | p99 | mean |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, s in (("off", off), ("on", on)):
+        print(" | ".join([f"| {name}", *(f"{s[k] * 1e3:.3f} ms" for k in ("p50", "p90", "p99", "mean"))]) + " |")
+    print(f"\nadded at p50: {added * 1e3:.3f} ms (target < 0.3 ms) {verdict(ok)}")
+
+
 def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
     """Print the tables; return the missed targets."""
     missed: list[str] = []
+    report_tracing(results, missed)
     picks = results.get("picks")
     if picks:
         one = picks["one_run"]
@@ -950,7 +1020,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the host's snapshot cadence in journal entries (default: JR2_SNAPSHOT_EVERY, 50)",
     )
-    ap.add_argument("--only", default="picks,gates,resume", help="which measurements (default picks,gates,resume)")
+    ap.add_argument(
+        "--only",
+        default="picks,gates,resume,tracing",
+        help="which measurements (default picks,gates,resume,tracing)",
+    )
     ap.add_argument(
         "--profile",
         action="store_true",
@@ -1008,6 +1082,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  to waiting {plain['to_waiting_s']:.2f} s, to done {plain['to_done_s']:.2f} s", flush=True)
             traced = await gate_pass(args, args.gate_runs, traced=True)
             results["gates"] = {"plain": plain, "traced": traced}
+        if "tracing" in only:
+            print("4. overhead per pick, tracing off and on", flush=True)
+            results["tracing"] = await measure_tracing(args)
         if "resume" in only:
             print(f"3. resuming a run with a {args.entries:,}-entry journal", flush=True)
             results["resume"] = await measure_resume(args)

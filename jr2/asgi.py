@@ -14,13 +14,16 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from console.routing import websocket_urlpatterns  # noqa: E402
+from engine.runtime.telemetry.instrument import instrumented_asgi  # noqa: E402
 from engine.web.middleware import refuse_nul_websockets  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_application,
-        "websocket": refuse_nul_websockets(
-            AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
-        ),
-    }
+application = instrumented_asgi(
+    ProtocolTypeRouter(
+        {
+            "http": django_application,
+            "websocket": refuse_nul_websockets(
+                AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+            ),
+        }
+    )
 )

@@ -25,12 +25,15 @@ from typing import Any, ClassVar, Protocol, Self
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
+from opentelemetry import trace
 
 from console.access import can_read
 
 __all__ = ["Notice", "Listener", "Hub", "LiveConsumer"]
 
 log = logging.getLogger("console.live")
+#: Spans of our own for the live pages (no instrumentation covers Channels' consumers); a no-op unless tracing is on.
+_tracer = trace.get_tracer("jr2.console")
 
 #: A group message as the channel layer delivers it (`{"type": "run.updated", "updated": ..., ...}`).
 Notice = dict[str, Any]
@@ -124,6 +127,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
     hub: Hub
 
     async def connect(self) -> None:
+        with _tracer.start_as_current_span(f"jr2.consumer {type(self).__name__} connect") as span:
+            span.set_attribute("url.path", str(self.scope.get("path", "")))
+            await self._connect()
+
+    async def _connect(self) -> None:
         self.user = self.scope.get("user")
         if not can_read(self.user):
             await self.close(code=4403)
@@ -143,9 +151,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.hub.leave(self)
 
     async def notice(self, message: Notice) -> None:
-        fresh = await self.fresh(message)
-        if fresh:
-            await self.send(text_data=fresh)
+        with _tracer.start_as_current_span(f"jr2.consumer {type(self).__name__} notice") as span:
+            span.set_attribute("jr2.run.id", str(message.get("run", "")))
+            fresh = await self.fresh(message)
+            if fresh:
+                await self.send(text_data=fresh)
 
     async def opened(self) -> None:
         """Nothing to read from the address, by default."""

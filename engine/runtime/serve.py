@@ -15,6 +15,9 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from engine.runtime import telemetry
+from engine.runtime.telemetry.instrument import instrument_process
+
 __all__ = ["serve", "work"]
 
 log = logging.getLogger("engine.runtime")
@@ -48,8 +51,12 @@ def serve(address: str, port: int, say: Callable[[str], None] = print, role: str
         asyncio.get_event_loop().create_task(start())
         say(f"{name}: serving http://{address}:{port}/ — the Console at /, the API at /api/ (docs at /api/docs)")
 
+    async def stop() -> None:
+        await host.stop()
+        telemetry.flush()
+
     def shutdown() -> defer.Deferred[None]:
-        return defer.Deferred.fromFuture(asyncio.ensure_future(host.stop()))
+        return defer.Deferred.fromFuture(asyncio.ensure_future(stop()))
 
     reactor.addSystemEventTrigger("before", "shutdown", shutdown)  # type: ignore[arg-type]  # zope interface
     Server(
@@ -67,6 +74,7 @@ def work(say: Callable[[str], None] = print) -> None:
     from engine.runtime.host import Host
 
     async def main() -> None:
+        instrument_process()
         host = Host(role="worker")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -85,6 +93,7 @@ def work(say: Callable[[str], None] = print) -> None:
             "is handed back"
         )
         await host.drain(grace)
+        telemetry.flush()
         say("jr2 worker: stopped")
 
     asyncio.run(main())

@@ -20,7 +20,7 @@ from engine.runtime.providers import aclose_all
 from engine.runtime.telemetry.export import tracing_with
 from engine.runtime.telemetry.ids import trace_id
 from engine.runtime.telemetry.meters import Metrics
-from tests.runtime.hosting import hosted, status, until
+from tests.runtime.hosting import fleet, hosted, status, until
 from workflows import code_review, notes, triage
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -206,3 +206,35 @@ def test_with_tracing_off_a_run_keeps_no_span_book(monkeypatch: pytest.MonkeyPat
         assert telemetry.tracing_wanted()
     finally:
         telemetry.configure(tracing=None)
+
+
+def test_in_the_fleet_a_run_written_by_web_and_taken_over_between_workers_is_one_trace(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A web host writes the run; worker-1 drives it to its Gate and dies (its lease lapses); worker-2 takes it
+    over; the answer is relayed from web. One trace, one run span, the Gate span opened under worker-1."""
+    run_ids: list[str] = []
+
+    async def body(web: Host, first: Host) -> None:
+        run_ids.append(await web.start_run("notes", DOOR))
+        await until(web, status(run_ids[0], "waiting"))
+        assert run_ids[0] in first.drivers
+        await first.stop()
+        await web.db(lambda: Run.objects.filter(id=run_ids[0]).update(lease_expires=None, lease_owner=""))
+        second = Host({"notes": notes.machine}, owner="worker-2", role="worker", scan_seconds=0.05)
+        await second.start()
+        try:
+            await until(web, lambda: run_ids[0] in second.drivers)
+            await web.deliver(run_ids[0], "gate", gate="writing.asking", event="reply", params={"text": "Ops"})
+            await until(web, status(run_ids[0], "done"))
+        finally:
+            await second.stop()
+
+    fleet(body, "web", "worker", workflows={"notes": notes.machine})
+    found = list(spans.get_finished_spans())
+    assert {s.context.trace_id for s in found} == {trace_id(run_ids[0])}
+    assert sum(s.name == "invoke_workflow notes" for s in found) == 1
+    run = named(found, "invoke_workflow notes")
+    gate = named(found, "jr2.gate writing.asking")
+    assert run.start_time <= gate.start_time < gate.end_time <= run.end_time
+    assert gate.attributes["jr2.gate.event"] == "reply"

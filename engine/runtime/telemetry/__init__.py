@@ -17,10 +17,16 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engine.core.journal.entries import Entry
 from engine.runtime.telemetry.book import ENDED, RunSpans
+
+
+@runtime_checkable
+class _Flushable(Protocol):
+    def flush(self) -> None: ...
+
 
 if TYPE_CHECKING:
     from engine.runtime.telemetry.export import Tracing
@@ -36,6 +42,7 @@ __all__ = [
     "capture_content",
     "takeover",
     "relay_timeout",
+    "flush",
 ]
 
 log = logging.getLogger("engine.runtime")
@@ -94,6 +101,12 @@ def configure(*, tracing: Tracing | None | Any = _UNSET, metrics: Metrics | None
         _tracing = tracing
     if metrics is not _UNSET:
         _metrics = metrics
+
+
+def flush() -> None:
+    """Send what the batch still holds (a process on its way out)."""
+    if isinstance(_tracing, _Flushable):
+        _safely(_tracing.flush)
 
 
 def takeover() -> None:

@@ -30,7 +30,10 @@ __all__ = ["Metrics", "default_readers", "otlp_on"]
 
 
 def otlp_on() -> bool:
-    """Whether the environment names an OTLP endpoint (for all signals, or for this one)."""
+    """Whether the environment names an OTLP endpoint (for all signals, or for this one), and does not turn the
+    metrics exporter off (`OTEL_METRICS_EXPORTER=none`, for a receiver that takes only traces)."""
+    if os.environ.get("OTEL_METRICS_EXPORTER", "").strip().lower() == "none":
+        return False
     return bool(
         os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
         or os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
