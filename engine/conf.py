@@ -246,6 +246,7 @@ SETTINGS: tuple[Setting, ...] = (
             "local": "engine.runtime.providers.local.LocalProvider",
             "script": "engine.runtime.providers.script.ScriptProvider",
             "human": "engine.runtime.providers.human.HumanProvider",
+            "mcp": "engine.runtime.providers.mcp_seat.McpSeatProvider",
         },
         'Which class answers each model prefix (`agent(model="<prefix>/<id>")`), as JSON of dotted paths.',
         "Models",

@@ -45,6 +45,8 @@ class Player:
     @property
     def label(self) -> str:
         """How a run shows who played the Turn."""
+        if self.model.startswith("mcp/"):
+            return f"{self.model} (an MCP client, in the seat of {self.declared})"
         if self.human:
             return f"{self.human} (a person, in the seat of {self.declared})"
         if self.scripted and self.model != self.declared:
@@ -62,7 +64,10 @@ def _missing_key(prefix: str) -> str | None:
 
 
 def player_for(workflow: str, agent: str, declared: str, human: str | None = None) -> Player:
-    """`human` is the username of a person holding the Agent's seat in the run: they play it."""
+    """`human` is the username of a person holding the Agent's seat in the run: they play it (`mcp/<username> via
+    <client>` when they hold it from an MCP client, engine/web/mcp/seat.py)."""
+    if human and human.startswith("mcp/"):
+        return Player(human, declared, False)
     if human:
         return Player(f"human/{human}", declared, False)
     stand_in = f"{workflow}.{agent}"
