@@ -101,3 +101,78 @@ def test_play_notes_writer_to_done(live: LiveServer) -> None:
         turns = client.get(f"/api/runs/{run_id}/turns").json()
     models = json.dumps(turns)
     assert "mcp/player via pytest-harness" in models
+
+
+def _menu() -> list[dict[str, object]]:
+    """The writer's tools block as the model providers get it, from the workflow file itself."""
+    import importlib.util
+
+    from tests.live_server import ROOT
+
+    spec = importlib.util.spec_from_file_location("notes_for_mcp", ROOT / "workflows" / "notes.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(json.loads(module.machine.menu_json("writer")))
+
+
+def test_tools_list_is_the_menu_byte_for_byte_in_every_session(live: LiveServer) -> None:
+    run_id = start_played(live)
+
+    async def listed() -> list[str]:
+        dumps = []
+        for name in ("first", "second"):
+            async with seat(live, run_id, client=name) as (session, _):
+                tools = (await session.list_tools()).tools
+                again = (await session.list_tools()).tools
+                dumps.append(json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in tools]))
+                dumps.append(json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in again]))
+                menu = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
+                assert menu[:-1] == _menu()
+                assert tools[-1].name == "await_turn"
+        return dumps
+
+    dumps = anyio.run(listed)
+    assert len(set(dumps)) == 1
+
+
+def test_every_refusal_is_an_error_with_the_allowed_picks(live: LiveServer) -> None:
+    run_id = start_played(live)
+
+    async def refused() -> None:
+        async with seat(live, run_id) as (session, _):
+            await session.call_tool("await_turn", {"timeout_s": 30})
+            unmoved = await session.call_tool("done", {"notes": "too soon"})
+            assert unmoved.is_error and "Allowed picks now: ask." in text(unmoved)
+            bad = await session.call_tool("ask", {"question": 3})
+            assert bad.is_error and "Allowed picks now: ask." in text(bad)
+            unknown = await session.call_tool("publish", {})
+            assert unknown.is_error and '"publish" is not one of your tools' in text(unknown)
+            wrong_wait = await session.call_tool("await_turn", {"timeout_s": 301})
+            assert wrong_wait.is_error and "from 0 to 300" in text(wrong_wait)
+            asked = await session.call_tool("ask", {"question": "Who reads these?"})
+            assert not asked.is_error and "outstanding" in text(asked)
+            no_turn = await session.call_tool("done", {"notes": "while ask is outstanding"})
+            assert no_turn.is_error and "call await_turn" in text(no_turn).lower()
+            assert "the pick ask is outstanding" in text(no_turn)
+
+    anyio.run(refused)
+    assert live.wait_for(run_id, "waiting")["status"] == "waiting"
+
+
+def test_a_second_session_is_told_who_holds_the_seat_until_the_first_ends(live: LiveServer) -> None:
+    run_id = start_played(live)
+
+    async def two() -> None:
+        async with seat(live, run_id, client="harness-a") as (first, _):
+            await first.call_tool("await_turn", {"timeout_s": 30})
+            async with seat(live, run_id, client="harness-b") as (second, _):
+                held = await second.call_tool("await_turn", {"timeout_s": 1})
+                assert held.is_error and "held by mcp/player via harness-a" in text(held)
+            run = await anyio.to_thread.run_sync(lambda: live.wait_for(run_id, "running", "waiting"))
+            assert "mcp/player via harness-a" in json.dumps(run)
+        async with seat(live, run_id, client="harness-b") as (second, _):
+            taken = await second.call_tool("await_turn", {"timeout_s": 30})
+            assert not taken.is_error, text(taken)
+
+    anyio.run(two)
