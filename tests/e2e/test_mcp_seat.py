@@ -99,8 +99,10 @@ def test_play_notes_writer_to_done(live: LiveServer) -> None:
     assert run["output"] == {"notes": "## Notes\n- faster search"}
     with live.client() as client:
         turns = client.get(f"/api/runs/{run_id}/turns").json()
-    models = json.dumps(turns)
-    assert "mcp/player via pytest-harness" in models
+    assert "mcp/player via pytest-harness" in json.dumps(turns)
+    picks = [e["entry"] for e in live.journal(run_id) if e["kind"] == "pick"]
+    assert [p["event"] for p in picks] == ["ask", "done"]
+    assert {p["player"] for p in picks} == {"mcp/player via pytest-harness"}
 
 
 def _menu() -> list[dict[str, object]]:
@@ -176,3 +178,28 @@ def test_a_second_session_is_told_who_holds_the_seat_until_the_first_ends(live: 
             assert not taken.is_error, text(taken)
 
     anyio.run(two)
+
+
+def test_jr2_run_play_holds_the_seat_from_the_start(live: LiveServer) -> None:
+    started = live.jr2(
+        "run",
+        "notes",
+        "--input",
+        json.dumps({"changes": "- one change"}),
+        "--play",
+        "writer",
+        "--detach",
+        env={"JR2_TOKEN": live.env["PLAYER_TOKEN"]},
+    )
+    assert started.returncode == 0, started.stdout + started.stderr
+    run_id = json.loads(started.stdout)["id"]
+    assert f"/mcp/runs/{run_id}/seats/writer/" in started.stderr
+    run = live.wait_for(run_id, "running", "waiting")
+    assert [t["model"] for t in run["turns"]] == ["player (a person, in the seat of anthropic/claude-haiku-5-5)"]
+    wrong = live.jr2(
+        "run", "notes", "--input", "{}", "--play", "editor", "--detach", env={"JR2_TOKEN": live.env["PLAYER_TOKEN"]}
+    )
+    assert wrong.returncode != 0 and "editor, which is no Agent of this workflow (its Agents: writer)" in wrong.stderr
+    with live.client() as client:  # e2e may start runs, not play seats
+        denied = client.post("/api/workflows/notes/runs?play=writer", json={"changes": "x"})
+    assert denied.status_code == 403 and "engine.play_seat" in denied.json()["detail"]
