@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import httpx
@@ -16,7 +17,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.live_server import LiveServer, served
+from tests.live_server import LiveServer, run_when, served
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +204,33 @@ def test_jr2_run_play_holds_the_seat_from_the_start(live: LiveServer) -> None:
     with live.client() as client:  # e2e may start runs, not play seats
         denied = client.post("/api/workflows/notes/runs?play=writer", json={"changes": "x"})
     assert denied.status_code == 403 and "engine.play_seat" in denied.json()["detail"]
+
+
+def test_an_idle_session_gives_the_seat_back(tmp_path: Path) -> None:
+    with served(tmp_path, {"JR2_MCP_IDLE_SECONDS": "2"}, users={"player": ["operators"]}) as server:
+        server.env["PLAYER_TOKEN"] = server.new_token("player")
+        run_id = start_played(server)
+
+        async def go_silent() -> None:
+            headers = {"Authorization": f"Bearer {server.env['PLAYER_TOKEN']}"}
+            url = f"{server.url}/mcp/runs/{run_id}/seats/writer/"
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=60) as http,
+                streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write),
+                ClientSession(read, write, client_info=types.Implementation(name="quiet", version="1")) as session,
+            ):
+                await session.initialize()
+                assert not (await session.call_tool("await_turn", {"timeout_s": 30})).is_error
+
+        anyio.run(go_silent)  # leaves without ending its session
+        with server.client() as client:
+            run = run_when(
+                client,
+                run_id,
+                lambda run: "mcp/" not in json.dumps(run["turns"]),
+                timeout=60,
+                what="kept the seat of an idle MCP session",
+            )
+        assert [t["model"] for t in run["turns"]] == [
+            "script/notes.writer (scripted stand-in for anthropic/claude-haiku-5-5)"
+        ]
