@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 from engine import agent, define_event, jr2_setup
 from engine.core.errors import MachineError
+from engine.core.statechart.errors import ConfigError
 
 
 class Empty(BaseModel):
@@ -26,3 +27,12 @@ def test_create_machine_refuses_an_event_named_await_turn() -> None:
                 },
             }
         )
+
+
+def test_an_agent_played_over_mcp_is_declared_with_model_mcp() -> None:
+    slot = agent(model="mcp", instructions="Code.", dials={"timeout_s": 5})
+    assert slot.model == "mcp" and slot.provider == "mcp"
+    with pytest.raises(ConfigError, match=r"or 'mcp' for an Agent whose seat an MCP client always plays"):
+        agent(model="mcp-client", instructions="Code.")
+    with pytest.raises(ConfigError, match="the Dial timeout_s is a number of seconds above 0; got 0"):
+        agent(model="mcp", instructions="Code.", dials={"timeout_s": 0})

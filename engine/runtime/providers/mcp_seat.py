@@ -15,12 +15,14 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ToolCall, Usage
+from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage
 from engine.runtime.providers.human import next_pick
 
 __all__ = ["McpSeatProvider", "Desk", "desk", "picked", "PREFIX"]
 
 PREFIX = "mcp"
+#: The model id of a seat no client holds (engine.runtime.players.MCP_WAITING).
+WAITING = "waiting"
 _ids = itertools.count(1)
 
 
@@ -62,9 +64,22 @@ def picked(run: str, agent: str, call: str, outcome: str) -> None:
 
 
 class McpSeatProvider(Provider):
-    """Replies with the pick the MCP client makes."""
+    """Replies with the pick the MCP client makes. The seat of an `agent(model="mcp")` that no client holds waits
+    for one (`mcp/waiting`): at most its Dial `timeout_s`, then the Turn faults."""
 
     prefix = PREFIX
+
+    async def _pick(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
+        timeout = request.dials.get("timeout_s")
+        if request.model != WAITING or timeout is None:
+            return await next_pick(request)
+        try:
+            return await asyncio.wait_for(next_pick(request), timeout=float(timeout))
+        except TimeoutError:
+            agent = request.view.agent if request.view is not None else "the Agent"
+            raise ProviderError(
+                f"no MCP client took the seat of {agent} within {timeout} s (its Dial timeout_s)"
+            ) from None
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         view = request.view
@@ -74,7 +89,7 @@ class McpSeatProvider(Provider):
             seat.serial += 1
             seat.bump()
         try:
-            event, params = await next_pick(request)
+            event, params = await self._pick(request)
         finally:
             if seat is not None and seat.request is request:
                 seat.request = None
