@@ -84,7 +84,7 @@ def test_play_notes_writer_to_done(live: LiveServer) -> None:
             assert prompt.endswith("Allowed picks now: ask.")
             asked = await session.call_tool("ask", {"question": "Who reads these?"})
             assert not asked.is_error, text(asked)
-            assert "outstanding" in text(asked)
+            assert text(asked).startswith("the pick ask is outstanding: the Gate writing.asking waits for an answer.")
             waited = text(await session.call_tool("await_turn", {"timeout_s": 1}))
             assert "the pick ask is outstanding: the Gate writing.asking waits for an answer" in waited
             gate = live.wait_for(run_id, "waiting")["gates"][0]["id"]

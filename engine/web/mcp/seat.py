@@ -201,8 +201,8 @@ async def _pick(seat: Seat, name: str, arguments: dict[str, Any]) -> types.CallT
         if outcome == "outstanding":
             status, _, view = await sync_to_async(_run_state)(seat.run_id)
             return _text(
-                f"{name} is outstanding: {_waiting_for(seat, status, view)}. Its answer comes when that work is "
-                f"done: call {AWAIT_TURN} to read it."
+                f"{_waiting_for(seat, status, view)}. Its answer comes when that work is done: call {AWAIT_TURN} "
+                "to read it."
             )
         if outcome == "ended":
             status, output, _ = await sync_to_async(_run_state)(seat.run_id)
