@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage
 from engine.runtime.providers.human import next_pick
 
-__all__ = ["McpSeatProvider", "Desk", "desk", "picked", "PREFIX"]
+__all__ = ["McpSeatProvider", "Desk", "desk", "picked", "tail_text", "PREFIX", "WAITING"]
 
 PREFIX = "mcp"
 #: The model id of a seat no client holds (engine.runtime.players.MCP_WAITING).
@@ -107,7 +108,7 @@ class McpSeatProvider(Provider):
         )
 
 
-def tail_text(messages: list[dict[str, Any]]) -> tuple[str, bool]:
+def tail_text(messages: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
     """What the model reads next: the messages after its last reply, as text, and whether a tool result among them
     is an error."""
     last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
