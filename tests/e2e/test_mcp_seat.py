@@ -174,9 +174,14 @@ def test_a_second_session_is_told_who_holds_the_seat_until_the_first_ends(live: 
                 assert held.is_error and "held by mcp/player via harness-a" in text(held)
             run = await anyio.to_thread.run_sync(lambda: live.wait_for(run_id, "running", "waiting"))
             assert "mcp/player via harness-a" in json.dumps(run)
+        # The first session ended: the seat went back to the model (its scripted stand-in asks the editor).
         async with seat(live, run_id, client="harness-b") as (second, _):
-            taken = await second.call_tool("await_turn", {"timeout_s": 30})
-            assert not taken.is_error, text(taken)
+            taken = await second.call_tool("await_turn", {"timeout_s": 1})
+            assert not taken.is_error and "the pick ask is outstanding" in text(taken), text(taken)
+            gate = (await anyio.to_thread.run_sync(lambda: live.wait_for(run_id, "waiting")))["gates"][0]["id"]
+            await anyio.to_thread.run_sync(lambda: live.answer(run_id, gate, "reply", text="Operators."))
+            reply = text(await second.call_tool("await_turn", {"timeout_s": 30}))
+            assert "The editor replied: Operators." in reply, reply
 
     anyio.run(two)
 

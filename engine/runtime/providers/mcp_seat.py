@@ -19,7 +19,7 @@ from typing import Any
 from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage
 from engine.runtime.providers.human import next_pick
 
-__all__ = ["McpSeatProvider", "Desk", "desk", "picked", "tail_text", "PREFIX", "WAITING"]
+__all__ = ["McpSeatProvider", "Desk", "desk", "forget", "picked", "tail_text", "PREFIX", "WAITING"]
 
 PREFIX = "mcp"
 #: The model id of a seat no client holds (engine.runtime.players.MCP_WAITING).
@@ -54,6 +54,11 @@ _desks: dict[tuple[str, str], Desk] = {}
 def desk(run: str, agent: str) -> Desk:
     """The Desk of `agent`'s seat in `run` (made on first use)."""
     return _desks.setdefault((run, agent), Desk())
+
+
+def forget(run: str, agent: str) -> None:
+    """Drop the Desk of a seat whose run has ended."""
+    _desks.pop((run, agent), None)
 
 
 def picked(run: str, agent: str, call: str, outcome: str) -> None:

@@ -31,6 +31,7 @@ from engine.models import Run
 from engine.runtime.errors import HostError, NoHost
 from engine.runtime.providers import human
 from engine.runtime.providers.mcp_seat import Desk, desk, tail_text
+from engine.runtime.providers.mcp_seat import forget as forget_desk
 from engine.runtime.registry import workflows
 from engine.runtime.view import RunView
 from engine.runtime.workspace import tools as workspace_tools
@@ -244,6 +245,7 @@ async def _hold(seat: Seat, ctx: Any, caller: Caller) -> str | None:
     except (HostError, NoHost) as err:
         return f"the seat of {seat.agent} could not be taken: {err}"
     seat.hold = Hold(session, name)
+    seat.read = 0  # a new session reads the request that waits now, even if an earlier session read it
     human.give_back(seat.run_id, seat.agent)  # a request waiting for the user's page asks this session instead
     log.info("run %s: %s took the seat of %s", seat.run_id, name, seat.agent)
     connection = getattr(ctx.session, "_connection", None)
@@ -321,10 +323,29 @@ def _seat(run_id: str, agent: str) -> Seat | Refused:
     return found
 
 
+def _ended(run_ids: list[str]) -> set[str]:
+    return set(Run.objects.filter(id__in=run_ids, status__in=ENDED).values_list("id", flat=True))
+
+
+async def _sweep(keep: Seat) -> None:
+    """Stop serving the seats of runs that have ended and that no session holds: a long-lived server keeps no
+    session manager for every run it ever served."""
+    ended = await sync_to_async(_ended)(sorted({run_id for run_id, _ in _seats}))
+    for key, seat in list(_seats.items()):
+        if seat is not keep and seat.run_id in ended and seat.hold is None:
+            del _seats[key]
+            forget_desk(seat.run_id, seat.agent)
+            if seat.server is not None:
+                await seat.server.close()
+
+
 async def resolve(found: re.Match[str], caller: Caller) -> ASGIApp | Refused:
+    known = len(_seats)
     seat = await sync_to_async(_seat)(found["run"], found["agent"])
     if isinstance(seat, Refused):
         return seat
+    if len(_seats) > known:
+        await _sweep(seat)
     assert seat.server is not None
     return seat.server
 
