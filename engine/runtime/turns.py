@@ -30,7 +30,6 @@ from engine.runtime.conversation import Conversation
 from engine.runtime.players import Player
 from engine.runtime.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
 from engine.runtime.providers.human import SeatGivenBack
-from engine.runtime.providers.mcp_seat import picked as mcp_picked
 from engine.runtime.workspace import tools as workspace_tools
 from engine.runtime.workspace.sandbox import Workspace
 
@@ -314,7 +313,6 @@ class TurnLoop:
             "pick", agent=self.agent, event=name, params=arguments, call=call_id, turn=self.turn
         )
         watch.result(result)
-        mcp_picked(self.driver.run_id, self.agent, call_id, str(result.outcome))
         if result.outcome == "ended":
             raise _Ended()
         if result.outcome == "outstanding":

@@ -2,10 +2,9 @@
 Turn loop as a model and a person.
 
 As for a person (`human.py`), the Turn loop asks this provider as it would ask a model and the request waits for
-the pick the client makes (a call of one of its Menu tools), which comes back as the reply's one tool call. What the
-MCP side needs besides is what the model would read: each request is published on the seat's `Desk` (the
-conversation so far, the Allowed picks), and the Turn loop reports what became of each pick (`picked`), so a tool
-call can answer at once when its pick is outstanding or ended the Turn. Giving the seat back works as for a person.
+the pick the client makes (a call of one of its Menu tools), which comes back as the reply's one tool call; giving
+the seat back works as for a person. What the client reads is what the run recorded (engine/web/mcp/reading.py);
+the seat's `Desk` only wakes the MCP calls of this process when a request starts or ends, so they read again at once.
 """
 
 from __future__ import annotations
@@ -19,9 +18,11 @@ from typing import Any
 from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage
 from engine.runtime.providers.human import next_pick
 
-__all__ = ["McpSeatProvider", "Desk", "desk", "forget", "picked", "tail_text", "PREFIX", "WAITING"]
+__all__ = ["McpSeatProvider", "Desk", "desk", "forget", "tail_text", "PREFIX", "WAITING"]
 
 PREFIX = "mcp"
+#: A request is recorded as in flight after this long (engine/runtime/turns.py's IN_FLIGHT_AFTER) and a bit more.
+IN_FLIGHT_AFTER = 0.1
 #: The model id of a seat no client holds (engine.runtime.players.MCP_WAITING).
 WAITING = "waiting"
 _ids = itertools.count(1)
@@ -29,13 +30,9 @@ _ids = itertools.count(1)
 
 @dataclass
 class Desk:
-    """What an MCP seat can read: the request waiting for the client's pick (None while nothing waits), how many
-    requests there were, the id of the last pick the client made and what became of each pick."""
+    """Wakes whoever waits on a seat in this process: `changed` is set when a request of the seat starts or
+    ends."""
 
-    request: ModelRequest | None = None
-    serial: int = 0
-    last_call: str = ""
-    outcomes: dict[str, str] = field(default_factory=dict)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def bump(self) -> None:
@@ -61,14 +58,6 @@ def forget(run: str, agent: str) -> None:
     _desks.pop((run, agent), None)
 
 
-def picked(run: str, agent: str, call: str, outcome: str) -> None:
-    """The Turn loop's report of a pick's outcome (refused, unmoved, answered, outstanding, ended)."""
-    found = _desks.get((run, agent))
-    if found is not None and call.startswith(f"{PREFIX}-"):
-        found.outcomes[call] = outcome
-        found.bump()
-
-
 class McpSeatProvider(Provider):
     """Replies with the pick the MCP client makes. The seat of an `agent(model="mcp")` that no client holds waits
     for one (`mcp/waiting`): at most its Dial `timeout_s`, then the Turn faults."""
@@ -91,18 +80,13 @@ class McpSeatProvider(Provider):
         view = request.view
         seat = desk(view.run, view.agent) if view is not None else None
         if seat is not None:
-            seat.request = request
-            seat.serial += 1
-            seat.bump()
+            asyncio.get_running_loop().call_later(IN_FLIGHT_AFTER, seat.bump)  # once the request is recorded
         try:
             event, params = await self._pick(request)
         finally:
-            if seat is not None and seat.request is request:
-                seat.request = None
+            if seat is not None:
                 seat.bump()
         call = ToolCall(id=f"{PREFIX}-{next(_ids)}", name=event, arguments=dict(params))
-        if seat is not None:
-            seat.last_call = call.id
         return ModelReply(
             text="",
             tool_calls=(call,),

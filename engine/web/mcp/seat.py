@@ -29,15 +29,14 @@ from starlette.types import ASGIApp
 from engine.core.prompts import system_prompt
 from engine.models import Run
 from engine.runtime.errors import HostError, NoHost
-from engine.runtime.providers import human
-from engine.runtime.providers.mcp_seat import Desk, desk, tail_text
+from engine.runtime.providers.mcp_seat import Desk, desk
 from engine.runtime.providers.mcp_seat import forget as forget_desk
 from engine.runtime.registry import workflows
-from engine.runtime.view import RunView
 from engine.runtime.workspace import tools as workspace_tools
 from engine.web.hosting import ready_host
 from engine.web.mcp.auth import Caller, Refused
 from engine.web.mcp.mount import CALLER, Managed, McpRoute, security
+from engine.web.mcp.reading import ENDED, Reading, read
 
 __all__ = ["ROUTE", "AWAIT_TURN", "seat_tools"]
 
@@ -46,7 +45,8 @@ log = logging.getLogger("engine.web.mcp")
 AWAIT_TURN = "await_turn"
 #: How long a pick's call waits for its answer before it says the pick is still being carried out.
 PICK_WAIT = 30.0
-ENDED = ("done", "failed", "cancelled")
+#: How often (seconds) a waiting call reads the run's records again when no change of it was heard here.
+POLL = 0.25
 
 AWAIT_TOOL = types.Tool(
     name=AWAIT_TURN,
@@ -115,22 +115,13 @@ def _text(text: str, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
 
-def _run_state(run_id: str) -> tuple[str, Any, RunView]:
-    row = Run.objects.filter(id=run_id).only("status", "output", "view").first()
-    if row is None:
-        return "gone", None, RunView.of(None)
-    return str(row.status), row.output, RunView.of(row.view)
-
-
-def _waiting_for(seat: Seat, status: str, view: RunView) -> str:
+def _waiting_for(seat: Seat, now: Reading) -> str:
     """What the seat waits for, in words."""
+    view = now.view
     turn = view.turn_of(seat.agent)
     if turn is None:
-        return (
-            f"the seat waits for a Turn of {seat.agent} to open (the run is {status}; its states: "
-            + (", ".join(view.active) or "none")
-            + ")"
-        )
+        states = ", ".join(view.active) or "none"
+        return f"the seat waits for a Turn of {seat.agent} to open (the run is {now.status}; its states: {states})"
     if turn.outstanding is not None:
         gates = [g.state for g in view.gates if g.state.startswith(turn.state + ".") or g.state == turn.state]
         gate = gates[0].removeprefix(f"{seat.workflow}.") if gates else ""
@@ -139,8 +130,17 @@ def _waiting_for(seat: Seat, status: str, view: RunView) -> str:
     return f"the Turn of {seat.agent} in {turn.state} is being played by {turn.model}"
 
 
-def _ended_text(status: str, output: Any) -> str:
-    return f"the run ended: {status}; its output: {json.dumps(output, ensure_ascii=False, default=str)}"
+def _ended_text(now: Reading) -> str:
+    return f"the run ended: {now.status}; its output: {json.dumps(now.output, ensure_ascii=False, default=str)}"
+
+
+async def _changed(seat: Seat, timeout: float) -> None:
+    """Until the run that this process drives says something changed, or `timeout` (a run another process drives
+    is read again after it)."""
+    try:
+        await asyncio.wait_for(seat.desk.changed.wait(), timeout=timeout)
+    except TimeoutError:
+        pass
 
 
 async def _await_turn(seat: Seat, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -149,41 +149,31 @@ async def _await_turn(seat: Seat, arguments: dict[str, Any]) -> types.CallToolRe
         return _text(f"timeout_s must be a number of seconds from 0 to 300, not {timeout!r}", True)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + float(timeout)
-    seen = seat.read
     while True:
-        changed = seat.desk.changed
-        request = seat.desk.request
-        if request is not None and seat.desk.serial > seen:
-            seat.read = seat.desk.serial
-            text, _ = tail_text(request.messages)
-            return _text(text)
-        status, output, view = await sync_to_async(_run_state)(seat.run_id)
-        if status in ENDED:
-            return _text(_ended_text(status, output))
+        now = await sync_to_async(read)(seat.run_id, seat.agent)
+        if now.call > seat.read:
+            seat.read = now.call
+            return _text(now.text)
+        if now.ended:
+            return _text(_ended_text(now))
         left = deadline - loop.time()
         if left <= 0:
-            return _text(f"nothing to read yet after {timeout} s: {_waiting_for(seat, status, view)}")
-        try:
-            await asyncio.wait_for(changed.wait(), timeout=min(left, 1.0))
-        except TimeoutError:
-            pass
+            return _text(f"nothing to read yet after {timeout} s: {_waiting_for(seat, now)}")
+        await _changed(seat, min(left, POLL))
 
 
 async def _pick(seat: Seat, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
     """A Menu or workspace tool's call: a pick for the Turn waiting on the seat."""
-    request = seat.desk.request
-    if request is None:
-        status, output, view = await sync_to_async(_run_state)(seat.run_id)
-        if status in ENDED:
-            return _text(_ended_text(status, output) + "; nothing was delivered", True)
+    before = await sync_to_async(read)(seat.run_id, seat.agent)
+    if before.ended:
+        return _text(_ended_text(before) + "; nothing was delivered", True)
+    if not before.call:
         return _text(
-            f"no Turn of {seat.agent} waits for a pick now ({_waiting_for(seat, status, view)}); nothing was "
+            f"no Turn of {seat.agent} waits for a pick now ({_waiting_for(seat, before)}); nothing was "
             f"delivered. Call {AWAIT_TURN} to wait for your Turn.",
             True,
         )
-    serial = seat.desk.serial
-    seat.read = serial
-    before = seat.desk.last_call
+    seat.read = before.call
     try:
         host = await ready_host()
         await host.offer_pick(seat.run_id, seat.agent, name, arguments)
@@ -192,32 +182,22 @@ async def _pick(seat: Seat, name: str, arguments: dict[str, Any]) -> types.CallT
     loop = asyncio.get_running_loop()
     deadline = loop.time() + PICK_WAIT
     while True:
-        changed = seat.desk.changed
-        call = seat.desk.last_call if seat.desk.last_call != before else ""
-        outcome = seat.desk.outcomes.get(call, "") if call else ""
-        if seat.desk.serial > serial and seat.desk.request is not None:
-            seat.read = seat.desk.serial
-            text, error = tail_text(seat.desk.request.messages)
-            return _text(text, error or outcome in ("refused", "unmoved"))
-        if outcome == "outstanding":
-            status, _, view = await sync_to_async(_run_state)(seat.run_id)
+        await _changed(seat, POLL)
+        now = await sync_to_async(read)(seat.run_id, seat.agent)
+        if now.call > before.call:
+            seat.read = now.call
+            return _text(now.text, now.error or now.outcome in ("refused", "unmoved"))
+        turn = now.view.turn_of(seat.agent)
+        if turn is not None and turn.id == before.turn and turn.outstanding is not None:
             return _text(
-                f"{_waiting_for(seat, status, view)}. Its answer comes when that work is done: call {AWAIT_TURN} "
-                "to read it."
+                f"{_waiting_for(seat, now)}. Its answer comes when that work is done: call {AWAIT_TURN} to read it."
             )
-        if outcome == "ended":
-            status, output, _ = await sync_to_async(_run_state)(seat.run_id)
-            done = f"; {_ended_text(status, output)}" if status in ENDED else f". Call {AWAIT_TURN} for your next Turn."
-            return _text(f"{name} was taken: your Turn is over{done}")
-        left = deadline - loop.time()
-        if left <= 0:
+        if now.ended:
+            return _text(f"{name} was taken: your Turn is over; {_ended_text(now)}")
+        if now.turn != before.turn or not now.turn_open:
+            return _text(f"{name} was taken: your Turn is over. Call {AWAIT_TURN} for your next Turn.")
+        if loop.time() > deadline:
             return _text(f"{name} was delivered and is still being carried out; call {AWAIT_TURN} to read its answer")
-        try:
-            await asyncio.wait_for(changed.wait(), timeout=min(left, 1.0))
-        except TimeoutError:
-            status, output, _ = await sync_to_async(_run_state)(seat.run_id)
-            if status in ENDED:
-                return _text(f"{name} was taken; {_ended_text(status, output)}")
 
 
 def _client_name(ctx: Any) -> str:
@@ -246,7 +226,6 @@ async def _hold(seat: Seat, ctx: Any, caller: Caller) -> str | None:
         return f"the seat of {seat.agent} could not be taken: {err}"
     seat.hold = Hold(session, name)
     seat.read = 0  # a new session reads the request that waits now, even if an earlier session read it
-    human.give_back(seat.run_id, seat.agent)  # a request waiting for the user's page asks this session instead
     log.info("run %s: %s took the seat of %s", seat.run_id, name, seat.agent)
     connection = getattr(ctx.session, "_connection", None)
     if connection is not None:
