@@ -257,9 +257,8 @@ def _server(seat: Seat) -> Server[Any]:
         arguments = dict(params.arguments or {})
         if params.name == AWAIT_TURN:
             return await _await_turn(seat, arguments)
-        known = [t.name for t in seat.tools]
-        if params.name not in known:
-            return _text(f'"{params.name}" is not one of your tools (your tools: {", ".join(known)})', True)
+        # Any other name goes to the Turn loop, which refuses a name that is not one of the Agent's tools in the
+        # words a model reads, with the Allowed picks.
         return await _pick(seat, params.name, arguments)
 
     return Server(
