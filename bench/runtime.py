@@ -28,6 +28,9 @@ the same Turn loop as real ones. Three measurements:
    whole journal is applied, and `Session.replay` of the whole journal in memory. Target: < 200 ms with the
    snapshot. Every taken-up Session must equal a full replay of the journal (`to_json()`), and the last one is
    answered and must finish with the count it had.
+4. The Anthropic provider's prompt caching on one Turn of 20 picks, against the local fake server, whose prompt
+   cache is computed from the breakpoints each request carries: input tokens at full price and tokens read from the
+   cache, with the conversation's moving breakpoint ("after") and without it ("before"). See bench/prompt_cache.py.
 
 Correctness is checked inside the timed loops: the scripted Agent checks every answer it reads (the count it
 expects) and that its picks are allowed; every run's status, output and journal are checked in the database;
@@ -68,6 +71,7 @@ if str(ROOT) not in sys.path:  # `python bench/runtime.py` as well as `python -m
 
 from bench.common import finish  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
+from bench.prompt_cache import PICKS, measure_cache, report_cache  # noqa: E402
 
 
 class WrongResult(AssertionError):
@@ -950,7 +954,9 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the host's snapshot cadence in journal entries (default: JR2_SNAPSHOT_EVERY, 50)",
     )
-    ap.add_argument("--only", default="picks,gates,resume", help="which measurements (default picks,gates,resume)")
+    ap.add_argument(
+        "--only", default="picks,gates,resume,cache", help="which measurements (default picks,gates,resume,cache)"
+    )
     ap.add_argument(
         "--profile",
         action="store_true",
@@ -1011,6 +1017,9 @@ def main(argv: list[str] | None = None) -> int:
         if "resume" in only:
             print(f"3. resuming a run with a {args.entries:,}-entry journal", flush=True)
             results["resume"] = await measure_resume(args)
+        if "cache" in only:
+            print(f"4. prompt caching on a {PICKS}-pick Turn", flush=True)
+            results["cache"] = await measure_cache(WrongResult)
 
     try:
         asyncio.run(run_all())
@@ -1025,6 +1034,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results["load_average_after"] = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     missed = report(results, args)
+    if "cache" in results:
+        report_cache(results["cache"])
     print(f"\nLoad average {load} before, {results['load_average_after']} after, on {os.cpu_count()} CPUs.")
     if args.profile:
         for key in [k for k in results.get("picks_profile", {}) if k.startswith("cprofile")]:
