@@ -246,6 +246,7 @@ SETTINGS: tuple[Setting, ...] = (
             "local": "engine.runtime.providers.local.LocalProvider",
             "script": "engine.runtime.providers.script.ScriptProvider",
             "human": "engine.runtime.providers.human.HumanProvider",
+            "mcp": "engine.runtime.providers.mcp_seat.McpSeatProvider",
         },
         'Which class answers each model prefix (`agent(model="<prefix>/<id>")`), as JSON of dotted paths.',
         "Models",
@@ -266,6 +267,14 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("JR2_LOCAL_API_KEY", "text", "not-needed", "The API key the local server wants, if any.", "Models"),
     Setting("JR2_PROVIDER_MAX_RETRIES", "int", 3, "How many times a failed model request is retried.", "Models"),
+    Setting(
+        "JR2_MCP_IDLE_SECONDS",
+        "int",
+        600,
+        "An MCP session holding an Agent's seat gives it back to the Agent's model after this many seconds with no "
+        "request.",
+        "Runs",
+    ),
     Setting("JR2_PROVIDER_TIMEOUT", "float", 600.0, "How long a model request may take (seconds).", "Models"),
     Setting(
         "JR2_MODEL_OVERRIDE",

@@ -1,6 +1,6 @@
 """ASGI entry point: the Console and the API over HTTP (their static files served by servestatic's middleware, inside
 Django's stack, so they carry the security headers too), the Console's live pages over websockets (Channels, checked
-against ALLOWED_HOSTS and carrying the Django session)."""
+against ALLOWED_HOSTS and carrying the Django session), and the MCP servers under /mcp/ (engine/web/mcp/)."""
 
 import os
 
@@ -14,11 +14,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from console.routing import websocket_urlpatterns  # noqa: E402
+from engine.web.mcp.routes import mcp_or  # noqa: E402
 from engine.web.middleware import refuse_nul_websockets  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_application,
+        "http": mcp_or(django_application),
         "websocket": refuse_nul_websockets(
             AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),

@@ -115,135 +115,149 @@ def _fixing_prompt(context):
     )
 
 
-machine = jr2_setup(
-    events=[submit, run_tests, note, request_changes, approve],
-    actors={
-        "coder": agent(
-            model="anthropic/claude-haiku-5-5",
-            instructions="You are a careful software engineer. The project is in your workspace: read "
-            "it, make the smallest change that does the task by writing its files, keep the "
-            "tests passing, and say plainly what you changed.",
-            workspace="shared",
-        ),
-        "reviewer": agent(
-            model="anthropic/claude-haiku-5-5",
-            instructions="You review code changes. The coder's files are in your workspace. Run the "
-            "tests before you accept a change; ask for changes with concrete notes when "
-            "something is wrong.",
-            workspace="shared",
-        ),
-        "checkout": effect.command(
-            [sys.executable, "-c", COPY, REPO], workspace="coder", timeout=120.0, idempotent=True
-        ),
-        "tests": effect.command([sys.executable, "-m", "pytest", "-q"], workspace="coder", timeout=900.0),
-        "fail": fail(),
-    },
-).create_machine(
-    {
-        "id": "code_review",
-        "input": Door,
-        "context": lambda input: {
-            "task": input.task,
-            "summary": "",
-            "notes": "",
-            "findings": [],
-            "rounds": 0,
-            "tested": False,
-            "verdict": "",
+#: The coder's instructions, the same whoever plays the seat (a model, or a coding harness over MCP).
+CODER_INSTRUCTIONS = (
+    "You are a careful software engineer. The project is in your workspace: read "
+    "it, make the smallest change that does the task by writing its files, keep the "
+    "tests passing, and say plainly what you changed."
+)
+
+
+def review_machine(machine_id, coder):
+    """The code review Machine, with `coder` in the coder's seat: `code_review_harness.py` puts a coding harness
+    there (an Agent played over MCP)."""
+    return jr2_setup(
+        events=[submit, run_tests, note, request_changes, approve],
+        actors={
+            "coder": coder,
+            "reviewer": agent(
+                model="anthropic/claude-haiku-5-5",
+                instructions="You review code changes. The coder's files are in your workspace. Run the "
+                "tests before you accept a change; ask for changes with concrete notes when "
+                "something is wrong.",
+                workspace="shared",
+            ),
+            "checkout": effect.command(
+                [sys.executable, "-c", COPY, REPO], workspace="coder", timeout=120.0, idempotent=True
+            ),
+            "tests": effect.command([sys.executable, "-m", "pytest", "-q"], workspace="coder", timeout=900.0),
+            "fail": fail(),
         },
-        "on": {"agent.fault": ".failed"},
-        "initial": "checkout",
-        "states": {
-            "checkout": {
-                "invoke": {"src": "checkout", "onDone": "coding", "onError": "no_project"},
+    ).create_machine(
+        {
+            "id": machine_id,
+            "input": Door,
+            "context": lambda input: {
+                "task": input.task,
+                "summary": "",
+                "notes": "",
+                "findings": [],
+                "rounds": 0,
+                "tested": False,
+                "verdict": "",
             },
-            "coding": {
-                "invoke": {
-                    "src": "coder",
-                    "input": lambda context: {"prompt": "Make this change:\n" + context["task"], "continue": True},
+            "on": {"agent.fault": ".failed"},
+            "initial": "checkout",
+            "states": {
+                "checkout": {
+                    "invoke": {"src": "checkout", "onDone": "coding", "onError": "no_project"},
                 },
-                "on": {"submit": _submit()},
-            },
-            "reviewing": {
-                "invoke": {
-                    "src": "reviewer",
-                    "input": lambda context: {
-                        "prompt": "Review this change.\nTask:\n"
-                        + context["task"]
-                        + "\nThe coder's summary:\n"
-                        + context["summary"],
-                        "continue": True,
+                "coding": {
+                    "invoke": {
+                        "src": "coder",
+                        "input": lambda context: {"prompt": "Make this change:\n" + context["task"], "continue": True},
                     },
+                    "on": {"submit": _submit()},
                 },
-                "on": {
-                    "note": {
-                        "actions": [
-                            assign(findings=lambda context, event: [*context["findings"], event.finding]),
-                            answer(lambda context: "Noted. Findings so far: " + str(len(context["findings"])) + "."),
-                        ]
+                "reviewing": {
+                    "invoke": {
+                        "src": "reviewer",
+                        "input": lambda context: {
+                            "prompt": "Review this change.\nTask:\n"
+                            + context["task"]
+                            + "\nThe coder's summary:\n"
+                            + context["summary"],
+                            "continue": True,
+                        },
                     },
-                    "approve": {
-                        "guard": lambda context: context["tested"],
-                        "target": "approved",
-                        "actions": assign(verdict=lambda event: event.comment),
+                    "on": {
+                        "note": {
+                            "actions": [
+                                assign(findings=lambda context, event: [*context["findings"], event.finding]),
+                                answer(
+                                    lambda context: "Noted. Findings so far: " + str(len(context["findings"])) + "."
+                                ),
+                            ]
+                        },
+                        "approve": {
+                            "guard": lambda context: context["tested"],
+                            "target": "approved",
+                            "actions": assign(verdict=lambda event: event.comment),
+                        },
+                        "request_changes": {
+                            "target": "fixing",
+                            "actions": [
+                                assign(notes=lambda event: event.notes, rounds=lambda context: context["rounds"] + 1),
+                                answer(
+                                    lambda event: "The change went back to the coder with your notes:\n" + event.notes
+                                ),
+                            ],
+                        },
                     },
-                    "request_changes": {
-                        "target": "fixing",
-                        "actions": [
-                            assign(notes=lambda event: event.notes, rounds=lambda context: context["rounds"] + 1),
-                            answer(lambda event: "The change went back to the coder with your notes:\n" + event.notes),
-                        ],
-                    },
-                },
-                "initial": "reading",
-                "states": {
-                    "reading": {"on": {"run_tests": "testing"}},
-                    "testing": {
-                        "invoke": {
-                            "src": "tests",
-                            "input": from_pick(fill=_test_args),
-                            "onDone": {"target": "reading", "actions": assign(tested=True)},
-                            "onError": {
-                                "target": "reading",
-                                "actions": answer(lambda event: "The tests could not be run: " + str(event.error)),
+                    "initial": "reading",
+                    "states": {
+                        "reading": {"on": {"run_tests": "testing"}},
+                        "testing": {
+                            "invoke": {
+                                "src": "tests",
+                                "input": from_pick(fill=_test_args),
+                                "onDone": {"target": "reading", "actions": assign(tested=True)},
+                                "onError": {
+                                    "target": "reading",
+                                    "actions": answer(lambda event: "The tests could not be run: " + str(event.error)),
+                                },
                             },
                         },
                     },
                 },
-            },
-            "fixing": {
-                "invoke": {
-                    "src": "coder",
-                    "input": lambda context: {"prompt": _fixing_prompt(context), "continue": True},
+                "fixing": {
+                    "invoke": {
+                        "src": "coder",
+                        "input": lambda context: {"prompt": _fixing_prompt(context), "continue": True},
+                    },
+                    "on": {"submit": _submit()},
                 },
-                "on": {"submit": _submit()},
+                "approved": {"type": "final"},
+                "failed": {
+                    "invoke": {
+                        "src": "fail",
+                        "input": lambda event: {
+                            "reason": "an Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))
+                        },
+                    }
+                },
+                "no_project": {
+                    "invoke": {
+                        "src": "fail",
+                        "input": lambda event: {
+                            "reason": "the project could not be copied into the workspace: " + str(event.get("error"))
+                        },
+                    }
+                },
             },
-            "approved": {"type": "final"},
-            "failed": {
-                "invoke": {
-                    "src": "fail",
-                    "input": lambda event: {
-                        "reason": "an Agent's Turn could not go on: " + str(event.get("reason", "no reason given"))
-                    },
-                }
+            "output": lambda context: {
+                "summary": context["summary"],
+                "verdict": context["verdict"],
+                "rounds": context["rounds"],
             },
-            "no_project": {
-                "invoke": {
-                    "src": "fail",
-                    "input": lambda event: {
-                        "reason": "the project could not be copied into the workspace: " + str(event.get("error"))
-                    },
-                }
-            },
-        },
-        "output": lambda context: {
-            "summary": context["summary"],
-            "verdict": context["verdict"],
-            "rounds": context["rounds"],
-        },
-    }
-)
+        }
+    )
 
+
+machine = review_machine(
+    "code_review",
+    agent(model="anthropic/claude-haiku-5-5", instructions=CODER_INSTRUCTIONS, workspace="shared"),
+)
 
 #: What the offline coder writes: the change, then the change after the review notes.
 CALC = (

@@ -69,6 +69,11 @@ class SeatView:
     turn: TurnNow | None
     picks: list[tuple[str, str, SchemaForm, bool, str]]
 
+    @property
+    def over_mcp(self) -> bool:
+        """An MCP session holds the seat (`mcp/<username> via <client>`, engine/web/mcp/seat.py)."""
+        return self.holder is not None and self.holder.startswith("mcp/")
+
 
 @dataclass
 class RunPage:

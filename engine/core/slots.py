@@ -29,6 +29,9 @@ __all__ = [
 ]
 
 PROVIDERS = ("anthropic", "local", "script")
+#: `agent(model="mcp", ...)`: an Agent whose seat is always played over MCP (engine/web/mcp/seat.py); its Turns wait
+#: for a client.
+MCP = "mcp"
 #: `agent(..., workspace=...)`: no folder, a folder of its own per run, or the run's folder shared by its Agents.
 WORKSPACES = ("none", "run", "shared")
 
@@ -88,10 +91,16 @@ def agent(
     dials: Mapping[str, Any] | None = None,
     description: str | None = None,
 ) -> AgentSlot:
-    if not isinstance(model, str) or "/" not in model or model.split("/", 1)[0] not in PROVIDERS:
-        raise ConfigError(f"agent model {model!r} must be '<provider>/<model id>' with provider one of {PROVIDERS}")
+    if model != MCP and (not isinstance(model, str) or "/" not in model or model.split("/", 1)[0] not in PROVIDERS):
+        raise ConfigError(
+            f"agent model {model!r} must be '<provider>/<model id>' with provider one of {PROVIDERS}, or {MCP!r} "
+            "for an Agent whose seat an MCP client always plays"
+        )
     if not isinstance(instructions, str) or not instructions.strip():
         raise ConfigError("an agent needs non-empty instructions")
+    timeout = (dials or {}).get("timeout_s")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        raise ConfigError(f"the Dial timeout_s is a number of seconds above 0; got {timeout!r}")
     if workspace not in WORKSPACES:
         raise ConfigError(
             f"agent workspace {workspace!r} must be one of {', '.join(map(repr, WORKSPACES))}: "

@@ -23,6 +23,7 @@ from engine.core.statechart.logic import ActorLogic
 from engine.core.statechart.machine import StateMachine
 from engine.core.statechart.nodes import StateNode
 from engine.core.text import NUL_REFUSED, nul_at
+from engine.core.workspace import AWAIT_TURN
 from engine.core.workspace import TOOL_NAMES as WORKSPACE_TOOLS
 
 __all__ = ["jr2_setup", "Setup", "Machine", "SlotLogic"]
@@ -174,8 +175,14 @@ class Machine:
     def _check_workspaces(self) -> None:
         """An Agent with a workspace has the workspace tools beside its Menu, so no event of its Menu may take
         their names; an Effect or a Gate that uses an Agent's workspace names an Agent of this Machine that has
-        one."""
+        one. No event of a Menu may be named `await_turn`, the tool an MCP seat adds after them."""
         for name, slot in self.slots.items():
+            if isinstance(slot, AgentSlot) and AWAIT_TURN in self._menus.get(name, ()):
+                raise MachineError(
+                    f'machine "{self.id}": the event "{AWAIT_TURN}" on the Menu of the Agent "{name}" takes the name '
+                    "of the tool an MCP seat adds after the Menu; rename it",
+                    self.id,
+                )
             if isinstance(slot, AgentSlot) and slot.workspace != "none":
                 taken = sorted(set(self._menus.get(name, ())) & set(WORKSPACE_TOOLS))
                 if taken:

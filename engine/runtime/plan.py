@@ -419,6 +419,8 @@ def _take_seat(session: Session, books: Books, agent: str, user: tuple[int, str]
         return "nobody held it"
     if user is not None:
         books.seats[agent] = (user[0], user[1])
+        if held is None or held[1] != user[1]:
+            plan.todo.append(GiveBack(agent))  # a request waiting for another player (a person, a client) asks again
     else:
         books.seats.pop(agent, None)
         plan.todo.append(GiveBack(agent))

@@ -23,7 +23,10 @@ from django.conf import settings
 
 from engine.core.scripts import script_named
 
-__all__ = ["Player", "player_for", "offline_notice", "model_overrides", "check_model_overrides", "KEYS"]
+__all__ = ["Player", "player_for", "MCP_WAITING", "offline_notice", "model_overrides", "check_model_overrides", "KEYS"]
+
+#: Who plays the seat of an `agent(model="mcp")` while no MCP client holds it: its Turns wait for one.
+MCP_WAITING = "mcp/waiting"
 
 #: The environment variable each provider needs; a provider not listed needs none.
 KEYS = {"anthropic": "ANTHROPIC_API_KEY"}
@@ -36,6 +39,8 @@ class Player:
     model: str
     declared: str
     scripted: bool
+    #: The Agent whose seat this is, for the words of a seat that waits for an MCP client.
+    seat: str = ""
 
     @property
     def human(self) -> str | None:
@@ -45,6 +50,10 @@ class Player:
     @property
     def label(self) -> str:
         """How a run shows who played the Turn."""
+        if self.model == MCP_WAITING:
+            return f"waiting for an MCP client to take the {self.seat or 'Agent'}'s seat"
+        if self.model.startswith("mcp/"):
+            return f"{self.model} (an MCP client, in the seat of {self.declared})"
         if self.human:
             return f"{self.human} (a person, in the seat of {self.declared})"
         if self.scripted and self.model != self.declared:
@@ -62,11 +71,16 @@ def _missing_key(prefix: str) -> str | None:
 
 
 def player_for(workflow: str, agent: str, declared: str, human: str | None = None) -> Player:
-    """`human` is the username of a person holding the Agent's seat in the run: they play it."""
+    """`human` is the username of a person holding the Agent's seat in the run: they play it (`mcp/<username> via
+    <client>` when they hold it from an MCP client, engine/web/mcp/seat.py)."""
+    if human and human.startswith("mcp/"):
+        return Player(human, declared, False)
     if human:
         return Player(f"human/{human}", declared, False)
     stand_in = f"{workflow}.{agent}"
     model = model_overrides().get(stand_in, declared)
+    if model == "mcp":
+        return Player(MCP_WAITING, declared, False, agent)
     prefix = model.split("/", 1)[0]
     if prefix == "script":
         return Player(model, declared, True)

@@ -308,14 +308,32 @@ async def start_run(request: HttpRequest, name: str) -> tuple[int, dict[str, Any
     if loaded.machine is None:
         raise HttpError(409, f'workflow "{name}" did not load, so it cannot run: {loaded.message()}')
     body = _json_body(request)
+    seats = await sync_to_async(_played_seats)(request, loaded.machine)
     host = await _host()
     try:
-        run_id = await host.start_run(name, body, user_id=request.user.pk)
+        run_id = await host.start_run(name, body, user_id=request.user.pk, seats=seats)
     except ValidationError as err:
         detail, errors = door_errors(err)
         raise _Invalid(f'the input of workflow "{name}" is not valid: {detail}', errors) from err
     run = await sync_to_async(Run.objects.get)(id=run_id)
     return 201, {"id": run_id, "workflow": name, "status": run.status, "url": f"/api/runs/{run_id}"}
+
+
+def _played_seats(request: HttpRequest, machine: Any) -> dict[str, tuple[int, str]]:
+    """`?play=<agent>[,<agent>...]`: those seats held for the token's user from the start (so no model Turn starts
+    for them), as the Console's "play ... myself" holds them."""
+    wanted = [a.strip() for a in request.GET.get("play", "").split(",") if a.strip()]
+    if not wanted:
+        return {}
+    require(request, "play_seat", "play an Agent's seat")
+    unknown = [a for a in wanted if a not in machine.agents]
+    if unknown:
+        raise HttpError(
+            400,
+            f"play names {', '.join(unknown)}, which is no Agent of this workflow "
+            f"(its Agents: {', '.join(sorted(machine.agents)) or 'none'})",
+        )
+    return {agent: (request.user.pk, request.user.get_username()) for agent in wanted}
 
 
 class _Invalid(HttpError):

@@ -155,7 +155,7 @@ def test_an_override_must_name_a_loaded_agent_and_a_known_provider(settings: Any
     assert check_model_overrides({"notes.writer": "anthropic/x"}, DEFAULT_PROVIDERS) == [
         "JR2_MODEL_OVERRIDE names 'notes.editor', which is no loaded workflow's Agent (the Agents: notes.writer)",
         "JR2_MODEL_OVERRIDE['notes.editor'] is 'ollama/smollm2', whose provider 'ollama' is not one of anthropic, "
-        "human, local, script (setting JR2_PROVIDERS)",
+        "human, local, mcp, script (setting JR2_PROVIDERS)",
     ]
 
 

@@ -77,7 +77,7 @@ def test_an_unknown_prefix_names_the_known_ones() -> None:
         provider_for("openrouter/some-model")
     assert str(caught.value) == (
         'no provider for the prefix "openrouter" of model "openrouter/some-model": the '
-        "known prefixes are anthropic, human, local, script (setting JR2_PROVIDERS)"
+        "known prefixes are anthropic, human, local, mcp, script (setting JR2_PROVIDERS)"
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from argparse import ArgumentParser
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from engine.cli.client import DEFAULT_URL, Client, CliError, parse_json
 from engine.cli.follow import Follower
@@ -50,6 +50,13 @@ def run_arguments(parser: ArgumentParser) -> None:
     parser.add_argument(
         "--detach", action="store_true", help="print the created run as JSON and exit 0 instead of following it"
     )
+    parser.add_argument(
+        "--play",
+        metavar="AGENT[,AGENT...]",
+        action="append",
+        help="hold these Agents' seats for the token's user from the start, to play them from an MCP client "
+        "(/mcp/runs/<run>/seats/<agent>/) or the Console; no model Turn starts for them",
+    )
     server_arguments(parser)
 
 
@@ -91,16 +98,25 @@ def run(
     detach: bool = False,
     url: str | None = None,
     token: str | None = None,
+    play: list[str] | None = None,
     **options: Any,
 ) -> None:
     """Start a run (POST /api/workflows/<name>/runs with the --input JSON as the body), then follow it to its
-    end, or with --detach print the created run and exit 0."""
+    end, or with --detach print the created run and exit 0. `--play writer` holds the writer's seat for the token's
+    user from the start (`?play=writer`)."""
     body = parse_json("run", "--input", input, default={})
+    agents = [a.strip() for part in play or () for a in part.split(",") if a.strip()]
+    query = f"?{urlencode({'play': ','.join(agents)})}" if agents else ""
     run_id = ""
     try:
         with Client.connect("run", url, token) as api:
-            created = api.post(f"/api/workflows/{quote(workflow, safe='')}/runs", body)
+            created = api.post(f"/api/workflows/{quote(workflow, safe='')}/runs{query}", body)
             run_id = str(created["id"])
+            for agent in agents:
+                out.progress(
+                    f"jr2 run: the seat of {agent} is yours; play it from an MCP client at "
+                    f"{api.url}/mcp/runs/{run_id}/seats/{quote(agent, safe='')}/ or in the Console"
+                )
             if detach:
                 out.json(created)
                 return

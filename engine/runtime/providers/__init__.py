@@ -44,6 +44,7 @@ DEFAULT_PROVIDERS: dict[str, str] = {
     "local": "engine.runtime.providers.local.LocalProvider",
     "script": "engine.runtime.providers.script.ScriptProvider",
     "human": "engine.runtime.providers.human.HumanProvider",
+    "mcp": "engine.runtime.providers.mcp_seat.McpSeatProvider",
 }
 
 _instances: dict[str, Provider] = {}

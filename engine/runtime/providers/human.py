@@ -18,7 +18,7 @@ from typing import Any
 
 from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, ToolCall, Usage
 
-__all__ = ["HumanProvider", "SeatGivenBack", "offer", "give_back", "waiting"]
+__all__ = ["HumanProvider", "SeatGivenBack", "offer", "give_back", "waiting", "next_pick"]
 
 _GIVEN_BACK = object()
 _inboxes: dict[tuple[str, str], tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]]] = {}
@@ -57,25 +57,31 @@ def waiting(run: str, agent: str) -> bool:
     return (run, agent) in _waiting
 
 
+async def next_pick(request: ModelRequest) -> tuple[str, dict[str, Any]]:
+    """The next pick offered for the seat of `request`'s Agent; SeatGivenBack when the seat is given back first."""
+    view = request.view
+    if view is None or not view.run:
+        raise SeatGivenBack("a seat played by a person needs its run and Agent")
+    key = (view.run, view.agent)
+    inbox = _inbox(*key)
+    _waiting.add(key)
+    try:
+        pick = await inbox.get()
+    finally:
+        _waiting.discard(key)
+    if pick is _GIVEN_BACK:
+        raise SeatGivenBack(f"{request.model} gave the seat of {view.agent} back")
+    event, params = pick
+    return str(event), dict(params)
+
+
 class HumanProvider(Provider):
     """Replies with the pick the person makes on the page."""
 
     prefix = "human"
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        view = request.view
-        if view is None or not view.run:
-            raise SeatGivenBack("a human seat needs its run and Agent")
-        key = (view.run, view.agent)
-        inbox = _inbox(*key)
-        _waiting.add(key)
-        try:
-            pick = await inbox.get()
-        finally:
-            _waiting.discard(key)
-        if pick is _GIVEN_BACK:
-            raise SeatGivenBack(f"{request.model} gave the seat of {view.agent} back")
-        event, params = pick
+        event, params = await next_pick(request)
         call = ToolCall(id=f"human-{next(_ids)}", name=event, arguments=dict(params))
         return ModelReply(
             text="",
