@@ -1,0 +1,204 @@
+"""The Gates server (/mcp/gates/) and the operations server (/mcp/), driven by the official SDK's streamable HTTP
+client against a real `jr2 up`: tokens and permissions, each tool, and every refusal as the HTTP API words it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import mcp_types as types
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.live_server import LiveServer, served
+
+NOTES_GATE = "writing.asking"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The server's token has every run permission; "answerer" may only answer Gates; "idle" may do nothing."""
+    with served(
+        tmp_path_factory.mktemp("mcp-ops"), users={"answerer": ["gate-answerers"], "idle": [], "player": ["operators"]}
+    ) as server:
+        server.env["ANSWERER_TOKEN"] = server.new_token("answerer")
+        server.env["IDLE_TOKEN"] = server.new_token("idle")
+        server.env["PLAYER_TOKEN"] = server.new_token("player")
+        yield server
+
+
+@asynccontextmanager
+async def connected(server: LiveServer, path: str, token: str) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60)) as http,
+        streamable_http_client(f"{server.url}{path}", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def over(server: LiveServer, path: str, token: str, body: Callable[[ClientSession], Awaitable[None]]) -> None:
+    async def main() -> None:
+        async with connected(server, path, token) as session:
+            await body(session)
+
+    anyio.run(main)
+
+
+def text(result: types.CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+async def ok(session: ClientSession, name: str, arguments: dict[str, Any] | None = None) -> Any:
+    done = await session.call_tool(name, arguments or {})
+    assert not done.is_error, text(done)
+    return json.loads(text(done))
+
+
+async def refused(session: ClientSession, name: str, arguments: dict[str, Any], *words: str) -> str:
+    done = await session.call_tool(name, arguments)
+    said = text(done)
+    assert done.is_error, said
+    for word in words:
+        assert word in said, said
+    return said
+
+
+def test_tokens_and_permissions_are_the_apis(live: LiveServer) -> None:
+    for path in ("/mcp/gates/", "/mcp/"):
+        assert httpx.post(f"{live.url}{path}", json={}).status_code == 401
+        wrong = httpx.post(f"{live.url}{path}", json={}, headers={"Authorization": "Bearer not-a-token"})
+        assert wrong.status_code == 401 and "jr2 token create" in wrong.json()["detail"]
+    idle = httpx.post(f"{live.url}/mcp/gates/", json={}, headers={"Authorization": f"Bearer {live.env['IDLE_TOKEN']}"})
+    assert idle.status_code == 403 and "engine.answer_gate" in idle.json()["detail"]
+    missing = httpx.post(f"{live.url}/mcp/nothing/", json={}, headers={"Authorization": f"Bearer {live.token}"})
+    assert missing.status_code == 404 and "/mcp/gates/" in missing.json()["detail"]
+
+
+def test_list_gates_and_answer_one_with_every_refusal(live: LiveServer) -> None:
+    run_id = live.start_run("notes", {"changes": "- faster search"}, "waiting")
+    other = live.start_run("notes", {"changes": "- a dark theme"}, "waiting")
+
+    async def body(session: ClientSession) -> None:
+        tools = await session.list_tools()
+        assert [t.name for t in tools.tools] == ["list_gates", "answer_gate"]
+        listed = await ok(session, "list_gates", {"workflow": "notes"})
+        mine = [g for g in listed["gates"] if g["run"] == run_id]
+        assert [g["id"] for g in mine] == [NOTES_GATE]
+        [gate] = mine
+        assert gate["workflow"] == "notes" and gate["state"] == "notes.writing.asking"
+        assert "question" in gate["meta"]
+        [event] = gate["events"]
+        assert event["type"] == "reply" and event["schema"]["required"] == ["text"]
+        assert (await ok(session, "list_gates", {"workflow": "code_review"}))["gates"] == []
+        assert {g["run"] for g in (await ok(session, "list_gates", {"gate": NOTES_GATE}))["gates"]} >= {run_id, other}
+        assert (await ok(session, "list_gates", {"gate": "nowhere"}))["gates"] == []
+        await refused(session, "list_gates", {"flow": "notes"}, "the arguments of list_gates are not valid", "flow")
+
+        answer = {"run": run_id, "gate": NOTES_GATE, "type": "reply", "input": {"text": "Admins."}}
+        await refused(session, "answer_gate", {**answer, "run": "no-such-run"}, "HTTP 404", "no run 'no-such-run'")
+        await refused(
+            session, "answer_gate", {**answer, "gate": "writing.nope"}, "HTTP 404", f"open Gates: {NOTES_GATE}"
+        )
+        await refused(session, "answer_gate", {**answer, "type": "shout"}, "HTTP 400", "shout")
+        await refused(session, "answer_gate", {**answer, "input": {}}, "HTTP 400", "text")
+        await refused(session, "answer_gate", {**answer, "input": {"type": "x"}}, '"type"', "nothing was delivered")
+        await refused(session, "answer_gate", {"run": run_id}, "the arguments of answer_gate are not valid", "gate")
+        assert live.wait_for(run_id, "waiting")["gates"][0]["id"] == NOTES_GATE  # nothing was delivered
+
+        answered = await ok(session, "answer_gate", answer)
+        assert answered["outcome"] == "delivered" and answered["run"] == run_id
+        await refused(session, "answer_gate", answer, "HTTP 409")
+
+    over(live, "/mcp/gates/", live.env["ANSWERER_TOKEN"], body)
+    done = live.wait_for(run_id, "done")
+    assert done["output"]["notes"].endswith("_Written for: Admins._")
+    assert [e["entry"].get("by") for e in live.journal(run_id) if e["kind"] == "gate"] == ["answerer"]
+
+
+def test_the_operations_tools(live: LiveServer) -> None:
+    async def body(session: ClientSession) -> None:
+        tools = await session.list_tools()
+        assert [t.name for t in tools.tools] == [
+            "list_workflows",
+            "describe_workflow",
+            "start_run",
+            "list_runs",
+            "run_status",
+            "cancel_run",
+        ]
+        listed = await ok(session, "list_workflows")
+        assert "notes" in {w["name"] for w in listed}
+        notes = await ok(session, "describe_workflow", {"name": "notes"})
+        assert notes["door"]["required"] == ["changes"]
+        assert [t["name"] for t in notes["menus"]["writer"]] == ["ask", "done"]
+        assert notes["seats_data"] and "writer" in notes["seats_text"]
+        await refused(session, "describe_workflow", {"name": "nosuch"}, "HTTP 404", 'no workflow "nosuch"', "notes")
+
+        started = await ok(session, "start_run", {"workflow": "notes", "input": {"changes": "- faster search"}})
+        run_id = started["id"]
+        assert started["workflow"] == "notes" and started["url"] == f"/api/runs/{run_id}"
+        await refused(session, "start_run", {"workflow": "notes", "input": {}}, "HTTP 400", "changes")
+        await refused(session, "start_run", {"workflow": "nosuch"}, "HTTP 404", "nosuch")
+        await refused(
+            session,
+            "start_run",
+            {"workflow": "notes", "input": {"changes": "x"}, "play": ["writer"]},
+            "HTTP 403",
+            "engine.play_seat",
+        )
+
+        status = await ok(session, "run_status", {"run": run_id})
+        assert (
+            status["id"] == run_id
+            and status["workflow"] == "notes"
+            and status["input"] == {"changes": "- faster search"}
+        )
+        await refused(session, "run_status", {"run": "no-such-run"}, "HTTP 404")
+
+        runs = await ok(session, "list_runs", {"workflow": "notes", "page_size": 500})
+        assert run_id in {r["id"] for r in runs["results"]}
+        assert run_id not in {r["id"] for r in (await ok(session, "list_runs", {"not_workflow": "notes"}))["results"]}
+        assert run_id in {r["id"] for r in (await ok(session, "list_runs", {"prefix": run_id[:6]}))["results"]}
+        await refused(session, "list_runs", {"prefix": "ab"}, "HTTP 400", "at least 4 characters")
+        await refused(session, "list_runs", {"status": "sleeping"}, "HTTP 400", "sleeping")
+        await refused(session, "list_runs", {"colour": "red"}, "the arguments of list_runs are not valid", "colour")
+
+        cancelled = await ok(session, "cancel_run", {"run": run_id})
+        assert cancelled == {"outcome": "cancelled", "run": run_id, "status": "cancelled"}
+        await refused(session, "cancel_run", {"run": run_id}, "HTTP 409", "already ended")
+        await refused(session, "cancel_run", {"run": "no-such-run"}, "HTTP 404")
+        await refused(session, "nothing", {}, "no tool 'nothing'")
+
+    over(live, "/mcp/", live.token, body)
+
+
+def test_the_apis_permissions_hold_per_tool(live: LiveServer) -> None:
+    run_id = live.start_run("notes", {"changes": "- one"}, "waiting")
+
+    async def body(session: ClientSession) -> None:
+        assert "notes" in {w["name"] for w in await ok(session, "list_workflows")}
+        await refused(
+            session, "start_run", {"workflow": "notes", "input": {"changes": "x"}}, "HTTP 403", "engine.start_run"
+        )
+        await refused(session, "cancel_run", {"run": run_id}, "HTTP 403", "engine.cancel_run")
+
+    over(live, "/mcp/", live.env["ANSWERER_TOKEN"], body)
+    assert live.wait_for(run_id, "waiting")["status"] == "waiting"
+
+    async def player(session: ClientSession) -> None:
+        door = {"workflow": "notes", "input": {"changes": "- two"}}
+        await refused(session, "start_run", {**door, "play": ["ghost"]}, "HTTP 400", "ghost", "its Agents: writer")
+        held = await ok(session, "start_run", {**door, "play": ["writer"]})
+        status = await ok(session, "run_status", {"run": held["id"]})
+        assert [t["agent"] for t in status["turns"]] in ([], ["writer"])
+
+    over(live, "/mcp/", live.env["PLAYER_TOKEN"], player)
