@@ -14,9 +14,10 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.live_server import LiveServer, served
+from tests.live_server import LiveServer, jr2_script, served
 
 NOTES_GATE = "writing.asking"
 
@@ -202,3 +203,78 @@ def test_the_apis_permissions_hold_per_tool(live: LiveServer) -> None:
         assert [t["agent"] for t in status["turns"]] in ([], ["writer"])
 
     over(live, "/mcp/", live.env["PLAYER_TOKEN"], player)
+
+
+# -- the stdio bridges: `jr2 mcp ...` driven by the SDK's stdio client -------------------------------------------
+
+
+@asynccontextmanager
+async def bridged(
+    server: LiveServer, *args: str, token: str, client: str = "pytest-stdio"
+) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
+    params = StdioServerParameters(
+        command=jr2_script(), args=["mcp", *args], env={**server.env, "JR2_TOKEN": token}, cwd=str(server.folder)
+    )
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, client_info=types.Implementation(name=client, version="1")) as session,
+    ):
+        init = await session.initialize()
+        yield session, init
+
+
+def test_jr2_mcp_ops_and_gates_relay_over_stdio(live: LiveServer) -> None:
+    run_id = live.start_run("notes", {"changes": "- over stdio"}, "waiting")
+
+    async def main() -> None:
+        async with bridged(live, "ops", token=live.token) as (session, init):
+            assert init.instructions is not None and "/mcp/gates/" in init.instructions
+            assert [t.name for t in (await session.list_tools()).tools][:2] == ["list_workflows", "describe_workflow"]
+            assert (await ok(session, "run_status", {"run": run_id}))["status"] == "waiting"
+            await refused(session, "run_status", {"run": "no-such-run"}, "HTTP 404")
+        async with bridged(live, "gates", token=live.env["ANSWERER_TOKEN"]) as (session, _):
+            gates = (await ok(session, "list_gates", {"workflow": "notes"}))["gates"]
+            assert run_id in {g["run"] for g in gates}
+            answer = {"run": run_id, "gate": NOTES_GATE, "type": "reply", "input": {"text": "Stdio users."}}
+            assert (await ok(session, "answer_gate", answer))["outcome"] == "delivered"
+            await refused(session, "answer_gate", answer, "HTTP 409")
+
+    anyio.run(main)
+    assert live.wait_for(run_id, "done")["output"]["notes"].endswith("_Written for: Stdio users._")
+
+
+def test_jr2_mcp_seat_plays_a_seat_over_stdio(live: LiveServer) -> None:
+    with live.client(live.env["PLAYER_TOKEN"]) as client:
+        made = client.post("/api/workflows/notes/runs?play=writer", json={"changes": "- a seat over stdio"})
+    assert made.status_code == 201, made.text
+    run_id = str(made.json()["id"])
+
+    async def main() -> None:
+        async with bridged(live, "seat", run_id[:8], "writer", token=live.env["PLAYER_TOKEN"]) as (session, init):
+            assert init.instructions is not None and init.instructions.startswith("You write short release notes.")
+            assert [t.name for t in (await session.list_tools()).tools] == ["ask", "done", "await_turn"]
+            prompt = text(await session.call_tool("await_turn", {"timeout_s": 30}))
+            assert prompt.endswith("Allowed picks now: ask.")
+            early = await session.call_tool("done", {"notes": "too soon"})
+            assert early.is_error and "Allowed picks" in text(early)
+            asked = await session.call_tool("ask", {"question": "Who reads these?"})
+            assert not asked.is_error and "outstanding" in text(asked)
+
+    anyio.run(main)
+    with live.client() as client:
+        turns = client.get(f"/api/runs/{run_id}/turns").json()
+    assert "mcp/player via pytest-stdio" in json.dumps(turns)
+    picks = [e["entry"] for e in live.journal(run_id) if e["kind"] == "pick"]
+    assert [p["event"] for p in picks if p.get("outcome") != "unmoved"][-1] == "ask"
+
+
+def test_jr2_mcp_refused_says_why_on_stderr(live: LiveServer) -> None:
+    wrong = live.jr2("mcp", "ops", env={"JR2_TOKEN": "not-a-token"}, input="")
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert "refused: 401" in wrong.stderr and "jr2 token create" in wrong.stderr, wrong.stderr
+    idle = live.jr2("mcp", "gates", env={"JR2_TOKEN": live.env["IDLE_TOKEN"]}, input="")
+    assert idle.returncode == 2 and "403" in idle.stderr and "engine.answer_gate" in idle.stderr, idle.stderr
+    nobody = live.jr2("mcp", "seat", "no-such-run", "writer", env={"JR2_TOKEN": live.env["PLAYER_TOKEN"]}, input="")
+    assert nobody.returncode == 2 and "no-such-run" in nobody.stderr, nobody.stderr
+    none = live.jr2("mcp", "ops", env={"JR2_TOKEN": ""}, input="")
+    assert none.returncode == 2 and "JR2_TOKEN" in none.stderr
