@@ -1,8 +1,9 @@
 """`/mcp/gates/`: the Gates a user may answer, served over MCP for people who answer them from an agent harness or a
 chat client.
 
-`list_gates` lists the open Gates of live runs (not imported ones, which are read-only), with their `meta`, the
-events each accepts and those events' input schemas, as `GET /api/runs/<id>` shows them; `answer_gate` is
+`list_gates` lists the open Gates of live runs (not imported ones, which are read-only) that the user may answer
+(not those assigned to others), with their `meta`, the events each accepts and those events' input schemas, their
+assignment and claim, as `GET /api/runs/<id>` shows them; `answer_gate` is
 `POST /api/runs/<run>/gates/<gate>/events` itself (engine/web/mcp/api_calls.py), so its rules and answers are the
 API's, and its 404, 400 and 409 come back as `isError` results in words. Callers need `engine.answer_gate`.
 In the fleet, the answer goes to the worker that drives the run through the relay the API's answers use.
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp
 
 from engine.models import Run
+from engine.runtime.assignment import may_answer
 from engine.runtime.view import RunView
 from engine.web import api
 from engine.web.mcp.api_calls import call_async, refused, request_as, result
@@ -67,8 +69,9 @@ TOOLS = [
 ]
 
 
-def open_gates(workflow: str | None, gate: str | None) -> dict[str, Any]:
-    """The open Gates of live, not imported runs, as the API shows a run's Gates, with the run beside each."""
+def open_gates(user: Any, workflow: str | None, gate: str | None) -> dict[str, Any]:
+    """The open Gates of live, not imported runs that `user` may answer (engine/runtime/assignment.py: a Gate
+    assigned to others is left out), as the API shows a run's Gates, with the run beside each."""
     runs = Run.objects.filter(status__in=Run.LIVE, imported_from="")
     if workflow:
         runs = runs.filter(workflow=workflow)
@@ -77,8 +80,9 @@ def open_gates(workflow: str | None, gate: str | None) -> dict[str, Any]:
         view = RunView.of(row.view)
         if not view.gates:
             continue
+        theirs = {g.id for g in view.gates if not may_answer(user, g)}
         for entry in api.open_gates_json(row.workflow, view):
-            if gate and entry["id"] != gate:
+            if (gate and entry["id"] != gate) or entry["id"] in theirs:
                 continue
             found.append({"run": row.id, "workflow": row.workflow, "started_at": row.created_at.isoformat(), **entry})
             if len(found) >= LIMIT:
@@ -86,8 +90,8 @@ def open_gates(workflow: str | None, gate: str | None) -> dict[str, Any]:
     return {"gates": found, "truncated": False}
 
 
-async def _list(arguments: ListGates) -> types.CallToolResult:
-    return result(await sync_to_async(open_gates)(arguments.workflow, arguments.gate))
+async def _list(caller: Caller, arguments: ListGates) -> types.CallToolResult:
+    return result(await sync_to_async(open_gates)(caller.user, arguments.workflow, arguments.gate))
 
 
 async def _answer(caller: Caller, arguments: AnswerGate) -> types.CallToolResult:
@@ -108,7 +112,7 @@ def _server() -> Server[Any]:
         caller: Caller = ctx.request.scope[CALLER]
         if params.name == "list_gates":
             listing = parsed(ListGates, params)
-            return listing if isinstance(listing, types.CallToolResult) else await _list(listing)
+            return listing if isinstance(listing, types.CallToolResult) else await _list(caller, listing)
         if params.name == "answer_gate":
             answer = parsed(AnswerGate, params)
             return answer if isinstance(answer, types.CallToolResult) else await _answer(caller, answer)

@@ -1,5 +1,6 @@
 """What an MCP seat reads, from what the run recorded: the request that waits for the client's pick (the Agent's
-in-flight model call whose model is `mcp/...`), the text a model would read with it, and what became of a pick.
+in-flight model call whose model is `mcp/<username> via <client>`), the text a model would read with it, and what
+became of a pick.
 
 Reading the records, not the memory of the process that drives the run, lets a `jr2 web` process serve a seat of a
 run that a worker drives (the fleet): the picks reach the worker through the relay, and the worker's records reach
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
-from engine.runtime.providers.mcp_seat import PREFIX, tail_text
+from engine.runtime.providers.mcp_seat import PREFIX, WAITING, tail_text
 from engine.runtime.view import RunView
 
 __all__ = ["Reading", "read", "ENDED"]
@@ -53,6 +54,7 @@ def read(run_id: str, agent: str) -> Reading:
     turn_open = record.status == TurnRecord.Status.OPEN
     call = (
         ModelCall.objects.filter(turn=record, status=ModelCall.Status.IN_FLIGHT, model__startswith=f"{PREFIX}/")
+        .exclude(model=f"{PREFIX}/{WAITING}")  # a seat no client holds yet: the client reads the call made for it
         .order_by("-seq")
         .first()
     )

@@ -27,6 +27,7 @@ from mcp.server.lowlevel import Server
 from starlette.types import ASGIApp
 
 from engine.core.prompts import system_prompt
+from engine.core.workspace import AWAIT_TURN
 from engine.models import Run
 from engine.runtime.errors import HostError, NoHost
 from engine.runtime.providers.mcp_seat import Desk, desk
@@ -42,7 +43,6 @@ __all__ = ["ROUTE", "AWAIT_TURN", "seat_tools"]
 
 log = logging.getLogger("engine.web.mcp")
 
-AWAIT_TURN = "await_turn"
 #: How long a pick's call waits for its answer before it says the pick is still being carried out.
 PICK_WAIT = 30.0
 #: How often (seconds) a waiting call reads the run's records again when no change of it was heard here.
@@ -96,10 +96,9 @@ class Seat:
     agent: str
     workflow: str
     tools: list[types.Tool]
-    menu: tuple[str, ...]
     instructions: str
     hold: Hold | None = None
-    #: The number of the last request (Desk.serial) whose text the client has read.
+    #: The number of the last model call (reading.Reading.call) whose text the holding session has read.
     read: int = 0
     server: Managed | None = field(default=None, repr=False)
 
@@ -289,7 +288,6 @@ def _seat(run_id: str, agent: str) -> Seat | Refused:
             agent,
             row.workflow,
             seat_tools(machine.menu_json(agent), workspace),
-            machine.menu_names(agent),
             system_prompt(slot.instructions),
         )
         found.server = Managed(
