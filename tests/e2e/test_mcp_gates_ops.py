@@ -278,3 +278,19 @@ def test_jr2_mcp_refused_says_why_on_stderr(live: LiveServer) -> None:
     assert nobody.returncode == 2 and "no-such-run" in nobody.stderr, nobody.stderr
     none = live.jr2("mcp", "ops", env={"JR2_TOKEN": ""}, input="")
     assert none.returncode == 2 and "JR2_TOKEN" in none.stderr
+
+
+def test_list_gates_leaves_out_gates_assigned_to_others(live: LiveServer) -> None:
+    door = {"title": "Ship 2.0", "escalate_after_minutes": 60, "reject_after_minutes": 60}
+    run_id = live.start_run("escalation", door, "waiting")
+
+    async def listed() -> set[str]:
+        async with connected(live, "/mcp/gates/", live.env["ANSWERER_TOKEN"]) as session:
+            return {g["run"] for g in (await ok(session, "list_gates", {"workflow": "escalation"}))["gates"]}
+
+    assert run_id not in anyio.run(listed)  # the review Gate is the group reviewers'
+    live.shell(
+        "from django.contrib.auth.models import Group, User\n"
+        "User.objects.get(username='answerer').groups.add(Group.objects.get_or_create(name='reviewers')[0])\n"
+    )
+    assert run_id in anyio.run(listed)
