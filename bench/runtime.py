@@ -28,6 +28,9 @@ the same Turn loop as real ones. Three measurements:
    whole journal is applied, and `Session.replay` of the whole journal in memory. Target: < 200 ms with the
    snapshot. Every taken-up Session must equal a full replay of the journal (`to_json()`), and the last one is
    answered and must finish with the count it had.
+4. The Anthropic provider's prompt caching on one Turn of 20 picks, against the local fake server, whose prompt
+   cache is computed from the breakpoints each request carries: input tokens at full price and tokens read from the
+   cache, with the conversation's moving breakpoint ("after") and without it ("before"). See bench/prompt_cache.py.
 
 Correctness is checked inside the timed loops: the scripted Agent checks every answer it reads (the count it
 expects) and that its picks are allowed; every run's status, output and journal are checked in the database;
@@ -68,6 +71,7 @@ if str(ROOT) not in sys.path:  # `python bench/runtime.py` as well as `python -m
 
 from bench.common import finish  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
+from bench.prompt_cache import PICKS, measure_cache, report_cache  # noqa: E402
 
 
 class WrongResult(AssertionError):
@@ -863,7 +867,7 @@ def report_tracing(results: dict[str, Any], missed: list[str]) -> None:
     if not ok:
         missed.append("tracing adds 0.3 ms or more per pick at p50")
     print(
-        f"\n### 4. Overhead per pick with tracing ({tracing['samples']} run(s) each way, {tracing['picks']:,} picks "
+        f"\n### 5. Overhead per pick with tracing ({tracing['samples']} run(s) each way, {tracing['picks']:,} picks "
         f"each; {tracing['spans']:,} spans exported)\n"
     )
     print("| tracing | p50 | p90 | p99 | mean |")
@@ -1022,8 +1026,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="picks,gates,resume,tracing",
-        help="which measurements (default picks,gates,resume,tracing)",
+        default="picks,gates,resume,cache,tracing",
+        help="which measurements (default picks,gates,resume,cache,tracing)",
     )
     ap.add_argument(
         "--profile",
@@ -1082,12 +1086,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  to waiting {plain['to_waiting_s']:.2f} s, to done {plain['to_done_s']:.2f} s", flush=True)
             traced = await gate_pass(args, args.gate_runs, traced=True)
             results["gates"] = {"plain": plain, "traced": traced}
-        if "tracing" in only:
-            print("4. overhead per pick, tracing off and on", flush=True)
-            results["tracing"] = await measure_tracing(args)
         if "resume" in only:
             print(f"3. resuming a run with a {args.entries:,}-entry journal", flush=True)
             results["resume"] = await measure_resume(args)
+        if "cache" in only:
+            print(f"4. prompt caching on a {PICKS}-pick Turn", flush=True)
+            results["cache"] = await measure_cache(WrongResult)
+        if "tracing" in only:
+            print("5. overhead per pick, tracing off and on", flush=True)
+            results["tracing"] = await measure_tracing(args)
 
     try:
         asyncio.run(run_all())
@@ -1102,6 +1109,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results["load_average_after"] = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     missed = report(results, args)
+    if "cache" in results:
+        report_cache(results["cache"])
     print(f"\nLoad average {load} before, {results['load_average_after']} after, on {os.cpu_count()} CPUs.")
     if args.profile:
         for key in [k for k in results.get("picks_profile", {}) if k.startswith("cprofile")]:

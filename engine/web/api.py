@@ -427,17 +427,10 @@ def import_(request: HttpRequest) -> tuple[int, dict[str, Any]]:
     return 201, {"id": run.id, "workflow": run.workflow, "status": run.status, "url": f"/api/runs/{run.id}"}
 
 
-@api.get(
-    "/runs/{run_id}",
-    auth=READ,
-    response={200: RunOut, **errors(401, 404, 429)},
-    openapi_extra=RATE_LIMITED,
-    summary="One run: status, state, context, output, open Gates, Turns",
-)
-def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
-    run = _run(run_id)
-    view = RunView.of(run.view)
-    loaded = workflows().find(run.workflow)
+def open_gates_json(workflow: str, view: RunView) -> list[dict[str, Any]]:
+    """A run's open Gates as the API shows them: id, state, meta, and each accepted event's description and input
+    schema (from the workflow's Machine)."""
+    loaded = workflows().find(workflow)
     machine = loaded.machine if loaded is not None else None
     gates = []
     for gate in view.gates:
@@ -463,6 +456,20 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
                 "due": None if gate.due is None else _iso(gate.due / 1000),
             }
         )
+    return gates
+
+
+@api.get(
+    "/runs/{run_id}",
+    auth=READ,
+    response={200: RunOut, **errors(401, 404, 429)},
+    openapi_extra=RATE_LIMITED,
+    summary="One run: status, state, context, output, open Gates, Turns",
+)
+def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
+    run = _run(run_id)
+    view = RunView.of(run.view)
+    gates = open_gates_json(run.workflow, view)
     return {
         "id": run.id,
         "workflow": run.workflow,

@@ -20,6 +20,11 @@ Replies: `tool_call(name, input)` (or `raw="..."` for argument text that is not 
 answers every request with `r` once the queue is empty (e.g. 429 every time). Error replies carry `retry-after: 0`
 and `retry-after-ms: 1`: both SDKs ignore a zero `retry-after` and back off 0.5 s and more, so the millisecond header
 is what keeps retries fast.
+
+`ModelServer(prompt_cache=True)` keeps a prompt cache (tests/fakes/prompt_cache.py): each Anthropic request's
+`input_tokens`, `cache_read_input_tokens` and `cache_creation_input_tokens` are then computed from the breakpoints
+it carries, as the API would report them (keys a reply's `usage=` gives still win). Either way, a request with more
+than 4 `cache_control` blocks gets the API's 400.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.prompt_cache import PromptCache, TooManyBreakpoints, check_breakpoints
 from tests.live_server import free_port
 
 __all__ = [
@@ -171,8 +177,15 @@ Responder = Callable[[Any], "Reply | None"]
 class ModelServer:
     """The server. Start it with `with ModelServer() as server:` (or `start()` / `stop()`)."""
 
-    def __init__(self, replies: tuple[Reply, ...] | list[Reply] = (), *, responder: Responder | None = None) -> None:
+    def __init__(
+        self,
+        replies: tuple[Reply, ...] | list[Reply] = (),
+        *,
+        responder: Responder | None = None,
+        prompt_cache: bool = False,
+    ) -> None:
         self.replies: deque[Reply] = deque(replies)
+        self.cache: PromptCache | None = PromptCache() if prompt_cache else None
         self.responder = responder
         self.default: Reply | None = None
         self.requests: list[Recorded] = []
@@ -272,6 +285,12 @@ class ModelServer:
             return 404, {}, _error_body("openai", 404, f"the fake model server has no {recorded.path}")
         if not isinstance(recorded.body, dict):
             return 400, {}, _error_body(api, 400, "the request body is not a JSON object")
+        computed: dict[str, int] = {}
+        if api == "anthropic":
+            try:
+                computed = self._cache_usage(recorded.body)
+            except TooManyBreakpoints as err:
+                return 400, {}, _error_body(api, 400, str(err))
         reply = self._next_reply(recorded)
         if reply is None:
             return (
@@ -289,8 +308,16 @@ class ModelServer:
         if reply.status != 200:
             return reply.status, dict(reply.headers), _error_body(api, reply.status, reply.message)
         model = reply.model or str(recorded.body.get("model", "fake-model"))
-        render = _anthropic_message if api == "anthropic" else _openai_completion
-        return 200, dict(reply.headers), render(reply, model, number)
+        if api == "anthropic":
+            return 200, dict(reply.headers), _anthropic_message(reply, model, number, computed)
+        return 200, dict(reply.headers), _openai_completion(reply, model, number)
+
+    def _cache_usage(self, body: dict[str, Any]) -> dict[str, int]:
+        if self.cache is None:
+            check_breakpoints(body)
+            return {}
+        usage = self.cache.usage(body)
+        return {"input": usage.input, "cache_read": usage.cache_read, "cache_write": usage.cache_write}
 
 
 def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
@@ -340,13 +367,16 @@ def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _usage(reply: Reply) -> dict[str, int]:
+def _usage(reply: Reply, computed: Mapping[str, int] | None = None) -> dict[str, int]:
     usage = {"input": 10, "output": 5, "cache_read": 0, "cache_write": 0}
+    usage.update(computed or {})
     usage.update(reply.usage)
     return usage
 
 
-def _anthropic_message(reply: Reply, model: str, number: int) -> dict[str, Any]:
+def _anthropic_message(
+    reply: Reply, model: str, number: int, computed: Mapping[str, int] | None = None
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if reply.thinking:
         content.append({"type": "thinking", "thinking": reply.thinking, "signature": f"sig-{number:04d}"})
@@ -362,7 +392,7 @@ def _anthropic_message(reply: Reply, model: str, number: int) -> dict[str, Any]:
         content.append(
             {"type": "tool_use", "id": use.id or f"toolu_{number:04d}_{index}", "name": use.name, "input": data}
         )
-    usage = _usage(reply)
+    usage = _usage(reply, computed)
     return {
         "id": f"msg_{number:04d}",
         "type": "message",

@@ -19,6 +19,9 @@ from engine.runtime.providers.base import ModelReply, ModelRequest, Provider, Pr
 from engine.runtime.providers.local import LocalProvider
 from engine.runtime.workspace.tools import TOOL_NAMES, tools_json
 from tests.fakes.model_server import ModelServer, closed_port_url, error, refusal, text, tool_call
+from tests.fakes.prompt_cache import CacheUsage, PromptCache, check_breakpoints
+
+CACHE = {"type": "ephemeral"}
 
 pytestmark = pytest.mark.anyio
 
@@ -386,39 +389,92 @@ class TestAnthropic(ProviderContract):
                     "content": "Refused: the arguments are not JSON.",
                 },
                 {"type": "text", "text": "Notice from your earlier work: saved."},
-                {"type": "text", "text": LAST},
+                {"type": "text", "text": LAST, "cache_control": {"type": "ephemeral"}},
             ],
         },
     ]
 
-    async def test_cache_control_sits_on_the_last_tool_and_the_system_block(self) -> None:
+    async def test_the_moving_breakpoint_sits_on_the_last_block_only(self) -> None:
         self.server.queue(text("ok"))
-        await self.complete()
-        body = self.server.bodies[0]
-        assert [tool.get("cache_control") for tool in body["tools"]] == [None, {"type": "ephemeral"}]
-        assert body["system"] == [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}]
-        assert body["tools"][0] == {
-            "name": "ask",
-            "description": "Ask the editor one question.",
-            "input_schema": json.loads(MENU)[0]["input_schema"],
-        }
-
-    async def test_with_workspace_tools_cache_control_sits_on_the_last_of_them(self) -> None:
-        self.server.queue(text("ok"))
-        await self.complete(
-            ModelRequest(
-                model=self.model_id,
-                system=SYSTEM,
-                tools_json=tools_json(MENU, True),
-                messages=[{"role": "user", "content": [{"type": "text", "text": PROMPT}]}],
-            )
-        )
-        tools = self.server.bodies[0]["tools"]
-        assert [(t["name"], t.get("cache_control")) for t in tools][-2:] == [
-            ("workspace_search", None),
-            ("workspace_write", {"type": "ephemeral"}),
+        await self.complete(request(self.model_id, HISTORY))
+        messages = self.server.bodies[0]["messages"]
+        marked = [
+            (m, b)
+            for m, msg in enumerate(messages)
+            for b, block in enumerate(msg["content"])
+            if "cache_control" in block
         ]
-        assert sum("cache_control" in t for t in tools) == 1
+        assert marked == [(len(messages) - 1, len(messages[-1]["content"]) - 1)]
+        assert "cache_control" not in json.dumps(HISTORY)  # the recorded conversation is not marked
+
+    async def test_a_thinking_block_last_leaves_the_breakpoint_on_the_block_before(self) -> None:
+        self.server.queue(text("ok"))
+        messages = [
+            {"role": "user", "content": [{"type": "text", "text": PROMPT}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Hm."}, {"type": "thinking", "thinking": "x", "signature": "s"}],
+            },
+        ]
+        await self.complete(request(self.model_id, messages))
+        last = self.server.bodies[0]["messages"][-1]["content"]
+        assert [b.get("cache_control") for b in last] == [{"type": "ephemeral"}, None]
+
+    async def test_each_request_reads_the_previous_conversation_from_the_cache(self) -> None:
+        """Three requests of one growing conversation against the fake server's prompt cache: from the second on,
+        all that the previous request sent is read from the cache and only the new blocks are written."""
+        self.server.cache = PromptCache()
+        self.server.queue(*(tool_call("ask", {"question": f"Q{i}?"}, id=f"toolu_{i}") for i in range(3)))
+        messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}]
+        usages = []
+        for i in range(3):
+            reply = await self.complete(request(self.model_id, list(messages)))
+            usages.append(reply.usage)
+            messages += [
+                reply.message(),
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": f"A{i}."}],
+                },
+            ]
+        first, second, third = usages
+        assert (first.input, first.cache_read) == (0, 0) and first.cache_write > 0
+        assert second.cache_read == first.cache_write and second.input == 0
+        assert third.cache_read == second.cache_read + second.cache_write and third.input == 0
+        assert 0 < third.cache_write < second.cache_read  # only the two new blocks are written
+
+    async def test_without_the_moving_breakpoint_the_conversation_is_paid_in_full(self) -> None:
+        """The fake cache can fail: the same second request with its conversation breakpoint taken out reads only
+        the tools and the system prompt and pays for the conversation at full price."""
+        cache = PromptCache()
+        self.server.queue(text("ok"))
+        await self.complete(request(self.model_id, HISTORY))
+        body = self.server.bodies[0]
+        marked = cache.usage(body)
+        assert cache.usage(body) == CacheUsage(input=0, cache_write=0, cache_read=marked.cache_write)
+        bare = {
+            **body,
+            "messages": json.loads(
+                json.dumps(body["messages"]).replace(', "cache_control": {"type": "ephemeral"}', "")
+            ),
+        }
+        assert "cache_control" not in json.dumps(bare["messages"])
+        unmarked = cache.usage(bare)
+        assert unmarked.input > 0 and unmarked.cache_read < marked.cache_write
+
+    async def test_more_than_four_breakpoints_is_the_apis_400(self) -> None:
+        """The fake server refuses what the API refuses, so a provider that marked too many blocks would fail."""
+        import anthropic
+
+        tools = [{"name": f"e{i}", "input_schema": {"type": "object"}, "cache_control": CACHE} for i in range(4)]
+        messages = [{"role": "user", "content": [{"type": "text", "text": PROMPT, "cache_control": CACHE}]}]
+        client = anthropic.AsyncAnthropic(api_key="test-key", base_url=self.server.url, max_retries=0)
+        with pytest.raises(
+            anthropic.BadRequestError, match="A maximum of 4 blocks with cache_control may be provided. Found 5."
+        ):
+            await client.messages.create(model=self.model_id, max_tokens=10, tools=tools, messages=messages)  # type: ignore[arg-type]
+        await client.close()
+        assert check_breakpoints({"tools": tools[:3], "messages": messages}) == 4
 
     async def test_missing_key_says_to_set_it_and_sends_nothing(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv("ANTHROPIC_API_KEY")

@@ -153,13 +153,24 @@ def assert_every_call_answered(request: Recorded) -> None:
             assert [r[0] for r in following["results"]] == [u[0] for u in message["uses"]], said
 
 
+def unmarked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without `cache_control` (Anthropic's moving breakpoint)."""
+    return [
+        {**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]}
+        if isinstance(m.get("content"), list)
+        else m
+        for m in messages
+    ]
+
+
 def assert_one_conversation(requests: list[Recorded], calls: list[ModelCall]) -> None:
     """Consecutive requests of one conversation: each carries the one before it unchanged (so a prompt cache
     holds), then the model's reply to it, then a tool result for every tool call of that reply, and ends with the
-    Allowed picks."""
+    Allowed picks. Anthropic's moving cache breakpoint is the only difference allowed: it leaves the block it sat
+    on and goes to the new last block."""
     assert len(requests) == len(calls)
     for before, after, call in zip(requests, requests[1:], calls):
-        old, new = before.body["messages"], after.body["messages"]
+        old, new = unmarked(before.body["messages"]), unmarked(after.body["messages"])
         assert new[: len(old)] == old
         said = conversation(after)[len(conversation(before)) :]
         assert said[0]["role"] == "assistant"
@@ -472,6 +483,9 @@ def test_a_notes_run_over_anthropic_asks_the_editor_and_publishes(server: ModelS
         assert content == "The editor replied: Admins of small teams.\n\nAllowed picks now: ask, done."
         assert not is_error
         assert_one_conversation(requests, found["calls"])
+        for request in requests:  # the moving breakpoint: on the last block of the conversation, and only there
+            marks = [b for m in request.body["messages"] for b in m["content"] if "cache_control" in b]
+            assert marks == [request.body["messages"][-1]["content"][-1]] and marks[0]["cache_control"] == CACHE
 
         assert kinds(found["journal"]) == ["start", "pick", "gate", "pick"]
         [turn] = found["turns"]
@@ -540,6 +554,9 @@ def test_a_notes_run_over_the_local_provider_asks_the_editor_and_publishes(serve
             "content": "The editor replied: Everyone.\n\nAllowed picks now: ask, done.",
         }
         assert_one_conversation(requests, found["calls"])
+        for request in requests:  # the moving breakpoint: on the last block of the conversation, and only there
+            marks = [b for m in request.body["messages"] for b in m["content"] if "cache_control" in b]
+            assert marks == [request.body["messages"][-1]["content"][-1]] and marks[0]["cache_control"] == CACHE
 
         assert kinds(found["journal"]) == ["start", "pick", "gate", "pick"]
         [turn] = found["turns"]

@@ -70,6 +70,11 @@ with --url):
         Read an export in, read-only (marked imported: never hosted, resumed, answered or cancelled), in one
         transaction; a bad file is refused naming each problem and changes nothing (exit 2). Prints the run's id.
 
+A stdio MCP server that relays to a server's MCP endpoints (for clients that start servers as processes):
+
+    jr2 mcp seat <run> <agent> | gates | ops [--url URL] [--token T]
+        Serve /mcp/runs/<run>/seats/<agent>/, /mcp/gates/ or /mcp/ over stdin and stdout.
+
 Exit codes: 0 done (and, for run/status, a live run: running or waiting), 1 failed (replay: diverged or not
 replayed), 2 usage and API errors, 3 cancelled, 4 drifted, 130 interrupted. Every API error is one line on
 stderr, `jr2 <command>: <HTTP status>: <the API's detail>`; a server that does not answer is named with its URL
@@ -94,7 +99,7 @@ from django.core.management.base import BaseCommand
 
 from engine import __version__
 from engine.cli.client import CliError
-from engine.cli.commands import accounts, auditing, exchange, init, replaying, runs, serving, testing, tokens
+from engine.cli.commands import accounts, auditing, exchange, init, mcp, replaying, runs, serving, testing, tokens
 from engine.cli.output import Output
 from engine.web import exchange as run_files
 
@@ -200,6 +205,13 @@ SUBCOMMANDS = [
     Subcommand(
         "import", "read a run exported elsewhere, read-only; a bad file changes nothing", exchange.import_arguments
     ),
+    Subcommand(
+        "mcp",
+        "serve a server's MCP endpoints over stdio: an Agent's seat, the Gates, or the runs operations",
+        mcp.mcp_arguments,
+        "For MCP clients that start their servers as processes (Claude Desktop, Claude Code). Every request is "
+        "relayed to --url/$JR2_URL with --token/$JR2_TOKEN; stdout carries only MCP.",
+    ),
 ]
 
 
@@ -297,6 +309,11 @@ class Command(BaseCommand):
 
     def handle_fork(self, **options: Any) -> None:
         replaying.fork(self.out, **options)
+
+    def handle_mcp(self, **options: Any) -> None:
+        code = mcp.mcp(**options)
+        if code:
+            raise SystemExit(code)
 
     def handle_export(self, **options: Any) -> None:
         exchange.export(self.out, run_files, **options)

@@ -2,8 +2,13 @@
 
 Prompt caching is why the request is built the way it is: the tools block (the Menu) and the system prompt come
 first in the prompt, carry `cache_control`, and are the same bytes on every request of an Agent, so every request
-after the first reads them from the cache. Retries with backoff (429, 5xx, dropped connections) are the SDK's own;
-what is left after them leaves as a `ProviderError` whose message says what to do.
+after the first reads them from the cache. A third, moving breakpoint sits on the last block of the conversation (as
+Anthropic's guide does for multi-turn conversations): the conversation only grows at its end and its earlier blocks'
+bytes never change, so each request reads all of the previous request's conversation from the cache and pays full
+price only for what is new. Three breakpoints per request, under the API's limit of four.
+
+Retries with backoff (429, 5xx, dropped connections) are the SDK's own; what is left after them leaves as a
+`ProviderError` whose message says what to do.
 """
 
 from __future__ import annotations
@@ -31,10 +36,21 @@ from engine.runtime.providers.base import (
     parse_arguments,
 )
 
-__all__ = ["AnthropicProvider", "anthropic_tools", "anthropic_system", "anthropic_messages", "DEFAULT_BASE_URL"]
+__all__ = [
+    "AnthropicProvider",
+    "anthropic_tools",
+    "anthropic_system",
+    "anthropic_messages",
+    "DEFAULT_BASE_URL",
+    "MAX_BREAKPOINTS",
+]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
+#: The API refuses a request with more blocks carrying `cache_control` than this.
+MAX_BREAKPOINTS = 4
+#: Blocks the API does not let carry `cache_control`.
+_UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
 
 
 @functools.lru_cache(maxsize=256)
@@ -68,7 +84,9 @@ def anthropic_system(system: str) -> list[dict[str, Any]]:
 
 def anthropic_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The neutral conversation as the API's messages: roles alternate (consecutive ones merged), tool results first
-    in a user message, and the `raw` we keep on a refused tool_use left out (the API knows no such field)."""
+    in a user message, and the `raw` we keep on a refused tool_use left out (the API knows no such field). The last
+    block that may carry one gets `cache_control`: the moving breakpoint. The blocks are copies, so the recorded
+    conversation is never marked and every earlier block goes out in the same bytes on the next request."""
     out: list[dict[str, Any]] = []
     for role, content in turns(messages):
         converted = []
@@ -82,7 +100,16 @@ def anthropic_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, 
                 }
             converted.append(block)
         out.append({"role": role, "content": converted})
+    _mark_last(out)
     return out
+
+
+def _mark_last(messages: list[dict[str, Any]]) -> None:
+    for message in reversed(messages):
+        for block in reversed(message["content"]):
+            if block.get("type") not in _UNCACHEABLE:
+                block["cache_control"] = dict(CACHE_CONTROL)
+                return
 
 
 class AnthropicProvider(Provider):

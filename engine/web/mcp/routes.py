@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from engine.web.mcp import seat
+from engine.web.mcp import gates, ops, seat
 from engine.web.mcp.mount import McpRoute, mount
 
 __all__ = ["ROUTES", "mcp_or"]
 
-ROUTES: list[McpRoute] = [seat.ROUTE]
+ROUTES: list[McpRoute] = [seat.ROUTE, gates.ROUTE, ops.ROUTE]
 
 for _route in ROUTES:
     mount.add(_route)
