@@ -55,6 +55,10 @@ def claim_refusal(user: Any, run_view: RunView, gate_id: str) -> tuple[int, str]
 
 
 def door_of(request: HttpRequest) -> str:
-    """Which door an API call came in by: `cli` for jr2's own command line (its User-Agent), else `api`."""
+    """Which door an API call came in by: `mcp` for a call an MCP server made (engine/web/mcp/api_calls.py marks
+    it), `cli` for jr2's own command line (its User-Agent), else `api`."""
+    marked = getattr(request, "jr2_door", None)
+    if isinstance(marked, str):
+        return marked
     agent = request.headers.get("User-Agent", "")
     return "cli" if agent.startswith("jr2-cli") else "api"

@@ -123,6 +123,7 @@ def test_list_gates_and_answer_one_with_every_refusal(live: LiveServer) -> None:
     done = live.wait_for(run_id, "done")
     assert done["output"]["notes"].endswith("_Written for: Admins._")
     assert [e["entry"].get("by") for e in live.journal(run_id) if e["kind"] == "gate"] == ["answerer"]
+    assert [e["entry"].get("door") for e in live.journal(run_id) if e["kind"] == "gate"] == ["mcp"]
 
 
 def test_the_operations_tools(live: LiveServer) -> None:

@@ -52,6 +52,7 @@ def request_as(caller: Caller, query: Mapping[str, Any] | None = None, body: Any
     request = HttpRequest()
     request.method = "POST" if body is not None else "GET"
     request.user = caller.user
+    request.jr2_door = "mcp"  # type: ignore[attr-defined]  # the door Gate answers and cancels record
     params = QueryDict(mutable=True)
     for name, value in (query or {}).items():
         if value is not None:
