@@ -21,7 +21,7 @@ from console.pages.costs import cost_section
 from console.pages.folds import graph_context
 from console.pages.forms import SchemaForm, check, schema_form
 from console.pages.regions import live_counts
-from console.pages.states import state_details
+from console.pages.states import menus, state_details
 from engine.models import Run
 from engine.runtime.errors import NO_HOST
 from engine.runtime.host import current_host
@@ -91,10 +91,7 @@ def _workflow_context(
         **graph_context(request, loaded.name, machine),
         seats_text=machine.seats_text(loaded.name),
         states=state_details(machine),
-        menus=[
-            (agent, machine.agents[agent].model if agent in machine.agents else "", machine.menu(agent))
-            for agent in machine.menus()
-        ],
+        menus=menus(machine),
         warnings=machine.warnings(),
         form=form if form is not None else schema_form(machine.door),
         can_start=can(request.user, "start"),

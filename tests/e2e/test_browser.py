@@ -196,7 +196,7 @@ def test_log_in_and_read_the_notes_workflow(browser: Browser, server: LiveServer
             expect(state(tab, path)).to_have_count(1)
         expect(state(tab, "writing")).to_contain_text("Agent writer")
         expect(state(tab, "writing.asking")).to_contain_text("Gate writing.asking")
-        expect(tab.locator("#graph svg")).to_contain_text("done [guard]")
+        expect(tab.locator("#graph svg")).to_contain_text('done [context["replies"] > 0]')
 
         seats = tab.locator("section.card", has=tab.get_by_role("heading", name="Who may send what")).locator("pre")
         expect(seats).to_contain_text('seats: workflow "notes"')
