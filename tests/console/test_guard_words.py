@@ -27,14 +27,12 @@ def test_a_lambda_is_its_source_text_as_written() -> None:
         "guard": lambda context: context["replies"] > 0,
     }
     assert guard_text(config["guard"]) == 'context["replies"] > 0'
-    spread = lambda context, event: (  # noqa: E731
-        context["a"] and event["b"]
-    )
+    spread = lambda context, event: context["a"] and event["b"]
     assert guard_text(spread) == 'context["a"] and event["b"]'
 
 
 def test_a_long_lambda_is_shortened() -> None:
-    long = lambda context: context["a_rather_long_key"]["and_another_one"] > context["limit_of_the_run"]  # noqa: E731
+    long = lambda context: context["a_rather_long_key"]["and_another_one"] > context["limit_of_the_run"]
     text = lambda_text(long)
     assert text is not None and len(text) == MAX_TEXT and text.endswith("…")
     assert text.startswith('context["a_rather_long_key"]')
