@@ -9,6 +9,7 @@ urlpatterns = [
     path("", workflows.home, name="home"),
     path("workflows/<str:name>/", workflows.workflow, name="workflow"),
     path("workflows/<str:name>/graph.svg", workflows.workflow_graph, name="workflow-graph"),
+    path("workflows/<str:name>/graph.<str:fmt>", workflows.workflow_graph_export, name="workflow-graph-export"),
     path("workflows/<str:name>/runs/", workflows.start_run, name="start"),
     path("workflows/<str:name>/graph/folds/", folds.graph_folds, name="graph-folds"),
     path("workflows/<str:name>/machines/<path:invokes>/", folds.child_machine_page, name="child-machine"),

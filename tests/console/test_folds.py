@@ -13,7 +13,7 @@ from django.test import Client
 
 from bench import ledger
 from bench.graph import big_machine
-from console.pages import graph
+from engine.runtime import graph
 from tests.console.conftest import SVG, logged_in, state_groups
 
 

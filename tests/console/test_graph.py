@@ -1,4 +1,4 @@
-"""The Console's drawing of a Machine (console/pages/graph.py): a `<g id="state-<path>">` per state, clusters, markers,
+"""The Console's drawing of a Machine (engine/runtime/graph.py): a `<g id="state-<path>">` per state, clusters, markers,
 edge labels and kinds, invokes by kind, escaping, `lit_svg` and the cache. The SVG is parsed as XML here, as a
 browser would read it; no database is needed."""
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from console.pages import graph
-from console.pages.graph import GraphError, lit_svg, machine_svg, state_dom_id, state_paths
 from engine import Machine, agent, effect, fail, jr2_setup, not_, sent_by
+from engine.runtime import graph
+from engine.runtime.graph import GraphError, lit_svg, machine_svg, state_dom_id, state_paths
 from tests.console.conftest import ev
 from workflows import code_review, notes, triage
 

@@ -52,15 +52,18 @@ from typing import Any
 import graphviz
 from graphviz.quoting import quote
 
-from console.pages.cache import LRU
 from engine.core.guard_words import guard_text
 from engine.core.slots import AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.statechart.nodes import InvokeDef, StateNode, Transition
 from engine.core.statechart.selection import history_default_targets
 from engine.core.workflow import Machine
+from engine.runtime.cache import LRU
 
 __all__ = [
     "machine_svg",
+    "machine_dot",
+    "machine_png",
+    "transition_label",
     "lit_svg",
     "guard_text",
     "overlay_svg",
@@ -157,6 +160,22 @@ def machine_svg(machine: Machine, collapsed: Iterable[str] = ()) -> str:
     if drawn is not None:
         return drawn
     return _cache.keep(key, _render(source, drawing.groups, machine))  # a concurrent drawing of it: keep one string
+
+
+def machine_dot(machine: Machine, collapsed: Iterable[str] = ()) -> str:
+    """The graph's DOT source, as `dot` is given it (`jr2 graph --format dot`): to draw it with other tools."""
+    return _Drawing(machine, frozenset(collapsed)).build().graph.source
+
+
+def machine_png(machine: Machine, collapsed: Iterable[str] = ()) -> bytes:
+    """The graph as a PNG (not cached: an export, not a page)."""
+    return _pipe(machine_dot(machine, collapsed), "png", machine)
+
+
+def transition_label(machine: Machine, t: Transition) -> tuple[str, str]:
+    """(kind, label) of a transition as the graph draws it: `event [guard]`, `always`, `after 5s`, `onDone tests`;
+    kind is one of EDGE_STYLES' keys. Mermaid export labels its arrows with these."""
+    return _Drawing(machine).edge_text(t)
 
 
 def lit_svg(svg: str, active: Iterable[str], visited: Iterable[str]) -> str:
@@ -545,12 +564,7 @@ def _delay_text(delay: Any) -> str:
 
 def _render(source: str, groups: dict[str, tuple[str, str, str, str]], machine: Machine) -> str:
     """Run `dot`, keep the `<svg>` element, and give each state, initial marker and edge its id, class and title."""
-    try:
-        raw = graphviz.Source(source).pipe(format="svg", encoding="utf-8", quiet=True)
-    except graphviz.ExecutableNotFound as err:
-        raise GraphError("graphviz's `dot` is not installed (Debian: apt-get install graphviz)") from err
-    except graphviz.CalledProcessError as err:
-        raise GraphError(f'graphviz could not draw machine "{machine.id}": {err}') from err
+    raw = _pipe(source, "svg", machine).decode("utf-8")
     start = raw.find("<svg")
     if start < 0:
         raise GraphError(f'graphviz drew no SVG for machine "{machine.id}"')
@@ -564,6 +578,17 @@ def _render(source: str, groups: dict[str, tuple[str, str, str, str]], machine: 
 
     svg = _TOKEN_GROUP.sub(name, svg)
     return _JAVASCRIPT.sub("javascript&#58;", svg)
+
+
+def _pipe(source: str, fmt: str, machine: Machine) -> bytes:
+    """`dot` run on the source, its output in `fmt` (svg, png)."""
+    try:
+        out: bytes = graphviz.Source(source).pipe(format=fmt, quiet=True)
+    except graphviz.ExecutableNotFound as err:
+        raise GraphError("graphviz's `dot` is not installed (Debian: apt-get install graphviz)") from err
+    except graphviz.CalledProcessError as err:
+        raise GraphError(f'graphviz could not draw machine "{machine.id}": {err}') from err
+    return out
 
 
 def _lit_template(svg: str, remember: bool = True) -> tuple[list[str], list[str]]:
