@@ -93,6 +93,7 @@ def child_machine_page(request: HttpRequest, name: str, invokes: str) -> HttpRes
         "machine": machine,
         "trail": trail,
         "states": state_details(machine),
+        "selected_state": request.GET.get("state", ""),
         "seats_text": machine.seats_text(machine.id),
         **graph_context(request, name, machine, invokes),
     }

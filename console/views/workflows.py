@@ -99,6 +99,7 @@ def _workflow_context(
         **graph_context(request, loaded.name, machine),
         seats_text=machine.seats_text(loaded.name),
         states=state_details(machine),
+        selected_state=request.GET.get("state", ""),
         menus=menus(machine),
         warnings=machine.warnings(),
         form=form if form is not None else schema_form(machine.door),

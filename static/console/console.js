@@ -20,13 +20,40 @@
     active.forEach(function (p) { var g = groupFor(p); if (g) g.classList.add("active"); });
   }
 
+  // The clicked state is marked on the graph (class "selected") and kept in the URL (?state=<dotted path>), so a
+  // reload, a link or the back button shows the same state; a redrawn graph (a fold) gets the mark again.
+  function markSelected(path) {
+    document.querySelectorAll("#graph g.selected").forEach(function (g) { g.classList.remove("selected"); });
+    var g = path === null ? null : groupFor(path);
+    if (g) {
+      g.classList.add("selected");
+      g.setAttribute("aria-current", "true");
+    }
+    return g;
+  }
+
+  function selectedPath() {
+    return new URL(window.location.href).searchParams.get("state");
+  }
+
   function stateClicks() {
     var graph = document.getElementById("graph");
     if (!graph) return;
+    if (markSelected(selectedPath())) {
+      var opened = document.getElementById("detail-" + selectedPath());
+      if (opened) opened.open = true;
+    }
+    document.addEventListener("jr2:graphdrawn", function () { markSelected(selectedPath()); });
     graph.addEventListener("click", function (event) {
+      if (event.target.closest(".fold-toggle, .child-machine")) return;
       var g = event.target.closest('g[id^="state-"]');
       if (!g) return;
-      var detail = document.getElementById("detail-" + g.id.slice("state-".length));
+      var path = g.id.slice("state-".length);
+      markSelected(path);
+      var url = new URL(window.location.href);
+      url.searchParams.set("state", path);
+      window.history.replaceState(window.history.state, "", url.toString());
+      var detail = document.getElementById("detail-" + path);
       if (detail) {
         detail.open = true;
         detail.scrollIntoView({ behavior: "smooth", block: "center" });

@@ -588,3 +588,28 @@ def test_workflows_and_runs_lists(page: Page, server: LiveServer) -> None:
     count = rows.count()
     assert count >= 1
     expect(rows.locator("td:nth-child(3) .badge")).to_have_text(["waiting"] * count)
+
+
+def test_the_clicked_state_is_marked_and_kept_in_the_url(page: Page, server: LiveServer) -> None:
+    """A click on a state marks it on the graph and puts it in the URL; a reload of that URL shows it again, with
+    its details open; another click moves the mark. The graph of triage, with its guards and its "from any state"
+    box, is saved as a screenshot."""
+    page.goto(f"{server.url}/workflows/triage/")
+    box = page.locator('#graph g[id="from-any-state"]')
+    expect(box).to_contain_text("from any state")
+    expect(page.locator("#graph svg")).to_contain_text("label [sent_by(desk)]")
+    state(page, "triaging.proposed").click()
+    expect(state(page, "triaging.proposed")).to_have_class(re.compile(r"\bselected\b"))
+    expect(page).to_have_url(re.compile(r"[?&]state=triaging\.proposed$"))
+    page.reload()
+    expect(state(page, "triaging.proposed")).to_have_class(re.compile(r"\bselected\b"))
+    expect(page.locator('details[id="detail-triaging.proposed"]')).to_have_attribute("open", "")
+    state(page, "labelled").click()
+    expect(state(page, "labelled")).to_have_class(re.compile(r"\bselected\b"))
+    expect(state(page, "triaging.proposed")).not_to_have_class(re.compile(r"\bselected\b"))
+    expect(page).to_have_url(re.compile(r"[?&]state=labelled$"))
+    image = page.locator("section.graph-panel").screenshot()
+    assert image.startswith(b"\x89PNG")
+    if os.environ.get("JR2_SCREENSHOTS") == "1":
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        (SHOTS / "graph-guards.png").write_bytes(image)
