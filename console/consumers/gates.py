@@ -28,7 +28,7 @@ Open = dict[int, tuple[str, str, str]]
 
 
 def read_open() -> Open:
-    rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE).values_list(
+    rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE, run__imported_from="").values_list(
         "pk", "workflow", "gate", "run_id"
     )
     return {pk: (workflow, gate, run) for pk, workflow, gate, run in rows}

@@ -79,7 +79,7 @@ class InboxItem:
 
 
 def open_gates(workflow: str = "", gate: str = "", order: str = "oldest") -> QuerySet[GateRecord]:
-    rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE)
+    rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE, run__imported_from="")
     if workflow:
         rows = rows.filter(workflow=workflow)
     if gate:
