@@ -613,3 +613,39 @@ def test_the_clicked_state_is_marked_and_kept_in_the_url(page: Page, server: Liv
     if os.environ.get("JR2_SCREENSHOTS") == "1":
         SHOTS.mkdir(parents=True, exist_ok=True)
         (SHOTS / "graph-guards.png").write_bytes(image)
+
+
+def test_replay_steps_swap_the_panes_without_a_reload_and_follow_the_arrow_keys(page: Page, server: LiveServer) -> None:
+    """Next, previous, a step of the list and ← → swap the replay's panes in place (the document is never
+    reloaded), each step's URL is kept, and the browser's back button goes to the step before."""
+    run_id = waiting_run(server, "Keys.")
+    reply_through_api(server, run_id, "Keyboard users.")
+    server.wait_for(run_id, "done")
+    page.goto(f"{server.url}/runs/{run_id}/replay/?step=1")
+    where = page.locator("#replay-controls")
+    total = int(page.locator("#step-slider").get_attribute("max") or 0)
+    expect(where).to_contain_text(f"step 1 of {total}")
+    mark_document(page)
+    page.get_by_role("link", name="next ▶").click()
+    expect(where).to_contain_text(f"step 2 of {total}")
+    expect(page).to_have_url(re.compile(r"\?step=2$"))
+    page.keyboard.press("ArrowRight")
+    expect(where).to_contain_text(f"step 3 of {total}")
+    expect(page).to_have_url(re.compile(r"\?step=3$"))
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    expect(where).to_contain_text(f"step 1 of {total}")
+    page.keyboard.press("ArrowLeft")  # nothing before the first step
+    page.wait_for_timeout(300)
+    expect(where).to_contain_text(f"step 1 of {total}")
+    page.locator("ol.steps li").filter(has_text="got reply").get_by_role("link").click()
+    expect(page.locator("#step-words")).to_contain_text("got reply")
+    expect(state(page, "writing.drafting")).to_have_class(ACTIVE)
+    page.locator("#step-slider").fill(str(total))
+    expect(where).to_contain_text(f"step {total} of {total}")
+    page.keyboard.press("ArrowRight")  # nothing after the last
+    page.wait_for_timeout(300)
+    expect(where).to_contain_text(f"step {total} of {total}")
+    same_document(page)
+    page.go_back()
+    expect(page.locator("#step-words")).to_contain_text("got reply")
