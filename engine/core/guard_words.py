@@ -53,14 +53,14 @@ def guard_text(guard: Any) -> str | None:
         return f"in({getattr(guard, 'state_value', '?')})"
     if isinstance(guard, types.LambdaType) and guard.__name__ == "<lambda>":
         return lambda_text(guard) or ANONYMOUS
-    name = getattr(guard, "__name__", None)
-    return name if isinstance(name, str) else type(guard).__name__
+    named: Any = getattr(guard, "__name__", None)
+    return named if isinstance(named, str) else type(guard).__name__
 
 
 def _params(params: Any) -> str:
     """`n=2, who="desk"`: each param's value as JSON (short and unambiguous); a callable as its name."""
     if callable(params):
-        return lambda_text(params) or getattr(params, "__name__", "params")
+        return lambda_text(params) or str(getattr(params, "__name__", "params"))
     if not isinstance(params, dict):
         return _value(params)
     return ", ".join(f"{key}={_value(value)}" for key, value in params.items())
