@@ -194,6 +194,7 @@ def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(
         "cancel",
         "replay",
         "fork",
+        "graph",
         "export",
         "import",
     ]
