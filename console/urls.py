@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.views import feeds, folds, forks, inbox, replay, runs, seats, workflows
+from console.views import feeds, folds, forks, inbox, onetap, replay, runs, seats, webhooks, workflows
 
 app_name = "console"
 urlpatterns = [
@@ -18,6 +18,10 @@ urlpatterns = [
     path("runs/import/", forks.import_runs, name="import"),
     path("gates/", inbox.inbox, name="gates"),
     path("gates/answer/", inbox.answer, name="gates-answer"),
+    path("gates/<int:record_id>/link/<str:token>/", onetap.gate_link, name="gate-link"),
+    path("webhooks/", webhooks.endpoints, name="webhooks"),
+    path("webhooks/<int:endpoint_id>/", webhooks.endpoint_log, name="webhook"),
+    path("webhooks/deliveries/<int:delivery_id>/again/", webhooks.send_again, name="webhook-again"),
     path("runs/<str:run_id>/", runs.run, name="run"),
     path("runs/<str:run_id>/gates/<path:gate>/", runs.answer_gate, name="answer"),
     path("runs/<str:run_id>/cancel/", runs.cancel_run, name="cancel"),

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils import timezone
 
-from engine.models import ApiToken, Run
+from engine.models import ApiToken, Run, WebhookEndpoint
+from engine.outbox import KINDS
 
 
 @admin.register(ApiToken)
@@ -41,3 +43,42 @@ class RunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class WebhookEndpointForm(forms.ModelForm):
+    """An endpoint as the admin edits it: its kinds checked against the list; its secret written, never shown."""
+
+    url = forms.URLField(max_length=500, assume_scheme="https", help_text="Where each delivery is POSTed.")
+    secret = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="The HMAC key of X-Jr2-Signature, at least 8 characters. Left empty, the current one is kept.",
+    )
+    events = forms.MultipleChoiceField(choices=[(k, k) for k in KINDS], widget=forms.CheckboxSelectMultiple)
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ("name", "url", "secret", "events", "slack", "active")
+
+    def clean_secret(self) -> str:
+        secret = str(self.cleaned_data.get("secret") or "")
+        if not secret and self.instance.pk:
+            return str(self.instance.secret)
+        if len(secret) < 8:
+            raise forms.ValidationError("a secret of at least 8 characters signs each body")
+        return secret
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(admin.ModelAdmin):
+    """Webhook endpoints; those of `JR2_WEBHOOKS` are listed too (source "settings") and kept from the setting.
+    The delivery log is in the Console (/webhooks/)."""
+
+    form = WebhookEndpointForm
+    list_display = ("__str__", "url", "source", "active", "slack", "created_at")
+    list_filter = ("source", "active")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and obj.source == WebhookEndpoint.Source.SETTINGS:
+            return False  # JR2_WEBHOOKS owns it: a change here would be undone at the next start
+        return super().has_change_permission(request, obj)

@@ -111,7 +111,16 @@ def _workspaces(environ: Mapping[str, str]) -> str:
     return str(Path(read(SETTING["JR2_SQLITE_PATH"], environ)).parent / "workspaces")
 
 
-GROUPS = ("The project", "Serving", "The database and the fleet", "Models", "Runs", "Security")
+GROUPS = (
+    "The project",
+    "Serving",
+    "The database and the fleet",
+    "Models",
+    "Runs",
+    "Reaching people",
+    "Security",
+    "Telemetry",
+)
 
 _CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
@@ -283,6 +292,65 @@ SETTINGS: tuple[Setting, ...] = (
         "Models",
     ),
     Setting(
+        "JR2_CLAIM_MINUTES",
+        "float",
+        15.0,
+        "How long a claim holds a Gate for the person who claimed it (minutes): meanwhile only they may answer it.",
+        "Runs",
+    ),
+    Setting(
+        "JR2_PUBLIC_URL",
+        "text",
+        "http://localhost:8000",
+        "The Console's address as people reach it: one-tap links and the links in webhooks start with it.",
+        "Reaching people",
+    ),
+    Setting("EMAIL_HOST", "text", "localhost", "The SMTP server Gate emails go through.", "Reaching people"),
+    Setting("EMAIL_PORT", "int", 25, "Its port.", "Reaching people"),
+    Setting("EMAIL_HOST_USER", "text", "", "The user to log in to it as, if it wants one.", "Reaching people"),
+    Setting("EMAIL_HOST_PASSWORD", "text", "", "That user's password.", "Reaching people"),
+    Setting("EMAIL_USE_TLS", "flag", False, "`1`: talk to it over STARTTLS.", "Reaching people"),
+    Setting("DEFAULT_FROM_EMAIL", "text", "jr2@localhost", "Who Gate emails are from.", "Reaching people"),
+    Setting(
+        "JR2_NOTIFY_DIGEST_MINUTES",
+        "float",
+        0.0,
+        "With a number of minutes, a person gets one email per period listing the Gates that opened for them, "
+        "instead of one per Gate. `0`: one email per Gate, at once.",
+        "Reaching people",
+    ),
+    Setting(
+        "JR2_LINK_HOURS",
+        "float",
+        72.0,
+        "How long a one-tap link in a Gate email lasts at most (hours); it ends with the Gate in any case.",
+        "Reaching people",
+    ),
+    Setting(
+        "JR2_WEBHOOKS",
+        "json",
+        [],
+        'Webhook endpoints, as a JSON list of `{"url": ..., "secret": ..., "events": [...]}` (and optionally '
+        '`"slack": true`); events are `gate.opened`, `gate.assigned`, `gate.claimed`, `gate.answered`, '
+        "`run.ended`. Endpoints can be listed in the admin too.",
+        "Reaching people",
+    ),
+    Setting(
+        "JR2_NOTIFY_RETRY_SECONDS",
+        "float",
+        5.0,
+        "The first wait before a failed webhook or email is tried again (seconds); each later wait doubles, up to "
+        "an hour.",
+        "Reaching people",
+    ),
+    Setting(
+        "JR2_NOTIFY_TRIES",
+        "int",
+        12,
+        "How many times a webhook or email is tried before it is marked failed (the Console can send it again).",
+        "Reaching people",
+    ),
+    Setting(
         "JR2_CSP",
         "text",
         _CSP,
@@ -310,6 +378,23 @@ SETTINGS: tuple[Setting, ...] = (
         "`1` behind a reverse proxy: the client's address is the last of X-Forwarded-For, and X-Forwarded-Proto "
         "says whether the request came over HTTPS.",
         "Security",
+    ),
+    Setting(
+        "JR2_OTEL",
+        "flag",
+        False,
+        "`1` turns tracing on with the SDK's defaults even without `OTEL_EXPORTER_OTLP_ENDPOINT` (which turns it on "
+        "too). Everything else is the standard `OTEL_*` variables: endpoint, headers, service name, "
+        "`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` for payloads.",
+        "Telemetry",
+    ),
+    Setting(
+        "JR2_METRICS_OPEN",
+        "flag",
+        False,
+        "`1` serves `/metrics` (Prometheus' text format) to anyone who can reach it; otherwise it needs "
+        "`Authorization: Bearer <API token>`.",
+        "Telemetry",
     ),
 )
 

@@ -29,6 +29,7 @@ __all__ = [
     "Seat",
     "RunInput",
     "GateRecord",
+    "GateAssignee",
     "RunMark",
     "RunText",
     "new_run_id",
@@ -429,6 +430,18 @@ class GateRecord(models.Model):
         default="",
         help_text="who answered it (a username), empty when unknown or not answered",
     )
+    answered_door = models.CharField(
+        max_length=20, blank=True, default="", help_text="the door the answer came in by: console, api, cli, mcp, link"
+    )
+    assign = models.JSONField(
+        null=True, blank=True, help_text='whom it is assigned to ("user:ann", "group:leads"); null: anyone'
+    )
+    assigned = models.BooleanField(default=False, help_text="it has an assign: only those named (and superusers)")
+    claimed_by = models.CharField(max_length=150, blank=True, default="", help_text="who holds its claim")
+    claimed_until = models.DateTimeField(null=True, blank=True, help_text="when that claim ends")
+    due_at = models.DateTimeField(
+        null=True, blank=True, help_text="when the Machine's `after` on its state fires (the inbox sorts by it)"
+    )
 
     class Meta:
         ordering = ["opened_at", "id"]
@@ -469,3 +482,28 @@ class RunText(models.Model):
     run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="text")
     input = models.TextField(blank=True, default="")
     output = models.TextField(blank=True, default="")
+
+
+class GateAssignee(models.Model):
+    """One name a Gate's opening is assigned to (a user or a group), so the inbox filters by who may answer."""
+
+    class Kind(models.TextChoices):
+        USER = "user"
+        GROUP = "group"
+
+    record = models.ForeignKey(GateRecord, on_delete=models.CASCADE, related_name="assignees")
+    kind = models.CharField(max_length=5, choices=Kind.choices)
+    name = models.CharField(max_length=150)
+
+    class Meta:
+        indexes = [models.Index(fields=["kind", "name"], name="gate_assignee_name")]
+        constraints = [models.UniqueConstraint(fields=["record", "kind", "name"], name="one_gate_assignee")]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+
+# The outbox of webhooks and emails, and one-tap links (engine/outbox.py), are models of this app too.
+from engine.outbox import Delivery, EmailNotice, GateLink, GateLinkUse, WebhookEndpoint  # noqa: E402
+
+__all__ += ["Delivery", "EmailNotice", "GateLink", "GateLinkUse", "WebhookEndpoint"]

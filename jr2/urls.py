@@ -8,6 +8,7 @@ from django.views.generic import RedirectView
 
 from console.views.login import LoginView, link_login
 from engine.web.api import api
+from engine.web.metrics import metrics_view
 
 
 @csrf_exempt
@@ -20,6 +21,7 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url="/static/console/favicon.svg", permanent=True)),
     path("api/", api.urls),
     re_path(r"^api/", api_not_found),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("login/<str:key>/", link_login, name="login-link"),

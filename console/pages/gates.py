@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from console.pages.forms import SchemaForm, check, schema_form
@@ -48,7 +48,7 @@ __all__ = [
     "SHOWN",
 ]
 
-ORDERS = ("oldest", "newest")
+ORDERS = ("oldest", "newest", "due")
 REJECTING = ("reject", "deny", "decline", "refuse", "withdraw")
 MAX_BATCH = 100
 SHOWN = 200
@@ -84,6 +84,8 @@ def open_gates(workflow: str = "", gate: str = "", order: str = "oldest") -> Que
         rows = rows.filter(workflow=workflow)
     if gate:
         rows = rows.filter(gate=gate)
+    if order == "due":  # the soonest due first; Gates with no timer after them, oldest first
+        return rows.order_by(F("due_at").asc(nulls_last=True), "opened_at", "id")
     return rows.order_by("-opened_at" if order == "newest" else "opened_at", "id")
 
 

@@ -52,6 +52,8 @@ class GateView:
     #: are none to show.
     files: list[tuple[str, str]] = field(default_factory=list)
     files_note: str = ""
+    #: When the Machine's `after` on the Gate's state fires (ms since the epoch), or None.
+    due: float | None = None
 
 
 @dataclass
@@ -122,6 +124,7 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
                 forms if answering else [],
                 shown,
                 note,
+                gate.due,
             )
         )
     active = list(view.active)

@@ -6,13 +6,24 @@ place and at 10 s in another); one function each keeps every page, command and r
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = ["brief", "duration_text", "validation_lines", "validation_text", "error_text", "exception_text"]
+__all__ = [
+    "DOORS",
+    "door_words",
+    "clock_text",
+    "brief",
+    "duration_text",
+    "validation_lines",
+    "validation_text",
+    "error_text",
+    "exception_text",
+]
 
 #: (unit, how many ms it holds, the largest value shown in it before the next unit)
 _UNITS = (("ms", 1.0, 1000.0), ("s", 1000.0, 60.0), ("min", 60_000.0, 120.0), ("h", 3_600_000.0, float("inf")))
@@ -29,6 +40,28 @@ def duration_text(ms: float | None) -> str:
         if shown < limit:
             return f"{shown:g} {unit}"
     raise AssertionError("the last unit has no limit")
+
+
+#: The doors an answer or a cancel comes in by, and their words: what the journal's `door` holds.
+DOORS: dict[str, str] = {
+    "console": "in the Console",
+    "api": "through the API",
+    "cli": "from the CLI",
+    "mcp": "over MCP",
+    "link": "by a one-tap link",
+}
+
+
+def door_words(door: str | None) -> str:
+    """Which door an input came in by, in words: `through the API`; an unknown door by its name."""
+    return DOORS.get(door or "", f"by {door}" if door else "by an unknown door")
+
+
+def clock_text(seconds: float | None) -> str:
+    """A moment (seconds since the epoch) as people read it, in UTC: `2026-12-02 07:15 UTC`; `—` for none."""
+    if seconds is None:
+        return "—"
+    return dt.datetime.fromtimestamp(float(seconds), tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def validation_lines(err: ValidationError, whole: str = "(input)") -> list[str]:

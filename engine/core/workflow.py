@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
+from engine.core.assignment import refuse_assign
 from engine.core.errors import MachineError
 from engine.core.events import EventDef
 from engine.core.refusals import MachineWarning, refuse, warnings_for
@@ -110,6 +111,7 @@ class Machine:
         self.parties: dict[StateNode, Party | None] = {n: party_of(n, self.slots, self.id) for n in self.nodes}
         self.keys: list[OnKey] = on_keys(self.nodes, self.parties)
         refuse(self.id, self.nodes, self.slots, self.events, self.keys, self.parties)
+        refuse_assign(self.id, self.nodes, self.slots)
         self._bind_answers()
         senders: dict[tuple[StateNode, str], set[tuple[str, str]]] = {}
         self._seats = derive_seats(self.id, self.nodes, self.parties, self.keys, self.events, senders)

@@ -21,15 +21,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from engine.core.journal.entries import GateAnswer
+from django.conf import settings
+
+from engine.core.journal.entries import Claim, GateAnswer
 from engine.core.outputs import EffectRequested, TurnStarted
 from engine.core.session import PendingEffect, Session
 from engine.core.text import without_nul
 from engine.core.workflow import Machine
-from engine.models import EffectRecord
-from engine.runtime import faults, relay, store
+from engine.models import EffectRecord, Run
+from engine.runtime import faults, relay, store, telemetry
+from engine.runtime.claims import claims_json, claims_of
 from engine.runtime.conversation import Conversation
 from engine.runtime.effects import EffectOutcome, run_effect
+from engine.runtime.outboxing import Outboxed
 from engine.runtime.plan import (
     Books,
     CancelEffect,
@@ -121,7 +125,12 @@ class RunDriver:
         self.seq = seq
         self.snapshot_seq = snapshot_seq
         #: The open Turns, the conversations and the seats (engine/runtime/plan.py keeps them in step).
-        self.books = Books(workflow, seats=dict(resume.seats if resume is not None else seats or {}))
+        self.books = Books(
+            workflow,
+            seats=dict(resume.seats if resume is not None else seats or {}),
+            claims=claims_of(resume.run.view) if resume is not None else {},
+            claim_minutes=float(getattr(settings, "JR2_CLAIM_MINUTES", 15.0)),
+        )
         self.effects: dict[str, asyncio.Task[None]] = {}
         self.inbox: asyncio.Queue[Item | None] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
@@ -134,6 +143,8 @@ class RunDriver:
         #: The view last committed: the next step's search and inbox records are what changed since.
         self.committed_view: dict[str, Any] = dict(resume.run.view or {}) if resume is not None else {}
         self._relayed: set[int] = set()
+        #: Spans and metrics, told after each commit (engine/runtime/telemetry/).
+        self.telemetry = telemetry.for_run(run_id, workflow, machine.id)
 
     @property
     def loops(self) -> dict[str, Loop]:
@@ -178,6 +189,7 @@ class RunDriver:
         ops = self._take_deferred() + list(ops)
         if ops:
             updated = await self.host.db(store.write, self.run_id, ops, self.host.owner)
+            self.telemetry.committed(self.seq + 1, [], ops, self.committed_view, self.status)
             self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated)
 
     def defer(self, ops: list[store.Op]) -> None:
@@ -231,6 +243,7 @@ class RunDriver:
         plan.ops.append(
             indexed(self.workflow, self.committed_view, fields, entries, plan.ops, door=create.get("input"))
         )
+        plan.ops.append(Outboxed(self.workflow, {}, fields["view"], fields["status"], 1, entries))
         updated = await self.host.db(
             store.commit,
             store.Step(
@@ -246,6 +259,7 @@ class RunDriver:
         )
         self.committed_view = fields["view"]
         self.seq = self.snapshot_seq = len(entries)
+        self.telemetry.committed(1, entries, plan.ops, self.committed_view, self.status)
         if session.status == "active" and lease is not None:
             self.host.drivers[self.run_id] = self  # only now: the lease is in the row, so a renewal keeps it
             self.start()
@@ -255,7 +269,10 @@ class RunDriver:
         )
 
     def _run_fields(self, status: str) -> dict[str, Any]:
-        view = build_view(self.session, self.visited, self.books.players(), self.books.seats)
+        gates = [gate.id for gate in self.session.gates]
+        held = claims_json(self.books.claims, gates, wall_ms() / 1000)
+        self.books.claims = {gate: claim for gate, claim in self.books.claims.items() if gate in held}
+        view = build_view(self.session, self.visited, self.books.players(), self.books.seats, held)
         self.visited.update(view["visited"])
         return run_fields(self.session, status, view)
 
@@ -322,11 +339,17 @@ class RunDriver:
         updated = None
         if entries or plan.ops:
             plan.ops.append(indexed(self.workflow, self.committed_view, fields, entries, plan.ops))
+            plan.ops.append(
+                Outboxed(
+                    self.workflow, self.committed_view, fields["view"], status, first, entries, self.status in Run.LIVE
+                )
+            )
             updated = await self.host.db(
                 store.commit, store.Step(self.run_id, first, entries, fields, snapshot, plan.ops, owner=self.host.owner)
             )
             self.committed_view = fields["view"]
             faults.after_commit(entries)
+            self.telemetry.committed(first, entries, plan.ops, self.committed_view, status)
         del session.journal[:]
         self.seq = last
         if snapshot is not None:
@@ -344,7 +367,7 @@ class RunDriver:
                 status,
                 last,
                 updated,
-                gates=gates_after != gates_before or any(isinstance(e, GateAnswer) for e in entries),
+                gates=gates_after != gates_before or any(isinstance(e, (GateAnswer, Claim)) for e in entries),
             )
 
     # -- after a commit ------------------------------------------------------------------------------------------
@@ -483,4 +506,5 @@ class RunDriver:
             if item is not None and not item.future.done():
                 item.future.set_result(ended(self.session, item.kind))
         await self.write([])
+        self.telemetry.forget()
         self.host.forget(self)

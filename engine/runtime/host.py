@@ -38,11 +38,13 @@ from engine.core.session import Session, SessionError
 from engine.core.statechart.clock import SimulatedClock
 from engine.core.workflow import Machine
 from engine.models import Run
-from engine.runtime import forks, relay, store
+from engine.runtime import forks, relay, store, telemetry
+from engine.runtime.courier import Courier
 from engine.runtime.driver import RunDriver, wall_ms
 from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
 from engine.runtime.notify import notify
 from engine.runtime.plan import run_fields
+from engine.runtime.telemetry.resume import resumed_steps
 from engine.runtime.view import build_view, run_status
 
 __all__ = ["Host", "HostError", "RunNotHosted", "NoHostAnswered", "current_host", "ROLES"]
@@ -95,6 +97,8 @@ class Host:
         self.ready = asyncio.Event()
         self._releasing: set[asyncio.Task[None]] = set()
         self._stopped = False
+        #: Sends the outbox's webhooks and emails (a driving host only).
+        self.courier = Courier(self)
 
     @property
     def drives(self) -> bool:
@@ -108,6 +112,7 @@ class Host:
         restart at once, others' once their leases expire) and keeps looking for more."""
         global _current
         _current = self
+        await self.courier.prepare()
         if self.drives:
             await self._claim(mine=True)
             loop = asyncio.get_running_loop()
@@ -115,6 +120,7 @@ class Host:
                 loop.create_task(self._renew(), name="jr2 lease renewal"),
                 loop.create_task(self._rounds(), name="jr2 claims and relayed inputs"),
                 loop.create_task(self._listen(), name="jr2 host wake-ups"),
+                loop.create_task(self.courier.run(), name="jr2 webhooks and emails"),
             ]
         self.ready.set()
 
@@ -247,8 +253,14 @@ class Host:
             return
         await relay.send(self, run_id, "offer", {"agent": agent, "event": event, "params": params})
 
-    async def cancel(self, run_id: str) -> None:
-        await self.deliver(run_id, "cancel")
+    async def cancel(self, run_id: str, by: str | None = None, door: str | None = None, reason: str = "") -> None:
+        """Cancel a run; the journal's entry says who cancelled it, through which door, and why (when given)."""
+        await self.deliver(run_id, "cancel", by=by, door=door, reason=reason)
+
+    async def claim(self, run_id: str, gate: str, action: str, by: str, door: str | None = None) -> Any:
+        """Claim an open Gate for `by`, release their claim, or break anyone's (engine/runtime/claims.py): the
+        Delivery that says whether it took."""
+        return await self.deliver(run_id, "claim", gate=gate, action=action, by=by, door=door)
 
     async def take_seat(self, run_id: str, agent: str, user: tuple[int, str] | None) -> str:
         """A person takes an Agent's seat in a run (`user`: user id and name), or gives it back (None)."""
@@ -375,6 +387,9 @@ class Host:
             resume=resume,
         )
         self.drivers[run_id] = driver
+        telemetry.takeover()
+        if driver.telemetry.book is not None:
+            driver.telemetry.resumed(*await self.db(resumed_steps, machine, run_id))
         driver.start(resumed=True)
         log.info("run %s (%s) taken up at journal entry %d", run_id, workflow, resume.run.seq)
 
@@ -402,7 +417,9 @@ class Host:
     def notify(
         self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None, gates: bool = False
     ) -> None:
-        """Tell viewers a run moved (engine/runtime/notify.py); the status goes out as its plain string."""
+        """Tell viewers a run moved (engine/runtime/notify.py); the status goes out as its plain string. The
+        courier wakes too: the step may have put webhooks or emails in the outbox."""
+        self.courier.wake()
         notify(run_id, workflow, str(status), seq, updated.isoformat() if updated is not None else "", gates=gates)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.journal.entries import Entry, GateAnswer, Pick
-from engine.models import GateRecord, RunMark, RunText
+from engine.models import GateAssignee, GateRecord, RunMark, RunText
 from engine.runtime.store import Op
 
 __all__ = ["Indexed", "index_import", "words", "TAKEN_PICKS", "answered_gates"]
@@ -97,7 +97,12 @@ class Indexed(Op):
         for gate in (was - set(after)) | (set(answered) & was):
             entry = answered.get(gate)
             GateRecord.objects.filter(run_id=run_id, gate=gate, closed_at=None).update(
-                closed_at=now, event=entry.event if entry else "", answered_by=(entry.by or "") if entry else ""
+                closed_at=now,
+                event=entry.event if entry else "",
+                answered_by=(entry.by or "") if entry else "",
+                answered_door=(entry.door or "") if entry else "",
+                claimed_by="",
+                claimed_until=None,
             )
         opened = (set(after) - was) | (set(answered) & set(after))
         if opened:
@@ -109,10 +114,45 @@ class Indexed(Op):
                     state=after[gate].get("path") or after[gate].get("state", ""),
                     accepts=list(after[gate].get("accepts", ())),
                     meta=after[gate].get("meta") or {},
+                    assign=after[gate].get("assign"),
+                    assigned=after[gate].get("assign") is not None,
                     opened_at=now,
+                    due_at=_due_at(after[gate].get("due")),
                 )
                 for gate in sorted(opened)
             )
+            _assignees(run_id, [gate for gate in sorted(opened) if after[gate].get("assign")])
+        self._claims(run_id, set(after) - (was - set(after)))
+
+    def _claims(self, run_id: str, open_now: set[str]) -> None:
+        """The claims the step changed, on the open Gates' records."""
+        was, now = self.before.get("claims") or {}, self.after.get("claims") or {}
+        for gate in open_now:
+            if was.get(gate) == now.get(gate):
+                continue
+            held = now.get(gate)
+            GateRecord.objects.filter(run_id=run_id, gate=gate, closed_at=None).update(
+                claimed_by=held["by"] if held else "",
+                claimed_until=dt.datetime.fromtimestamp(held["until"], tz=dt.UTC) if held else None,
+            )
+
+
+def _due_at(ms: Any) -> dt.datetime | None:
+    """A Gate's due time (ms since the epoch in the view) as the inbox sorts by it."""
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC) if isinstance(ms, (int, float)) else None
+
+
+def _assignees(run_id: str, gates: list[str]) -> None:
+    """The names each newly opened, assigned Gate is assigned to, one row each (read back by id: bulk_create
+    leaves the ids unset on some databases)."""
+    if not gates:
+        return
+    found = GateRecord.objects.filter(run_id=run_id, gate__in=gates, closed_at=None).values_list("id", "assign")
+    GateAssignee.objects.bulk_create(
+        GateAssignee(record_id=record_id, kind=kind, name=name)
+        for record_id, assign in found
+        for kind, _, name in (item.partition(":") for item in assign or ())
+    )
 
 
 def index_import(
@@ -146,6 +186,7 @@ def index_import(
             closed_at=when,
             event=entry.event,
             answered_by=entry.by or "",
+            answered_door=entry.door or "",
         )
         for entry, when in entries
         if isinstance(entry, GateAnswer)
@@ -158,8 +199,12 @@ def index_import(
             state=gate.get("path") or gate.get("state", ""),
             accepts=list(gate.get("accepts", ())),
             meta=gate.get("meta") or {},
+            assign=gate.get("assign"),
+            assigned=gate.get("assign") is not None,
             opened_at=at,
+            due_at=_due_at(gate.get("due")),
         )
         for gate in view.get("gates", ())
     ]
     GateRecord.objects.bulk_create(records)
+    _assignees(run_id, [gate["id"] for gate in view.get("gates", ()) if gate.get("assign")])

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from engine.core.journal.entries import EffectStarted, Entry, GateAnswer
+from engine.core.journal.entries import Cancel, EffectStarted, Entry, GateAnswer
 from engine.core.outputs import (
     AllowedChanged,
     Delivery,
@@ -39,7 +39,8 @@ from engine.core.outputs import (
 from engine.core.prompts import WORKSPACE_BRIEFING
 from engine.core.session import PendingEffect, Session
 from engine.models import EffectRecord, TurnRecord
-from engine.runtime import store
+from engine.runtime import claims, store
+from engine.runtime.claims import Held
 from engine.runtime.conversation import Conversation
 from engine.runtime.errors import SeatError
 from engine.runtime.index import Indexed
@@ -168,6 +169,10 @@ class Books:
     conversations: dict[str, Conversation] = field(default_factory=dict)
     latest: dict[str, str] = field(default_factory=dict)
     seats: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: The claims on open Gates, by Gate id (engine/runtime/claims.py).
+    claims: dict[str, Held] = field(default_factory=dict)
+    #: How long a claim holds (minutes): `JR2_CLAIM_MINUTES`.
+    claim_minutes: float = 15.0
 
     def new_conversation(self, base: str, agent: str | None = None) -> Conversation:
         """A fresh conversation; with `agent`, the one that Agent's next Turn that continues reads (a reroll)."""
@@ -316,12 +321,27 @@ def apply_input(
     host_entries: list[Entry] = []
     result = _apply(session, books, kind, args, plan, now, host_entries)
     entries = session.journal[mark:] + host_entries
-    if kind == "gate" and args.get("by"):
+    if kind == "gate" and (args.get("by") or args.get("door")):
         entries = [
-            dataclasses.replace(e, by=str(args["by"])) if isinstance(e, GateAnswer) and e.gate == args["gate"] else e
+            dataclasses.replace(e, by=_text(args.get("by")), door=_text(args.get("door")))
+            if isinstance(e, GateAnswer) and e.gate == args["gate"]
+            else e
+            for e in entries
+        ]
+    if kind == "cancel":
+        entries = [
+            dataclasses.replace(
+                e, by=_text(args.get("by")), door=_text(args.get("door")), reason=_text(args.get("reason"))
+            )
+            if isinstance(e, Cancel)
+            else e
             for e in entries
         ]
     return result, entries
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value else None
 
 
 def _apply(
@@ -346,7 +366,17 @@ def _apply(
         _pick_records(books, args.get("turn", ""), args.get("call", ""), result, plan)
         return result
     if kind == "gate":
+        claimed = claims.refusal(books.claims, args["gate"], args.get("by"), now / 1000)
+        if claimed is not None:
+            return claimed
         return session.send_gate(args["gate"], args["event"], args.get("params"), at=now)
+    if kind == "claim":
+        delivery, entry = claims.apply_claim(
+            books.claims, [gate.id for gate in session.gates], args, now / 1000, books.claim_minutes
+        )
+        if entry is not None:
+            host_entries.append(dataclasses.replace(entry, at=session.now))
+        return delivery
     if kind == "effect_done":
         plan.ops.append(
             store.EffectChanged(args["effect"], EffectRecord.Status.DONE, args.get("value"), args.get("duration_ms"))

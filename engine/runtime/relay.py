@@ -34,7 +34,7 @@ log = logging.getLogger("engine.runtime")
 #: The channel layer group every run-driving host listens on, to hear of new runs and new inputs at once.
 HOSTS_GROUP = "jr2-hosts"
 #: What may be relayed: the outside inputs a web process hands to a run.
-RELAYED_KINDS = frozenset({"gate", "cancel", "seat", "offer"})
+RELAYED_KINDS = frozenset({"gate", "cancel", "seat", "offer", "claim"})
 
 _FIRST_POLL, _LAST_POLL = 0.005, 0.1
 

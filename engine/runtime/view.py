@@ -21,11 +21,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.core.session import Session
+from engine.core.session import Gate, Session
 from engine.models import Run
 from engine.runtime.players import Player
 
-__all__ = ["build_view", "run_status", "as_json", "RunView", "GateView", "TurnNow", "Outstanding", "EffectNow"]
+__all__ = [
+    "build_view",
+    "run_status",
+    "as_json",
+    "RunView",
+    "GateView",
+    "TurnNow",
+    "Outstanding",
+    "EffectNow",
+    "ClaimNow",
+]
 
 
 def run_status(session: Session, seated: Iterable[str] = ()) -> Run.Status:
@@ -41,17 +51,22 @@ def run_status(session: Session, seated: Iterable[str] = ()) -> Run.Status:
 
 
 def build_view(
-    session: Session, visited: Iterable[str], players: Mapping[str, Player], seats: Mapping[str, tuple[int, str]]
+    session: Session,
+    visited: Iterable[str],
+    players: Mapping[str, Player],
+    seats: Mapping[str, tuple[int, str]],
+    claims: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The view of the run as `session` has it. `visited` is every state the run was in before (the active ones
-    are added), `players` who plays each open Turn (by Turn id) and `seats` who holds each Agent's seat."""
+    are added), `players` who plays each open Turn (by Turn id), `seats` who holds each Agent's seat and `claims`
+    who holds each claimed Gate until when (engine/runtime/claims.py)."""
     active = session.active_paths
-    return {
+    view = {
         "value": session.value,
         "active": active,
         "visited": sorted(set(visited) | set(active)),
         "context": as_json(session.context),
-        "gates": [gate.to_json() for gate in session.gates],
+        "gates": [_gate_json(session, gate) for gate in session.gates],
         "turns": [
             {
                 "id": t.id,
@@ -71,6 +86,19 @@ def build_view(
         "next_due": session.next_due(),
         "seats": {agent: name for agent, (_, name) in seats.items()},
     }
+    if claims:
+        view["claims"] = {gate: dict(held) for gate, held in claims.items()}
+    return view
+
+
+def _gate_json(session: Session, gate: Gate) -> dict[str, Any]:
+    """An open Gate as the view has it, with `due`: when the Machine's `after` on its state fires (ms since the
+    epoch on the host's clock), when one is set."""
+    data = gate.to_json()
+    due = session.gate_due(gate.id)
+    if due is not None:
+        data["due"] = due
+    return data
 
 
 def as_json(value: Any) -> Any:
@@ -90,25 +118,42 @@ class GateView:
     path: str
     accepts: tuple[str, ...]
     meta: Mapping[str, Any]
+    #: Whom it is assigned to ("user:ann", "group:editors"), or None: anyone who may answer Gates.
+    assign: tuple[str, ...] | None = None
+    assign_error: str = ""
+    #: When the Machine's `after` on the Gate's state (or above it) fires, in ms since the epoch; None: no timer.
+    due: float | None = None
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> GateView:
+        assign = data.get("assign")
+        due = data.get("due")
         return cls(
             str(data.get("id", "")),
             str(data.get("state", "")),
             str(data.get("path", "")),
             tuple(data.get("accepts") or ()),
             dict(data.get("meta") or {}),
+            tuple(assign) if assign is not None else None,
+            str(data.get("assign_error") or ""),
+            float(due) if isinstance(due, (int, float)) else None,
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "id": self.id,
             "state": self.state,
             "path": self.path,
             "accepts": list(self.accepts),
             "meta": dict(self.meta),
         }
+        if self.assign is not None:
+            data["assign"] = list(self.assign)
+        if self.assign_error:
+            data["assign_error"] = self.assign_error
+        if self.due is not None:
+            data["due"] = self.due
+        return data
 
 
 @dataclass(frozen=True)
@@ -181,6 +226,21 @@ class EffectNow:
 
 
 @dataclass(frozen=True)
+class ClaimNow:
+    """A claim on an open Gate as committed: who holds it, until when (seconds since the epoch)."""
+
+    by: str
+    until: float
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> ClaimNow:
+        return cls(str(data.get("by", "")), float(data.get("until") or 0))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"by": self.by, "until": self.until}
+
+
+@dataclass(frozen=True)
 class RunView:
     """A committed view, typed (see the module docstring)."""
 
@@ -193,6 +253,7 @@ class RunView:
     effects: tuple[EffectNow, ...] = ()
     next_due: float | None = None
     seats: Mapping[str, str] = field(default_factory=dict)
+    claims: Mapping[str, ClaimNow] = field(default_factory=dict)
 
     @classmethod
     def of(cls, view: Mapping[str, Any] | None) -> RunView:
@@ -208,6 +269,7 @@ class RunView:
             effects=tuple(EffectNow.of(e) for e in view.get("effects") or ()),
             next_due=view.get("next_due"),
             seats=dict(view.get("seats") or {}),
+            claims={str(g): ClaimNow.of(c) for g, c in (view.get("claims") or {}).items()},
         )
 
     @property
@@ -222,13 +284,18 @@ class RunView:
         """The Agent's open Turn, or None when it has none."""
         return next((turn for turn in self.turns if turn.agent == agent), None)
 
+    def claim(self, gate_id: str, now: float) -> ClaimNow | None:
+        """The claim on the Gate that has not ended by `now` (seconds since the epoch), or None."""
+        held = self.claims.get(gate_id)
+        return held if held is not None and held.until > now else None
+
     def holder(self, agent: str) -> str | None:
         """The username of the person holding the Agent's seat, or None when its model plays it."""
         return self.seats.get(agent)
 
     def to_json(self) -> dict[str, Any]:
         """The view as `build_view` wrote it."""
-        return {
+        view: dict[str, Any] = {
             "value": self.value,
             "active": list(self.active),
             "visited": list(self.visited),
@@ -239,3 +306,6 @@ class RunView:
             "next_due": self.next_due,
             "seats": dict(self.seats),
         }
+        if self.claims:
+            view["claims"] = {gate: held.to_json() for gate, held in self.claims.items()}
+        return view

@@ -12,8 +12,10 @@ changes something, and on reads unless `JR2_OPEN_READS` is on. A token carries i
 
 from __future__ import annotations
 
+import datetime as dt
 import hmac
 import math
+import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -35,8 +37,10 @@ from engine.runtime.registry import workflows
 from engine.runtime.view import RunView
 from engine.web import ratelimit
 from engine.web import search as run_search
+from engine.web.answering import answer_refusal, door_of, is_operator
 from engine.web.api_schemas import (
     RATE_LIMITED,
+    ClaimOut,
     Created,
     ExportOut,
     Forked,
@@ -421,7 +425,18 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
                     "schema": event.json_schema() if event else None,
                 }
             )
-        gates.append({"id": gate.id, "state": gate.path or gate.state, "meta": dict(gate.meta), "events": events})
+        held = view.claim(gate.id, time.time())
+        gates.append(
+            {
+                "id": gate.id,
+                "state": gate.path or gate.state,
+                "meta": dict(gate.meta),
+                "events": events,
+                "assign": list(gate.assign) if gate.assign is not None else None,
+                "claim": None if held is None else {"by": held.by, "until": _iso(held.until)},
+                "due": None if gate.due is None else _iso(gate.due / 1000),
+            }
+        )
     return {
         "id": run.id,
         "workflow": run.workflow,
@@ -567,6 +582,9 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
                 f"{', '.join(open_gates) or 'none'})",
             )
         raise HttpError(404, f'run {run_id} has no open Gate "{gate}" (open Gates: {", ".join(open_gates) or "none"})')
+    refused = await sync_to_async(answer_refusal)(request.user, run.view, gate)
+    if refused is not None:
+        raise HttpError(*refused)
     body = _json_body(request)
     if not isinstance(body, dict) or not isinstance(body.get("type"), str):
         raise HttpError(
@@ -578,11 +596,13 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
     host = await _host()
     try:
         delivery = await host.deliver(
-            run_id, "gate", gate=gate, event=event, params=body, by=request.user.get_username()
+            run_id, "gate", gate=gate, event=event, params=body, by=request.user.get_username(), door=door_of(request)
         )
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
     if delivery.outcome == "refused":
+        if delivery.code == "claimed":
+            raise HttpError(409, f"{delivery.error}; nothing was delivered")
         if delivery.code == "no-gate":
             raise HttpError(
                 409,
@@ -610,15 +630,91 @@ async def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     await sync_to_async(require)(request, "cancel_run", "cancel runs")
     run = await sync_to_async(_run)(run_id)
     _refuse_imported(run, "it cannot be cancelled")
+    body = _json_body(request)
+    reason = body.get("reason", "") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or set(body) - {"reason"} or not isinstance(reason, str) or len(reason) > 2000:
+        raise HttpError(
+            400, 'the body is empty or {"reason": "<why, in words, at most 2000 characters>"}; nothing was cancelled'
+        )
     if not run.live:
         raise HttpError(409, f"run {run_id} has already ended ({run.status})")
     host = await _host()
     try:
-        await host.cancel(run_id)
+        await host.cancel(run_id, by=request.user.get_username(), door=door_of(request), reason=reason.strip())
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
     status = await sync_to_async(lambda: Run.objects.values_list("status", flat=True).get(id=run_id))()
     return {"outcome": "cancelled", "run": run_id, "status": status}
+
+
+@api.post(
+    "/runs/{run_id}/gates/{path:gate}/claim",
+    auth=WRITE,
+    response={200: ClaimOut, **errors(401, 403, 404, 409, 429, 503)},
+    openapi_extra=RATE_LIMITED,
+    summary="Claim an open Gate: for JR2_CLAIM_MINUTES only the caller may answer it (claiming again extends it)",
+)
+async def claim_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str, Any]:
+    await sync_to_async(require)(request, "answer_gate", "claim Gates")
+    run = await sync_to_async(_open_gate_run)(run_id, gate)
+    refused = await sync_to_async(answer_refusal)(request.user, run.view, gate)
+    if refused is not None:
+        raise HttpError(*refused)
+    return await _claim(request, run_id, gate, "claim")
+
+
+@api.delete(
+    "/runs/{run_id}/gates/{path:gate}/claim",
+    auth=WRITE,
+    response={200: ClaimOut, **errors(401, 403, 404, 409, 429, 503)},
+    openapi_extra=RATE_LIMITED,
+    summary="Release your claim on a Gate; an operator (engine.cancel_run) breaks anyone's",
+)
+async def release_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str, Any]:
+    await sync_to_async(require)(request, "answer_gate", "release claims on Gates")
+    run = await sync_to_async(_open_gate_run)(run_id, gate)
+    held = RunView.of(run.view).claim(gate, time.time())
+    mine = held is None or held.by == request.user.get_username()
+    if not mine and not await sync_to_async(is_operator)(request.user):
+        raise HttpError(
+            403,
+            f'Gate "{gate}" is claimed by {held.by if held else "nobody"}; only they may release it, and only an '
+            "operator (the permission engine.cancel_run) may break it",
+        )
+    return await _claim(request, run_id, gate, "release" if mine else "break")
+
+
+async def _claim(request: HttpRequest, run_id: str, gate: str, action: str) -> dict[str, Any]:
+    host = await _host()
+    user = request.user.get_username()
+    try:
+        delivery = await host.claim(run_id, gate, action, user, door=door_of(request))
+    except RunNotHosted as err:
+        raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
+    if delivery.outcome == "refused":
+        status = {"no-gate": 404, "ended": 409, "claimed": 409, "not-claimed": 409}.get(delivery.code, 400)
+        raise HttpError(status, f"{delivery.error}; nothing changed")
+    held = await sync_to_async(lambda: RunView.of(Run.objects.get(id=run_id).view).claim(gate, time.time()))()
+    words = {"claim": "claimed", "release": "released", "break": "broken"}[action]
+    if held is None or action != "claim":
+        return {"outcome": words, "run": run_id, "gate": gate, "by": None, "until": None}
+    return {"outcome": words, "run": run_id, "gate": gate, "by": held.by, "until": _iso(held.until)}
+
+
+def _iso(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).isoformat()
+
+
+def _open_gate_run(run_id: str, gate: str) -> Run:
+    """The run, refused unless it is live and `gate` is open in it."""
+    run = _run(run_id)
+    _refuse_imported(run, "its Gates cannot be claimed here")
+    if not run.live:
+        raise HttpError(409, f"run {run_id} has ended ({run.status}); its Gates are closed")
+    open_gates = RunView.of(run.view).gate_ids
+    if gate not in open_gates:
+        raise HttpError(404, f'run {run_id} has no open Gate "{gate}" (open Gates: {", ".join(open_gates) or "none"})')
+    return run
 
 
 # -- forks, export and import ----------------------------------------------------------------------------------

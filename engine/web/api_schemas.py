@@ -19,6 +19,7 @@ __all__ = [
     "Error",
     "Created",
     "Outcome",
+    "ClaimOut",
     "RunRow",
     "RunPage",
     "WorkflowOut",
@@ -55,6 +56,18 @@ class Outcome(Schema):
     outcome: str
     run: str
     status: str
+
+
+class ClaimOut(Schema):
+    outcome: str = Field(description="claimed, released or broken")
+    run: str
+    gate: str
+    by: str | None = Field(None, description="who holds the Gate now (null once released or broken)")
+    until: str | None = Field(None, description="when the claim ends, ISO 8601 (null once released or broken)")
+
+
+class CancelBody(Schema):
+    reason: str = Field("", max_length=2000, description="why the run is cancelled, in words (optional)")
 
 
 class RunRow(Schema):
@@ -108,11 +121,23 @@ with warnings.catch_warnings():
         schema: dict[str, Any] | None = Field(...)  # type: ignore[assignment]
 
 
+class GateClaimOut(Schema):
+    by: str
+    until: str = Field(description="when the claim ends, ISO 8601")
+
+
 class GateOut(Schema):
     id: str
     state: str | None
     meta: Any
     events: list[GateEventOut]
+    assign: list[str] | None = Field(
+        None, description='whom the Gate is assigned to ("user:<name>", "group:<name>"); null: anyone who may answer'
+    )
+    claim: GateClaimOut | None = Field(None, description="who holds the Gate's claim now, if anyone")
+    due: str | None = Field(
+        None, description="when the Machine's `after` on the Gate's state fires, ISO 8601; null: no timer is set"
+    )
 
 
 class RunOut(Schema):

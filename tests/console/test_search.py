@@ -128,7 +128,7 @@ def test_a_state_is_found_named_as_the_pages_show_it_or_below_its_machine(client
 
 def test_an_unknown_workflow_or_state_is_said_in_words(client: Client, runs: dict[str, str]) -> None:
     for query, words in {
-        "workflow=nope": 'workflow: there is no workflow "nope" and no run of one (workflows: code_review, notes',
+        "workflow=nope": 'workflow: there is no workflow "nope" and no run of one (workflows: code_review, ',
         "not_workflow=nope": 'not_workflow: there is no workflow "nope"',
         "in=notes.nowhere": 'in: no workflow has a state "notes.nowhere" and no run was ever in one',
         "passed=nowhere": 'passed: no workflow has a state "nowhere"',

@@ -249,7 +249,8 @@ def test_run_input_errors_are_one_line_and_exit_2(live: LiveServer, tmp_path: Pa
     unknown = live.jr2("run", "nope", "--input", "{}")
     assert unknown.returncode == 2
     assert (
-        only_line(unknown.stderr) == 'jr2 run: 404: no workflow "nope" (workflows: code_review, notes, release, triage)'
+        only_line(unknown.stderr)
+        == 'jr2 run: 404: no workflow "nope" (workflows: code_review, escalation, notes, release, triage)'
     )
     with live.client() as client:
         assert client.get("/api/runs").json()["count"] == before  # nothing was started

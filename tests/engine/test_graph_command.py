@@ -57,8 +57,8 @@ def test_mermaid_and_dot(folder: Path) -> None:
 def test_an_unknown_workflow_or_format_is_one_line_and_exit_2(folder: Path) -> None:
     done = jr2(folder, "nope")
     assert done.returncode == 2 and done.stdout == b""
-    assert done.stderr.decode().strip() == (
-        f'jr2 graph: no workflow "nope" in {folder} (workflows: code_review, notes, release, triage)'
-    )
+    names = ", ".join(sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")))
+    assert done.stderr.decode().strip() == f'jr2 graph: no workflow "nope" in {folder} (workflows: {names})'
+
     bad = jr2(folder, "notes", "--format", "gif")
     assert bad.returncode == 2 and b"invalid choice: 'gif'" in bad.stderr

@@ -17,6 +17,7 @@ from engine.core.journal.entries import (
     ROOT_KINDS,
     Advance,
     Cancel,
+    Claim,
     EffectStarted,
     Entry,
     Fork,
@@ -47,14 +48,27 @@ def test_every_recorded_entry_goes_in_and_out_byte_for_byte(name: str, journal: 
 
 def test_the_recorded_journals_hold_every_kind_but_a_fault() -> None:
     kinds = {entry["kind"] for _, journal in _journals() for entry in journal}
-    assert kinds == set(KINDS) - {"fault", "effect_failed"}
+    assert kinds == set(KINDS) - {"fault", "effect_failed", "claim"}  # claims came after the fixtures
 
 
 def test_the_kind_tables_are_the_types() -> None:
     assert ROOT_KINDS == {"start", "fork"}
-    assert HOST_KINDS == {"effect_started"}
+    assert HOST_KINDS == {"effect_started", "claim"}
     assert INPUT_KINDS == {"pick", "gate", "effect_done", "effect_failed", "advance", "fault", "cancel"}
     assert all(cls.kind == kind for kind, cls in KINDS.items())
+
+
+def test_a_claim_and_its_words() -> None:
+    claim = Claim(gate="review", action="claim", by="ann", until=1796000000.0, door="api", at=5.0)
+    assert Entry.from_json(claim.to_json()) == claim
+    assert claim.describe() == "ann claimed the Gate review until 2026-11-30 00:53 UTC (through the API)"
+    broken = Claim(gate="review", action="break", by="ops", holder="ann", door="console")
+    assert broken.describe() == "ops broke ann's claim on the Gate review (in the Console)"
+    assert Claim(gate="review", action="release", by="ann").describe() == "ann released the Gate review"
+    cancel = Cancel(by="ann", door="cli", reason="wrong input")
+    assert cancel.describe() == "the run was cancelled by ann (from the CLI): wrong input"
+    answer = GateAnswer(gate="g", event="reply", params={"text": "ok"}, by="bo", door="link")
+    assert answer.describe() == 'the Gate g got reply {text: "ok"} from bo (by a one-tap link)'
 
 
 def test_fields_the_entry_does_not_know_are_kept_and_null_fields_that_are_written_stay() -> None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from engine.core.words import brief, duration_text, error_text
+from engine.core.words import brief, clock_text, door_words, duration_text, error_text
 
 __all__ = [
     "Entry",
@@ -35,6 +35,7 @@ __all__ = [
     "Advance",
     "Fault",
     "Cancel",
+    "Claim",
     "JournalError",
     "KINDS",
     "ROOT_KINDS",
@@ -172,9 +173,12 @@ class GateAnswer(Entry):
     at: float = 0.0
     out: str | None = None
     by: str | None = None
+    door: str | None = None
 
     def describe(self, slots: Mapping[str, str] | None = None) -> str:
-        return f"the Gate {self.gate} got {self.event} {brief(self.params or {})}"
+        by = f" from {self.by}" if self.by else ""
+        door = f" ({door_words(self.door)})" if self.door else ""
+        return f"the Gate {self.gate} got {self.event} {brief(self.params or {})}{by}{door}"
 
 
 def _effect_name(effect: str, slots: Mapping[str, str] | None) -> str:
@@ -260,21 +264,53 @@ class Fault(Entry):
 
 @dataclass(frozen=True, kw_only=True)
 class Cancel(Entry):
-    """The run was cancelled (and, written by the host, by whom)."""
+    """The run was cancelled (and, written by the host, by whom, through which door, and why)."""
 
     kind: ClassVar[str] = "cancel"
     at: float = 0.0
     out: str | None = None
     by: str | None = None
+    door: str | None = None
+    reason: str | None = None
 
     def describe(self, slots: Mapping[str, str] | None = None) -> str:
-        return "the run was cancelled" + (f" by {self.by}" if self.by else "")
+        by = f" by {self.by}" if self.by else ""
+        door = f" ({door_words(self.door)})" if self.door else ""
+        why = f": {self.reason}" if self.reason else ""
+        return f"the run was cancelled{by}{door}{why}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Claim(Entry):
+    """A person claimed an open Gate until `until` (seconds since the epoch), released their claim, or an operator
+    broke someone's (`holder`). A host's mark: claims say who may answer, and change nothing in the Session."""
+
+    kind: ClassVar[str] = "claim"
+    host: ClassVar[bool] = True
+    required: ClassVar[tuple[str, ...]] = ("gate", "action", "by")
+    gate: str
+    #: "claim", "release" or "break".
+    action: str
+    by: str
+    until: float | None = None
+    holder: str | None = None
+    door: str | None = None
+    at: float = 0.0
+
+    def describe(self, slots: Mapping[str, str] | None = None) -> str:
+        door = f" ({door_words(self.door)})" if self.door else ""
+        if self.action == "release":
+            return f"{self.by} released the Gate {self.gate}{door}"
+        if self.action == "break":
+            return f"{self.by} broke {self.holder or 'a'}'s claim on the Gate {self.gate}{door}"
+        until = f" until {clock_text(self.until)}" if self.until is not None else ""
+        return f"{self.by} claimed the Gate {self.gate}{until}{door}"
 
 
 #: Every kind of entry, by its JSON `kind`.
 KINDS: dict[str, type[Entry]] = {
     cls.kind: cls
-    for cls in (Start, Fork, Pick, GateAnswer, EffectStarted, EffectDone, EffectFailed, Advance, Fault, Cancel)
+    for cls in (Start, Fork, Pick, GateAnswer, EffectStarted, EffectDone, EffectFailed, Advance, Fault, Cancel, Claim)
 }
 #: The kinds a journal starts with.
 ROOT_KINDS: frozenset[str] = frozenset(kind for kind, cls in KINDS.items() if cls.root)

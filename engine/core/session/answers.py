@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.core.assignment import ASSIGN
+from engine.core.assignment import resolve as resolve_assign
 from engine.core.outputs import (
     AllowedChanged,
     GateClosed,
@@ -124,12 +126,17 @@ class Parties:
         seat = session.machine.seat_of(node.id) if node is not None else None
         data = ref.input if isinstance(ref.input, Mapping) else {}
         meta = dict(data.get("meta") or {})
+        assign, assign_error = resolve_assign(data, session.statechart_snapshot.context)
+        if assign is not None and data.get(ASSIGN) is not None and not isinstance(data.get(ASSIGN), list):
+            ref.input = {**data, ASSIGN: list(assign)}  # a callable's answer, so the snapshot holds data
         gate = Gate(
             ref.id,
             node.id if node is not None else "",
             state_path(session.machine.id, node) if node else "",
             seat.events if seat is not None else (),
             plain(meta),
+            assign,
+            assign_error,
         )
         self.gates[ref.id] = gate
         session.emit(GateOpened(gate.id, gate.path, gate.accepts, gate.meta))

@@ -79,13 +79,31 @@ class Gate:
     path: str
     accepts: tuple[str, ...]
     meta: dict[str, Any]
+    #: Whom it is assigned to ("user:<name>", "group:<name>"); None when it has no `assign` (engine/core/assignment.py).
+    assign: tuple[str, ...] | None = None
+    #: Why its `assign` callable gave no list of names (then only superusers may answer it).
+    assign_error: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "state": self.state, "path": self.path, "accepts": list(self.accepts), "meta": self.meta}
+        data = {"id": self.id, "state": self.state, "path": self.path, "accepts": list(self.accepts), "meta": self.meta}
+        if self.assign is not None:
+            data["assign"] = list(self.assign)
+        if self.assign_error:
+            data["assign_error"] = self.assign_error
+        return data
 
     @classmethod
     def restored(cls, data: Mapping[str, Any]) -> Gate:
-        return cls(data["id"], data["state"], data["path"], tuple(data["accepts"]), dict(data["meta"]))
+        assign = data.get("assign")
+        return cls(
+            data["id"],
+            data["state"],
+            data["path"],
+            tuple(data["accepts"]),
+            dict(data["meta"]),
+            tuple(assign) if assign is not None else None,
+            str(data.get("assign_error") or ""),
+        )
 
 
 @dataclass

@@ -71,6 +71,24 @@ class RunReading:
         due.extend(self.nest.next_due())
         return min(due) if due else None
 
+    @routed
+    def gate_due(self, gate_id: str) -> float | None:
+        """When an `after` of the Gate's state, or of a state above it, fires (on the Session's clock), the soonest
+        one; None when no such timer is set. It is the Machine's own timer, read from the snapshot, so the due time
+        a page shows is the moment the run moves on (an escalation, a rejection), never a copy that could drift."""
+        gate = self.parties.gates.get(gate_id)
+        node = self.invoke_nodes.get(gate_id) if gate is not None else None
+        if node is None:
+            return None
+        timers = self.statechart_snapshot.timers
+        due = [
+            timer.started_at + timer.delay
+            for state in (node, *node.ancestors)
+            for after in state.after
+            if (timer := timers.get(after.event_type or "")) is not None and timer.started_at is not None
+        ]
+        return min(due) if due else None
+
     # -- reading the run -----------------------------------------------------------------------------------
 
     @property
