@@ -358,7 +358,7 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
 
 def measure_graph(args: argparse.Namespace) -> list[dict[str, Any]]:
     from bench.graph import big_machine
-    from console.pages import graph
+    from engine.runtime import graph
 
     machine = big_machine()
     folds = graph.collapsible(machine)

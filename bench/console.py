@@ -342,9 +342,9 @@ def measure_page(args: argparse.Namespace) -> dict[str, Any]:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from console.pages import graph
     from console.pages import regions as live
     from console.pages.runview import run_page
+    from engine.runtime import graph
 
     notes, turns = scribe_plan(args.messages, args.lap)
     run_id = make_scribe_run(notes, args.lap)

@@ -58,8 +58,8 @@ if str(ROOT) not in sys.path:  # `python bench/graph.py` as well as `python -m b
 
 from bench.common import finish  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
-from console.pages.graph import clear_cache, lit_svg, machine_svg, state_paths  # noqa: E402
 from engine import Machine, agent, define_event, effect, fail, jr2_setup  # noqa: E402
+from engine.runtime.graph import clear_cache, lit_svg, machine_svg, state_paths  # noqa: E402
 
 
 class WrongResult(AssertionError):
@@ -450,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def clear_keys(machines: list[Machine]) -> None:
     """Make these Machine objects forget their cache key, as new objects would (the drawing stays cached)."""
-    from console.pages import graph
+    from engine.runtime import graph
 
     for machine in machines:
         graph._keys.pop(machine, None)

@@ -23,6 +23,7 @@ urlpatterns = [
     path("", workflows.home, name="home"),
     path("workflows/<str:name>/", workflows.workflow, name="workflow"),
     path("workflows/<str:name>/graph.svg", workflows.workflow_graph, name="workflow-graph"),
+    path("workflows/<str:name>/graph.<str:fmt>", workflows.workflow_graph_export, name="workflow-graph-export"),
     path("workflows/<str:name>/runs/", workflows.start_run, name="start"),
     path("workflows/<str:name>/simulate/", simulate.simulate_page, name="simulate"),
     path("workflows/<str:name>/graph/folds/", folds.graph_folds, name="graph-folds"),

@@ -32,7 +32,7 @@ Open = dict[int, tuple[str, str, str, tuple[str, ...] | None, str, dt.datetime |
 
 
 def read_open() -> Open:
-    rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE).values_list(
+    rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE, run__imported_from="").values_list(
         "pk", "workflow", "gate", "run_id", "assigned", "assign", "claimed_by", "claimed_until"
     )
     return {

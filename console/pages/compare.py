@@ -48,17 +48,26 @@ class Step:
 
 @dataclass(frozen=True)
 class Row:
-    step: int
+    step: int  # the row's place in the alignment (1, 2, ...): never shown, the journal's numbers are
     a: Step | None
     b: Step | None
     differs: tuple[str, ...]  # the parts that differ (PARTS), or ("missing",)
     first: bool = False
 
+    @property
+    def label(self) -> str:
+        """The row's step as the run page and replay number it, the journal entry's seq: `step 3`, or `A's step
+        3, B's step 4` when the two runs' journals number it apart (time that fired nothing, a fork's start)."""
+        sides = [(side, s) for side, s in (("A", self.a), ("B", self.b)) if s is not None]
+        if len(sides) == 2 and sides[0][1].seq == sides[1][1].seq:
+            return f"step {sides[0][1].seq}"
+        return ", ".join(f"{side}'s step {s.seq}" for side, s in sides)
+
 
 @dataclass(frozen=True)
 class Comparison:
     rows: tuple[Row, ...]
-    first: int | None  # the aligned step of the first difference
+    first: int | None  # the row (Row.step) of the first difference; its words name the journal's step
     verdict: str
     notes: tuple[str, ...] = ()
 
@@ -146,7 +155,7 @@ def align(a: list[Step], b: list[Step]) -> Comparison:
         verdict = f"same ({len(rows)} step{'s' if len(rows) != 1 else ''})"
     else:
         row = rows[first - 1]
-        verdict = f"first difference at step {first}: " + _difference_words(row)
+        verdict = f"first difference at {row.label}: " + _difference_words(row)
     return Comparison(tuple(rows), first, verdict)
 
 

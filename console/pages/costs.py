@@ -29,11 +29,11 @@ from django.db.models.expressions import Case, When
 from django.db.models.functions import Left, StrIndex
 from django.http import QueryDict
 
-from console.pages.graph import heat_level, overlay_svg
 from console.pages.links import query_with
 from engine.core.words import duration_text as fmt_ms
 from engine.core.workflow import Machine
 from engine.models import EffectRecord, ModelCall, Run, TurnRecord
+from engine.runtime.graph import heat_level, overlay_svg
 
 __all__ = [
     "StateCost",

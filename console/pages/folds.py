@@ -14,9 +14,9 @@ from typing import Any
 from django.http import Http404, HttpRequest
 from django.urls import reverse
 
-from console.pages import graph
 from engine.core.workflow import Machine
 from engine.models import Run
+from engine.runtime import graph
 from engine.runtime.view import RunView
 
 __all__ = ["SESSION_KEY", "folds_key", "folds_for", "child_machine", "graph_context"]

@@ -34,6 +34,7 @@ def fork_page(run: Run, step_text: str) -> dict[str, Any]:
         "context_text": "",
         "answer": "",
         "answer_input": "{}",
+        "open_turns": [],
     }
     machine = machine_of(run.workflow)
     if machine is None or machine.digest != run.digest:
@@ -70,6 +71,8 @@ def fork_page(run: Run, step_text: str) -> dict[str, Any]:
             }
             for gate in session.gates
         ],
+        # A Turn open after the step keeps the prompt it was given, built from the context before any edit.
+        open_turns=[{"id": turn.id, "agent": turn.agent, "path": turn.path} for turn in session.turns],
     )
     if session.status != "active":
         page["errors"].append(f"after step {step} the run had already ended ({session.status}); pick an earlier step")

@@ -86,7 +86,7 @@ class InboxItem:
 def open_gates(
     workflow: str = "", gate: str = "", order: str = "oldest", who: str = "", answerer: Answerer | None = None
 ) -> QuerySet[GateRecord]:
-    rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE)
+    rows = GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE, run__imported_from="")
     if who and answerer is not None:
         rows = mine(rows, answerer, who)
     if workflow:

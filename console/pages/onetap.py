@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.pages.gates import EventForm, event_forms
-from console.pages.graph import lit_svg, machine_svg
 from console.pages.runview import machine_of
 from engine.models import GateRecord, Run
+from engine.runtime.graph import lit_svg, machine_svg
 from engine.runtime.view import RunView
 
 __all__ = ["LinkPage", "link_page"]

@@ -13,9 +13,9 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from console.access import can
-from console.pages.cache import LRU
 from console.pages.runview import run_page
 from engine.models import Run
+from engine.runtime.cache import LRU
 
 __all__ = ["REGIONS", "Regions", "permission_flags", "render_regions", "run_regions", "live_counts", "workflow_stats"]
 

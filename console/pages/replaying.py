@@ -8,7 +8,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from console.pages import graph
 from console.pages.conversation import conversation_lines
 from console.pages.runview import machine_of
 from engine.core.journal.replay import describe, replay
@@ -16,6 +15,7 @@ from engine.core.journal.trace import start_session
 from engine.core.session import HOST_KINDS, Session, SessionError
 from engine.core.workflow import Machine
 from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage
+from engine.runtime import graph
 
 __all__ = ["Step", "steps_of", "session_at", "replay_page"]
 

@@ -14,11 +14,11 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from console.pages import graph
 from console.pages.forms import SchemaForm
 from engine.core.journal.entries import Advance, EffectDone, EffectFailed, Entry, Fault, GateAnswer, Pick
 from engine.core.simulation import Offer, Plan, PlanError, Simulation, simulate
 from engine.core.workflow import Machine
+from engine.runtime import graph
 
 __all__ = ["SESSION_KEY", "plan_of", "keep_plan", "forget_plan", "offer_form", "entry_for", "sim_page", "KINDS"]
 

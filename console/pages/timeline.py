@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from console.pages.cache import LRU
 from engine.core.journal.entries import Advance, Entry, GateAnswer
 from engine.core.journal.replay import brief, describe
 from engine.core.journal.trace import numbered, trace, trace_on
 from engine.core.session import Session, SessionError
 from engine.core.words import duration_text
 from engine.core.workflow import Machine
+from engine.runtime.cache import LRU
 
 __all__ = [
     "Bar",

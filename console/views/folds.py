@@ -16,10 +16,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from console.access import readers_only
-from console.pages import graph
 from console.pages.folds import SESSION_KEY, child_machine, folds_for, folds_key, graph_context
 from console.pages.states import state_details
 from engine.models import Run
+from engine.runtime import graph
 from engine.runtime.registry import workflows
 
 __all__ = ["graph_folds", "child_machine_page"]
@@ -93,6 +93,7 @@ def child_machine_page(request: HttpRequest, name: str, invokes: str) -> HttpRes
         "machine": machine,
         "trail": trail,
         "states": state_details(machine),
+        "selected_state": request.GET.get("state", ""),
         "seats_text": machine.seats_text(machine.id),
         **graph_context(request, name, machine, invokes),
     }

@@ -62,7 +62,11 @@ def _context(request: HttpRequest, filters: dict[str, str], errors: list[str]) -
     count = rows.count()
     items = inbox_items(rows.select_related("run")[:SHOWN], answering, answerer)
     kinds = sorted(
-        set(GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE).values_list("workflow", "gate"))
+        set(
+            GateRecord.objects.filter(closed_at=None, run__status__in=Run.LIVE, run__imported_from="").values_list(
+                "workflow", "gate"
+            )
+        )
     )
     return {
         "items": items,

@@ -24,6 +24,7 @@ from console.pages.folds import graph_context
 from console.pages.forms import EVENT_FIELD, SchemaForm, check, schema_form
 from console.pages.links import query_with
 from console.pages.regions import run_regions
+from console.pages.runlist import run_rows
 from console.pages.runview import RunPage, gate_key, machine_of, run_page
 from console.pages.search_form import search_context
 from console.views.feeds import deep_link
@@ -50,7 +51,7 @@ def runs(request: HttpRequest) -> HttpResponse:
         page = min(max(int(request.GET.get("page", "1")), 1), pages)
     except ValueError:
         page = 1
-    shown = rows.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    shown = run_rows(rows.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])
     statuses = dict(Run.objects.values_list("status").annotate(n=Count("id")))
     return render(
         request,

@@ -16,20 +16,28 @@ from django.views.decorators.http import require_POST
 
 import engine
 from console.access import can, needs, readers_only
-from console.pages import graph
 from console.pages.costs import cost_section
 from console.pages.folds import graph_context
 from console.pages.forms import SchemaForm, check, schema_form
 from console.pages.regions import live_counts
-from console.pages.states import state_details
+from console.pages.states import menus, state_details
 from engine.models import Run
+from engine.runtime import graph
 from engine.runtime.errors import NO_HOST
+from engine.runtime.exporting import graph_export
 from engine.runtime.host import current_host
 from engine.runtime.loader import Loaded
 from engine.runtime.registry import workflows
 from engine.web.hosting import ready_host
 
-__all__ = ["home", "workflow", "workflow_graph", "start_run"]
+__all__ = ["home", "workflow", "workflow_graph", "workflow_graph_export", "start_run"]
+
+#: The graph's exports: the file's extension -> its content type (`graph.svg` is `workflow_graph`).
+EXPORTS = {
+    "png": "image/png",
+    "mmd": "text/vnd.mermaid; charset=utf-8",
+    "dot": "text/vnd.graphviz; charset=utf-8",
+}
 
 
 @readers_only
@@ -91,10 +99,8 @@ def _workflow_context(
         **graph_context(request, loaded.name, machine),
         seats_text=machine.seats_text(loaded.name),
         states=state_details(machine),
-        menus=[
-            (agent, machine.agents[agent].model if agent in machine.agents else "", machine.menu(agent))
-            for agent in machine.menus()
-        ],
+        selected_state=request.GET.get("state", ""),
+        menus=menus(machine),
         warnings=machine.warnings(),
         form=form if form is not None else schema_form(machine.door),
         can_start=can(request.user, "start"),
@@ -120,6 +126,21 @@ def workflow_graph(request: HttpRequest, name: str) -> HttpResponse:
     if machine is None:
         raise Http404(f'workflow "{name}" did not load')
     return HttpResponse(graph.machine_svg(machine), content_type="image/svg+xml; charset=utf-8")
+
+
+@readers_only
+def workflow_graph_export(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
+    """The graph as PNG, Mermaid (`stateDiagram-v2`) or DOT, downloaded as `<workflow>.<fmt>`; any other extension
+    is a 404 that names the ones there are."""
+    if fmt not in EXPORTS:
+        raise Http404(f'no graph format "{fmt}": the graph exports as graph.svg, graph.png, graph.mmd and graph.dot')
+    machine = _workflow(name).machine
+    if machine is None:
+        raise Http404(f'workflow "{name}" did not load')
+    body: bytes | str = graph_export(machine, {"mmd": "mermaid"}.get(fmt, fmt))
+    response = HttpResponse(body, content_type=EXPORTS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
 
 
 @require_POST

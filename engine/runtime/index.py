@@ -18,7 +18,7 @@ from engine.core.journal.entries import Entry, GateAnswer, Pick
 from engine.models import GateAssignee, GateRecord, RunMark, RunText
 from engine.runtime.store import Op
 
-__all__ = ["Indexed", "words", "TAKEN_PICKS", "answered_gates"]
+__all__ = ["Indexed", "index_import", "words", "TAKEN_PICKS", "answered_gates"]
 
 #: The outcomes of a pick that mean the Machine took its event ("unmoved" picks are journaled but took nothing).
 TAKEN_PICKS = ("answered", "outstanding", "ended")
@@ -153,3 +153,58 @@ def _assignees(run_id: str, gates: list[str]) -> None:
         for record_id, assign in found
         for kind, _, name in (item.partition(":") for item in assign or ())
     )
+
+
+def index_import(
+    run_id: str,
+    workflow: str,
+    view: Mapping[str, Any],
+    door: Any,
+    output: Any,
+    journal: Iterable[tuple[Mapping[str, Any], dt.datetime]],
+    agents: Iterable[str],
+    at: dt.datetime,
+) -> None:
+    """The search and inbox records of an imported run, written at import from what the file holds (the steps
+    that wrote them ran elsewhere): the states it is in and passed, the events it took, its Agents, its words, a
+    closed Gate record per Gate answer in its journal, and an open one per Gate its view still has open. `journal`
+    is each entry's JSON with its time; `at` the run's last write, when its open Gates were last seen open."""
+    entries = [(Entry.from_json(data), when) for data, when in journal]
+    marks = [RunMark(run_id=run_id, kind=RunMark.Kind.IN, name=name) for name in set(view.get("active", ()))]
+    marks += [RunMark(run_id=run_id, kind=RunMark.Kind.PASSED, name=name) for name in set(view.get("visited", ()))]
+    marks += [RunMark(run_id=run_id, kind=RunMark.Kind.EVENT, name=n) for n in taken_events(e for e, _ in entries)]
+    marks += [RunMark(run_id=run_id, kind=RunMark.Kind.AGENT, name=name) for name in set(agents)]
+    RunMark.objects.bulk_create(marks, ignore_conflicts=True)
+    RunText.objects.create(run_id=run_id, input=words(door), output=words(output))
+    records = [
+        GateRecord(
+            run_id=run_id,
+            workflow=workflow,
+            gate=entry.gate,
+            state="",
+            opened_at=when,
+            closed_at=when,
+            event=entry.event,
+            answered_by=entry.by or "",
+            answered_door=entry.door or "",
+        )
+        for entry, when in entries
+        if isinstance(entry, GateAnswer)
+    ]
+    records += [
+        GateRecord(
+            run_id=run_id,
+            workflow=workflow,
+            gate=gate["id"],
+            state=gate.get("path") or gate.get("state", ""),
+            accepts=list(gate.get("accepts", ())),
+            meta=gate.get("meta") or {},
+            assign=gate.get("assign"),
+            assigned=gate.get("assign") is not None,
+            opened_at=at,
+            due_at=_due_at(gate.get("due")),
+        )
+        for gate in view.get("gates", ())
+    ]
+    GateRecord.objects.bulk_create(records)
+    _assignees(run_id, [gate["id"] for gate in view.get("gates", ()) if gate.get("assign")])

@@ -38,6 +38,7 @@ from engine.models import (
     TurnRecord,
     new_run_id,
 )
+from engine.runtime.index import index_import
 
 __all__ = ["FORMAT", "VERSION", "RunExport", "ExchangeError", "export_run", "import_run", "schema"]
 
@@ -281,6 +282,16 @@ def import_run(data: Any, user_id: int | None = None) -> Run:
             ModelCall(run_id=run_id, turn_id=rows[c.turn], **c.model_dump(exclude={"turn"})) for c in export.model_calls
         )
         EffectRecord.objects.bulk_create(EffectRecord(run_id=run_id, **e.model_dump()) for e in export.effects)
+        index_import(
+            run_id,
+            original.workflow,
+            original.view or {},
+            original.input,
+            original.output,
+            [(e.entry, e.at) for e in export.journal],
+            [t.agent for t in export.turns],
+            original.updated_at,
+        )
     return Run.objects.get(id=run_id)
 
 

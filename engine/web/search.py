@@ -7,7 +7,9 @@ rows a page has loaded.
 Each filter takes comma-separated values and matches a run that has any of them; its `not_` twin drops the runs
 that have any of them. Different filters all apply. `text` is one phrase (commas included), matched case-
 insensitively in the door input's and the output's values; `after` and `before` bound the start time (ISO dates or
-times; without a zone, the server's).
+times; without a zone, the server's). A state is named as the run pages show it (`notes.writing.asking`) or below
+its Machine (`writing.asking`); a workflow or state no Workflow has and no run had is an error in words
+(engine/web/search_names.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from engine.models import GateRecord, Run, RunMark, RunText
+from engine.web.search_names import STATE_FILTERS, state_match, unknown_names
 
 __all__ = ["FILTERS", "Search", "parse"]
 
@@ -81,6 +84,8 @@ def _match(name: str, values: list[str]) -> Q:
     if name == "text":
         needle = values[0].casefold()
         return Q(id__in=RunText.objects.filter(Q(input__contains=needle) | Q(output__contains=needle)).values("run_id"))
+    if name in STATE_FILTERS:
+        return state_match(name, values)
     return Q(id__in=RunMark.objects.filter(kind=name, name__in=values).values("run_id"))
 
 
@@ -121,6 +126,7 @@ def parse(params: Mapping[str, Any]) -> Search:
                 setattr(search, key, moment)
     if search.after and search.before and search.after >= search.before:
         search.errors.append("after must be earlier than before")
+    search.errors.extend(unknown_names(search.values))
     return search
 
 

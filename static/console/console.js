@@ -20,13 +20,40 @@
     active.forEach(function (p) { var g = groupFor(p); if (g) g.classList.add("active"); });
   }
 
+  // The clicked state is marked on the graph (class "selected") and kept in the URL (?state=<dotted path>), so a
+  // reload, a link or the back button shows the same state; a redrawn graph (a fold) gets the mark again.
+  function markSelected(path) {
+    document.querySelectorAll("#graph g.selected").forEach(function (g) { g.classList.remove("selected"); });
+    var g = path === null ? null : groupFor(path);
+    if (g) {
+      g.classList.add("selected");
+      g.setAttribute("aria-current", "true");
+    }
+    return g;
+  }
+
+  function selectedPath() {
+    return new URL(window.location.href).searchParams.get("state");
+  }
+
   function stateClicks() {
     var graph = document.getElementById("graph");
     if (!graph) return;
+    if (markSelected(selectedPath())) {
+      var opened = document.getElementById("detail-" + selectedPath());
+      if (opened) opened.open = true;
+    }
+    document.addEventListener("jr2:graphdrawn", function () { markSelected(selectedPath()); });
     graph.addEventListener("click", function (event) {
+      if (event.target.closest(".fold-toggle, .child-machine")) return;
       var g = event.target.closest('g[id^="state-"]');
       if (!g) return;
-      var detail = document.getElementById("detail-" + g.id.slice("state-".length));
+      var path = g.id.slice("state-".length);
+      markSelected(path);
+      var url = new URL(window.location.href);
+      url.searchParams.set("state", path);
+      window.history.replaceState(window.history.state, "", url.toString());
+      var detail = document.getElementById("detail-" + path);
       if (detail) {
         detail.open = true;
         detail.scrollIntoView({ behavior: "smooth", block: "center" });
@@ -34,14 +61,42 @@
     });
   }
 
+  // Replay (templates/console/replay/_panes.html): a step is fetched with htmx and only the panes are swapped, the
+  // URL kept in the history; the slider, play and the arrow keys (← previous, → next) go the same way.
+  var playTimer = null;
+  var keyTarget = null;  // the step the arrow keys last asked for, until it is shown
+  var bound = new WeakSet();  // the sliders whose controls are bound (a restored page brings new ones)
+
+  function replayStep(url) {
+    if (!window.htmx) { window.location.assign(url.toString()); return; }
+    window.htmx.ajax("GET", url.toString(), { target: "#replay-panes", select: "#replay-panes", swap: "outerHTML show:none" })
+      .then(function () {
+        // as htmx writes its own entries, so that back and forward restore these steps too
+        window.history.pushState({ htmx: true }, "", url.toString());
+        var panes = document.getElementById("replay-panes");
+        replayControls();
+        if (keyTarget === null || !panes) return;
+        if (String(keyTarget) === panes.dataset.step) {
+          keyTarget = null;
+        } else {
+          // a key pressed while this step was on its way (htmx drops a second request to the same panes): go on
+          var next = new URL(window.location.href);
+          next.searchParams.set("step", String(keyTarget));
+          replayStep(next);
+        }
+      });
+  }
+
   function replayControls() {
     var slider = document.getElementById("step-slider");
-    if (!slider) return;
+    if (playTimer !== null) { window.clearTimeout(playTimer); playTimer = null; }
+    if (!slider || bound.has(slider)) return;
+    bound.add(slider);  // once per swapped-in panes (afterSettle and replayStep may both get here)
     var url = new URL(window.location.href);
     slider.addEventListener("change", function () {
       url.searchParams.set("step", slider.value);
       url.searchParams.delete("play");
-      window.location.assign(url.toString());
+      replayStep(url);
     });
     var play = document.getElementById("play");
     var speed = document.getElementById("play-speed");
@@ -51,9 +106,10 @@
       play.textContent = "\u23F8 pause";
       var step = parseInt(slider.value, 10);
       if (step < parseInt(slider.max, 10)) {
-        window.setTimeout(function () {
+        playTimer = window.setTimeout(function () {
+          playTimer = null;
           url.searchParams.set("step", String(step + 1));
-          window.location.assign(url.toString());
+          replayStep(url);
         }, 1000 / parseFloat(playing));
       }
     }
@@ -64,14 +120,45 @@
         url.searchParams.set("play", speed.value);
         if (parseInt(slider.value, 10) >= parseInt(slider.max, 10)) url.searchParams.set("step", "1");
       }
-      window.location.assign(url.toString());
+      replayStep(url);
     });
+  }
+
+  // ← and → step the replay, unless a field has the keyboard or a modifier is held (the browser's own keys).
+  function replayKeys(event) {
+    if (!document.getElementById("replay-panes")) return;
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || event.defaultPrevented) return;
+    var field = event.target.closest && event.target.closest("input, textarea, select, [contenteditable]");
+    if (field && field.id !== "step-slider") return;
+    var link = event.key === "ArrowLeft" ? document.getElementById("step-prev")
+      : event.key === "ArrowRight" ? document.getElementById("step-next") : null;
+    if (!link) return;
+    event.preventDefault();
+    var panes = document.getElementById("replay-panes");
+    // keys pressed faster than the steps arrive count from the step last asked for, not the one shown
+    var step = keyTarget !== null ? keyTarget : parseInt(panes.dataset.step, 10);
+    var last = parseInt(panes.dataset.steps, 10);
+    if ((event.key === "ArrowLeft" && step <= 1) || (event.key === "ArrowRight" && step >= last)) return;
+    keyTarget = event.key === "ArrowLeft" ? step - 1 : step + 1;
+    var url = new URL(window.location.href);
+    url.searchParams.set("step", String(keyTarget));
+    url.searchParams.delete("play");
+    replayStep(url);
   }
 
   document.addEventListener("DOMContentLoaded", function () {
     applyLit();
     stateClicks();
     replayControls();
+    document.addEventListener("keydown", replayKeys);
+  });
+  // A boosted step link swapped the panes in: bind the new controls.
+  document.addEventListener("htmx:afterSettle", function () {
+    if (document.getElementById("replay-panes")) replayControls();
+  });
+  document.addEventListener("htmx:historyRestore", function () {
+    keyTarget = null;
+    if (document.getElementById("replay-panes")) replayControls();
   });
   document.addEventListener("htmx:oobAfterSwap", applyLit);
   document.addEventListener("htmx:wsAfterMessage", applyLit);

@@ -60,6 +60,15 @@
     });
   }
 
+  // "(2 of 9 collapsed)": counted again from the boxes after each "−" / "+", so it never goes stale.
+  function countFolds() {
+    var count = document.getElementById("fold-count");
+    var boxes = document.querySelectorAll('#graph-folds input[name="collapsed"]');
+    if (!count || !boxes.length) return;
+    var checked = Array.prototype.filter.call(boxes, function (b) { return b.checked; }).length;
+    count.textContent = "(" + checked + " of " + boxes.length + " collapsed)";
+  }
+
   function toggleFold(graph, path) {
     var body = new URLSearchParams({ toggle: path, machine: graph.dataset.machine || "",
                                      run: graph.dataset.run || "" });
@@ -76,6 +85,7 @@
       graph.innerHTML = svg;
       var box = document.querySelector('#graph-folds input[value="' + CSS.escape(path) + '"]');
       if (box) box.checked = !box.checked;
+      countFolds();
       decorate(graph);
       document.dispatchEvent(new CustomEvent("jr2:graphdrawn"));
     }).catch(function (error) {

@@ -4,6 +4,8 @@ fork lined up with its parent, the first difference marked; and the page."""
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 from typing import Any
 
 import pytest
@@ -35,6 +37,8 @@ def test_the_same_inputs_are_the_same_even_when_the_clocks_ticked_differently() 
     assert found.first is None and found.verdict == "same (4 steps)"
     assert [row.a.seq for row in found.rows if row.a] == [1, 2, 3, 4]
     assert [row.b.seq for row in found.rows if row.b] == [1, 3, 4, 5]
+    # each row is numbered as the run pages and replay number each run's steps: its journal entry
+    assert [row.label for row in found.rows] == ["step 1"] + [f"A's step {n}, B's step {n + 1}" for n in (2, 3, 4)]
 
 
 def test_the_first_difference_is_marked_with_the_parts_that_differ() -> None:
@@ -108,9 +112,13 @@ def test_the_compare_page_shows_a_fork_beside_its_parent_with_the_first_differen
     client = Client()
     client.force_login(observer)
     page = client.get(f"/runs/compare/?a={made['parent']}&b={made['fork']}").content.decode()
-    assert 'id="compare-verdict"' in page and "first difference at step 3" in page
+    verdict = html.unescape(page[page.index('id="compare-verdict"') :].split("</p>")[0])
     first = page[page.index('id="first-difference"') :]
     first = first[: first.index("</tr>")]
+    # one numbering: the verdict and the row name the steps as the run pages and replay do (their journal's #N)
+    a_seq, b_seq = re.findall(r'\?step=(\d+)">#\1<', first)
+    assert f"first difference at A's step {a_seq}, B's step {b_seq}: what came in" in verdict
+    assert f"A&#x27;s step {a_seq}, B&#x27;s step {b_seq}" in first
     assert "Admins" in first and "Ops" in first and "writing.asking got reply" in first
     assert client.get("/runs/compare/?a=nosuchrun&b=" + made["fork"]).status_code == 404
     assert "name two runs to compare" in client.get("/runs/compare/?a=x").content.decode()

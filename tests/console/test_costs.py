@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from console.pages import graph
 from console.pages.costs import StateCost, cost_table, fmt_ms, heat_of, percentile, sort_costs, state_costs, titles_of
-from console.pages.graph import heat_level, lit_svg, machine_svg, overlay_svg
 from console.pages.regions import run_regions
 from engine import Machine, agent, effect, jr2_setup
 from engine.models import EffectRecord, ModelCall, Run, TurnRecord
+from engine.runtime import graph
+from engine.runtime.graph import heat_level, lit_svg, machine_svg, overlay_svg
 from engine.runtime.host import Host
 from engine.runtime.providers import reset_providers
 from tests.console.conftest import NOTES_DOOR, SVG, ev, logged_in, state_groups, user_in

@@ -113,3 +113,14 @@ def test_a_bad_import_is_refused_in_words_and_changes_nothing(
     denied = logged_in(observer).post("/runs/import/", {"file": SimpleUploadedFile("y.json", b"{}")})
     assert denied.status_code == 403
     assert Run.objects.count() == count
+
+
+def test_the_fork_form_names_the_open_turns_that_keep_their_prompt(operator: Any, runs: dict[str, str]) -> None:
+    run_id = runs["waiting"]
+    page = logged_in(operator).get(f"/runs/{run_id}/fork/?step={asked(run_id)}").content.decode()
+    notice = page[page.index('id="fork-open-turns"') :]
+    notice = notice[: notice.index("</div>")]
+    assert "keep their prompt" in notice and "<strong>writer</strong> in <code>notes.writing</code>" in notice
+    assert "before your edit" in notice
+    triage = logged_in(operator).get(f"/runs/{runs['triage']}/fork/?step=1").content.decode()
+    assert 'id="fork-open-turns"' in triage and "<strong>triager</strong>" in triage

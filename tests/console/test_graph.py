@@ -1,4 +1,4 @@
-"""The Console's drawing of a Machine (console/pages/graph.py): a `<g id="state-<path>">` per state, clusters, markers,
+"""The Console's drawing of a Machine (engine/runtime/graph.py): a `<g id="state-<path>">` per state, clusters, markers,
 edge labels and kinds, invokes by kind, escaping, `lit_svg` and the cache. The SVG is parsed as XML here, as a
 browser would read it; no database is needed."""
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from console.pages import graph
-from console.pages.graph import GraphError, lit_svg, machine_svg, state_dom_id, state_paths
 from engine import Machine, agent, effect, fail, jr2_setup, not_, sent_by
+from engine.runtime import graph
+from engine.runtime.graph import GraphError, lit_svg, machine_svg, state_dom_id, state_paths
 from tests.console.conftest import ev
 from workflows import code_review, notes, triage
 
@@ -264,7 +264,7 @@ def test_notes_is_drawn_with_its_clusters_markers_invokes_and_labels() -> None:
     assert {"initial-", "initial-writing"} <= set(by_id)
     assert by_id["initial-writing"].find(SVG + "ellipse") is not None
     assert sum("edge-initial" in e[0] for e in edges(svg)) == 2
-    assert edge_labelled(svg, "done [guard]")[0] == ["edge", "edge-event"]
+    assert edge_labelled(svg, 'done [context["replies"] > 0]')[0] == ["edge", "edge-event"]
     for label in ("ask", "reply", "agent.fault"):
         edge_labelled(svg, label)
 
@@ -282,7 +282,7 @@ def test_guards_are_shown_by_name_and_the_seat_guard_is_not() -> None:
     assert edge_labelled(svg, "onError duplicates")[0] == ["edge", "edge-error"]
 
 
-def test_other_guards_by_name() -> None:
+def test_other_guards_by_name_and_params() -> None:
     def tested(context: Any) -> bool:
         return True
 
@@ -303,7 +303,7 @@ def test_other_guards_by_name() -> None:
         }
     )
     svg = machine_svg(machine)
-    for label in ("a [tested]", "b [not(ready)]", "c [ready]", "a [sent_by(desk)]"):
+    for label in ("a [tested]", "b [not(ready)]", "c [ready(n=1)]", "a [sent_by(desk)]"):
         edge_labelled(svg, label)
 
 
@@ -312,7 +312,7 @@ def test_targetless_transitions_are_listed_in_their_state_not_drawn() -> None:
     reviewing = groups(svg)["state-reviewing"]
     assert texts(reviewing) == ["reviewing", "Agent reviewer", "↺ note"]
     assert not [e for e in edges(svg) if e[1].startswith("note")]
-    edge_labelled(svg, "approve [guard]")
+    edge_labelled(svg, 'approve [context["tested"]]')
     assert "Effect tests (command)" in texts(groups(svg)["state-reviewing.testing"])
 
 
@@ -353,7 +353,7 @@ def test_each_edge_kind_is_styled_apart() -> None:
     svg = machine_svg(kitchen())
     kinds = {
         "event": edge_labelled(svg, "pause"),
-        "always": edge_labelled(svg, "always [guard]"),
+        "always": edge_labelled(svg, "always [True]"),
         "after": edge_labelled(svg, "after 1.5s"),
         "done": edge_labelled(svg, "onDone"),
         "error": edge_labelled(svg, "onError tests"),
@@ -526,3 +526,20 @@ def test_a_missing_dot_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(GraphError, match="apt-get install graphviz"):
         machine_svg(kitchen("only_here"))
+
+
+def test_the_machines_own_events_leave_from_a_from_any_state_box() -> None:
+    svg = machine_svg(notes.machine)
+    by_id = groups(svg)
+    box = by_id["from-any-state"]
+    assert "from-any-state" in classes(box) and texts(box) == ["from any state"]
+    fault = next(g for g in parse(svg).iter(SVG + "g") if "agent.fault" in texts(g) and "edge" in classes(g))
+    assert fault.findtext(SVG + "title", "").startswith("any state → ")
+    assert box.find(SVG + "path") is not None or box.find(SVG + "polygon") is not None  # a box, not a point
+
+
+def test_a_machine_without_own_transitions_has_no_from_any_state_box() -> None:
+    machine = jr2_setup(events=[ev("a")]).create_machine(
+        {"id": "plain", "initial": "s", "states": {"s": {"on": {"a": "t"}}, "t": {"type": "final"}}}
+    )
+    assert "from-any-state" not in groups(machine_svg(machine))

@@ -110,3 +110,35 @@ def test_waiting_is_its_own_status_in_the_list_the_run_page_and_the_api(
     run_page = client.get(f"/runs/{runs['waiting']}/").content.decode()
     assert 'id="run-status-badge">waiting<' in run_page
     assert Client().get(f"/api/runs/{runs['waiting']}").json()["status"] == "waiting"
+
+
+def test_a_state_is_found_named_as_the_pages_show_it_or_below_its_machine(client: Client, runs: dict[str, str]) -> None:
+    notes_runs = {runs[k] for k in ("waiting", "done", "cancelled", "failed")}
+    for query in ("in=writing.asking", "in=notes.writing.asking", "in=notes.writing.asking,writing.asking"):
+        shown, _ = found(client, query)
+        assert shown == {runs["waiting"], runs["cancelled"]}, query
+    assert found(client, "passed=notes.writing.asking")[0] == notes_runs
+    assert found(client, "not_in=notes.writing.asking&workflow=notes")[0] == notes_runs - {
+        runs["waiting"],
+        runs["cancelled"],
+    }
+    # the Machine's name limits the reading below it to that Machine's runs: triage has no state writing.asking
+    assert runs["triage"] not in found(client, "passed=notes.writing.asking")[0]
+
+
+def test_an_unknown_workflow_or_state_is_said_in_words(client: Client, runs: dict[str, str]) -> None:
+    for query, words in {
+        "workflow=nope": 'workflow: there is no workflow "nope" and no run of one (workflows: code_review, ',
+        "not_workflow=nope": 'not_workflow: there is no workflow "nope"',
+        "in=notes.nowhere": 'in: no workflow has a state "notes.nowhere" and no run was ever in one',
+        "passed=nowhere": 'passed: no workflow has a state "nowhere"',
+    }.items():
+        response = client.get(f"/runs/?{query}")
+        page = response.content.decode()
+        assert response.status_code == 400 and escape(words) in page, (query, page[-3000:])
+        assert "0 runs match" not in page and not re.findall(r'<tr id="run-(\w+)"', page), query
+
+
+def test_a_workflow_no_longer_loaded_but_with_runs_is_not_unknown(client: Client, runs: dict[str, str]) -> None:
+    Run.objects.filter(id=runs["done"]).update(workflow="retired")
+    assert found(client, "workflow=retired")[0] == {runs["done"]}

@@ -196,7 +196,7 @@ def test_log_in_and_read_the_notes_workflow(browser: Browser, server: LiveServer
             expect(state(tab, path)).to_have_count(1)
         expect(state(tab, "writing")).to_contain_text("Agent writer")
         expect(state(tab, "writing.asking")).to_contain_text("Gate writing.asking")
-        expect(tab.locator("#graph svg")).to_contain_text("done [guard]")
+        expect(tab.locator("#graph svg")).to_contain_text('done [context["replies"] > 0]')
 
         seats = tab.locator("section.card", has=tab.get_by_role("heading", name="Who may send what")).locator("pre")
         expect(seats).to_contain_text('seats: workflow "notes"')
@@ -588,3 +588,64 @@ def test_workflows_and_runs_lists(page: Page, server: LiveServer) -> None:
     count = rows.count()
     assert count >= 1
     expect(rows.locator("td:nth-child(3) .badge")).to_have_text(["waiting"] * count)
+
+
+def test_the_clicked_state_is_marked_and_kept_in_the_url(page: Page, server: LiveServer) -> None:
+    """A click on a state marks it on the graph and puts it in the URL; a reload of that URL shows it again, with
+    its details open; another click moves the mark. The graph of triage, with its guards and its "from any state"
+    box, is saved as a screenshot."""
+    page.goto(f"{server.url}/workflows/triage/")
+    box = page.locator('#graph g[id="from-any-state"]')
+    expect(box).to_contain_text("from any state")
+    expect(page.locator("#graph svg")).to_contain_text("label [sent_by(desk)]")
+    state(page, "triaging.proposed").click()
+    expect(state(page, "triaging.proposed")).to_have_class(re.compile(r"\bselected\b"))
+    expect(page).to_have_url(re.compile(r"[?&]state=triaging\.proposed$"))
+    page.reload()
+    expect(state(page, "triaging.proposed")).to_have_class(re.compile(r"\bselected\b"))
+    expect(page.locator('details[id="detail-triaging.proposed"]')).to_have_attribute("open", "")
+    state(page, "labelled").click()
+    expect(state(page, "labelled")).to_have_class(re.compile(r"\bselected\b"))
+    expect(state(page, "triaging.proposed")).not_to_have_class(re.compile(r"\bselected\b"))
+    expect(page).to_have_url(re.compile(r"[?&]state=labelled$"))
+    image = page.locator("section.graph-panel").screenshot()
+    assert image.startswith(b"\x89PNG")
+    if os.environ.get("JR2_SCREENSHOTS") == "1":
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        (SHOTS / "graph-guards.png").write_bytes(image)
+
+
+def test_replay_steps_swap_the_panes_without_a_reload_and_follow_the_arrow_keys(page: Page, server: LiveServer) -> None:
+    """Next, previous, a step of the list and ← → swap the replay's panes in place (the document is never
+    reloaded), each step's URL is kept, and the browser's back button goes to the step before."""
+    run_id = waiting_run(server, "Keys.")
+    reply_through_api(server, run_id, "Keyboard users.")
+    server.wait_for(run_id, "done")
+    page.goto(f"{server.url}/runs/{run_id}/replay/?step=1")
+    where = page.locator("#replay-controls")
+    total = int(page.locator("#step-slider").get_attribute("max") or 0)
+    expect(where).to_contain_text(f"step 1 of {total}")
+    mark_document(page)
+    page.get_by_role("link", name="next ▶").click()
+    expect(where).to_contain_text(f"step 2 of {total}")
+    expect(page).to_have_url(re.compile(r"\?step=2$"))
+    page.keyboard.press("ArrowRight")
+    expect(where).to_contain_text(f"step 3 of {total}")
+    expect(page).to_have_url(re.compile(r"\?step=3$"))
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    expect(where).to_contain_text(f"step 1 of {total}")
+    page.keyboard.press("ArrowLeft")  # nothing before the first step
+    page.wait_for_timeout(300)
+    expect(where).to_contain_text(f"step 1 of {total}")
+    page.locator("ol.steps li").filter(has_text="got reply").get_by_role("link").click()
+    expect(page.locator("#step-words")).to_contain_text("got reply")
+    expect(state(page, "writing.drafting")).to_have_class(ACTIVE)
+    page.locator("#step-slider").fill(str(total))
+    expect(where).to_contain_text(f"step {total} of {total}")
+    page.keyboard.press("ArrowRight")  # nothing after the last
+    page.wait_for_timeout(300)
+    expect(where).to_contain_text(f"step {total} of {total}")
+    same_document(page)
+    page.go_back()
+    expect(page.locator("#step-words")).to_contain_text("got reply")

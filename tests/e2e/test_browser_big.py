@@ -193,8 +193,11 @@ def test_collapsing_a_state_is_remembered_and_a_child_machine_opens_its_graph(
     page.goto(f"{server.url}/workflows/ledger/")
     writing = page.locator('#graph g[id="state-writing"]')
     expect(page.locator('#graph g[id="state-writing.asking"]')).to_be_attached()
+    count = page.locator("#fold-count")
+    expect(count).to_have_text(re.compile(r"^\(0 of \d+ collapsed\)$"))
     writing.locator(".fold-toggle").click()
     expect(writing).to_have_class(re.compile(r"\bstate-collapsed\b"))
+    expect(count).to_have_text(re.compile(r"^\(1 of \d+ collapsed\)$"))  # counted again, not stale
     expect(page.locator('#graph g[id="state-writing.asking"]')).to_have_count(0)
     page.reload()
     expect(page.locator('#graph g[id="state-writing"]')).to_have_class(re.compile(r"\bstate-collapsed\b"))

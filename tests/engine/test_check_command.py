@@ -197,6 +197,7 @@ def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(
         "test",
         "scenario",
         "fork",
+        "graph",
         "export",
         "import",
     ]

@@ -65,7 +65,7 @@ def test_a_guard_shown_false_then_true_after_the_context_changes() -> None:
     plan, sim = play()
     finish = offer(sim, "agent", "finish")
     assert not finish.allowed
-    assert finish.why == "the guard of researching was false"
+    assert finish.why == 'the guard [context["found"] > 0] of researching was false'
     (candidate,) = finish.candidates
     assert candidate.guard is not None and candidate.guard.result == "false" and not candidate.taken
 
@@ -167,7 +167,7 @@ def test_a_guard_that_reads_the_event_is_decided_when_the_answer_comes() -> None
     assert refusal is None
     (delivered,) = sim.steps[-1].deliveries
     first_t, second = delivered.candidates
-    assert (first_t.guard.result, first_t.taken, first_t.why) == ("false", False, "the guard was false")
+    assert (first_t.guard.result, first_t.taken, first_t.why) == ("false", False, "the guard [event.ok] was false")
     assert second.taken and second.sent_by[0].result == "true"
     assert sim.steps[-1].active == ("researching", "researching.idle")
 

@@ -6,6 +6,7 @@ family, each with the arguments its subcommands take:
     runs       run, runs, status, send, cancel   against a running server's API (engine/cli/client.py)
     replaying  replay, fork               a run's journal re-run against the workflow; a run started from a step
     testing    test, scenario             scenarios replayed against the current Machines; a run saved as one
+    graphing   graph                      a Workflow's graph as SVG, PNG, Mermaid or DOT, from the workflows folder
     exchange   export, import             a run as one JSON file, out of and into a database or a server
 
 Each writes through an `Output` (engine/cli/output.py) and fails with a `CliError` (one line, an exit code) or

@@ -13,11 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from engine.core.guard_words import ANONYMOUS, guard_text
 from engine.core.routes import SeatGuard, SentBy
 from engine.core.session.probe import PickInputRead
 from engine.core.statechart.errors import GuardError
 from engine.core.statechart.events import Event
-from engine.core.statechart.guards import AndGuard, NotGuard, OrGuard, evaluate_guard, guard_name
+from engine.core.statechart.guards import AndGuard, NotGuard, OrGuard, evaluate_guard
 from engine.core.statechart.nodes import StateNode, Transition
 from engine.core.statechart.selection import remove_conflicting_transitions, select_transitions
 from engine.core.statechart.snapshot import Snapshot
@@ -78,23 +79,13 @@ class Candidate:
 
 
 def guard_label(guard: Any) -> str:
-    """A guard as the author wrote it: its name (`ready`), `sent_by('desk')`, `and(a, b)`, `not(a)`; an inline
-    lambda is `guard`."""
-    if isinstance(guard, SeatGuard):
-        return guard_label(guard.guard)
-    if isinstance(guard, SentBy):
-        return repr(guard)
-    if isinstance(guard, (AndGuard, OrGuard)):
-        return f"{guard.type.removeprefix('xstate.')}({', '.join(guard_label(g) for g in guard.guards)})"
-    if isinstance(guard, NotGuard):
-        return f"not({guard_label(guard.guard)})"
-    name = guard_name(guard)
-    return "guard" if not name or name == "<lambda>" else name
+    """A guard as the author wrote it, in the graph's own words (engine/core/guard_words.py)."""
+    return guard_text(guard) or ANONYMOUS
 
 
 def guard_phrase(label: str, where: str | None = None) -> str:
     """`the guard ready` / `the guard of writing` (an inline guard has no name to give)."""
-    named = "the guard" if label == "guard" else f"the guard {label}"
+    named = "the guard" if label == ANONYMOUS else f"the guard [{label}]"
     return f"{named} of {where}" if where else named
 
 

@@ -63,6 +63,9 @@ with --url):
         object keeping the keys and JSON types of the context then) and/or the Gate G answered with E (with
         neither, the fork goes on as it is: its Agents are asked again); prints the new run as JSON. The run
         itself never changes.
+    jr2 graph <workflow> [--format svg|png|mermaid|dot] [-o FILE] [--workflows DIR]
+        The Workflow's graph as the Console draws it, read from the workflows folder (no server): SVG (default),
+        PNG (to a file or a redirected stdout), Mermaid `stateDiagram-v2` or graphviz's DOT source.
     jr2 export <run> [-o FILE] [--schema] [--url URL [--token T]]
         The run as one JSON file (format jr2.run, version 1: the run, its journal, snapshots, Turns, messages, model
         calls and Effects) on stdout or in FILE; --schema prints the format's JSON schema instead.
@@ -99,7 +102,19 @@ from django.core.management.base import BaseCommand
 
 from engine import __version__
 from engine.cli.client import CliError
-from engine.cli.commands import accounts, auditing, exchange, init, mcp, replaying, runs, serving, testing, tokens
+from engine.cli.commands import (
+    accounts,
+    auditing,
+    exchange,
+    graphing,
+    init,
+    mcp,
+    replaying,
+    runs,
+    serving,
+    testing,
+    tokens,
+)
 from engine.cli.output import Output
 from engine.web import exchange as run_files
 
@@ -196,6 +211,13 @@ SUBCOMMANDS = [
         "fork",
         "start a run from a step of another, with its context edited or a Gate answered differently",
         replaying.fork_arguments,
+    ),
+    Subcommand(
+        "graph",
+        "draw a Workflow's graph as SVG, PNG, Mermaid (stateDiagram-v2) or DOT, from the workflows folder",
+        graphing.graph_arguments,
+        "The same drawing as the Console's workflow page: guards as written, the Machine's own events from a "
+        '"from any state" box. A PNG goes to -o FILE or a redirected stdout, never to a terminal.',
     ),
     Subcommand(
         "export",
@@ -314,6 +336,9 @@ class Command(BaseCommand):
         code = mcp.mcp(**options)
         if code:
             raise SystemExit(code)
+
+    def handle_graph(self, **options: Any) -> None:
+        graphing.graph(self.out, **options)
 
     def handle_export(self, **options: Any) -> None:
         exchange.export(self.out, run_files, **options)

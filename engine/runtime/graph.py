@@ -21,8 +21,12 @@ How each element is drawn (the legend; `static/console/graph.css` styles the cla
   (green, its slot and kind), child Machine (purple, its id), fail (red), any other actor (grey, its src);
 - transitions: edges labelled `event [guard]`; eventless (`always`) edges dashed violet, `after 5s` edges dotted
   brown, done edges (`onDone`, `xstate.done.*`) green and bold, error edges (`onError`, `xstate.error.*`) dashed red,
-  every other event solid dark grey. A guard is shown by its name (`[guard]` for a lambda). Each edge's group
-  carries the Machine's event type in `data-event` (the simulator offers that event when the edge is clicked);
+  every other event solid dark grey. A guard is shown as its author wrote it (`engine/core/guard_words.py`): a
+  named one by its name and params (`[over(n=2)]`), a lambda by its source text, shortened (`[context["replies"] > 0]`);
+  each edge's group carries the Machine's event type in `data-event` (the simulator offers that event when the edge
+  is clicked);
+- the Machine's own transitions (`agent.fault`, `withdraw`: taken in any state) leave from a dashed "from any state"
+  box in the root (`<g id="from-any-state">`), not from a point in space;
 - targetless transitions (an event taken without leaving the state) are not edges: they are listed in the state's
   label as `↺ event [guard]`, so they cannot be mistaken for a self-transition (which exits and re-enters).
 
@@ -50,15 +54,18 @@ from typing import Any
 import graphviz
 from graphviz.quoting import quote
 
-from console.pages.cache import LRU
-from engine.core.routes import SeatGuard, SentBy
+from engine.core.guard_words import guard_text
 from engine.core.slots import AgentSlot, EffectSlot, FailSlot, GateSlot
 from engine.core.statechart.nodes import InvokeDef, StateNode, Transition
 from engine.core.statechart.selection import history_default_targets
 from engine.core.workflow import Machine
+from engine.runtime.cache import LRU
 
 __all__ = [
     "machine_svg",
+    "machine_dot",
+    "machine_png",
+    "transition_label",
     "lit_svg",
     "guard_text",
     "overlay_svg",
@@ -157,6 +164,22 @@ def machine_svg(machine: Machine, collapsed: Iterable[str] = ()) -> str:
     return _cache.keep(key, _render(source, drawing.groups, machine))  # a concurrent drawing of it: keep one string
 
 
+def machine_dot(machine: Machine, collapsed: Iterable[str] = ()) -> str:
+    """The graph's DOT source, as `dot` is given it (`jr2 graph --format dot`): to draw it with other tools."""
+    return _Drawing(machine, frozenset(collapsed)).build().graph.source
+
+
+def machine_png(machine: Machine, collapsed: Iterable[str] = ()) -> bytes:
+    """The graph as a PNG (not cached: an export, not a page)."""
+    return _pipe(machine_dot(machine, collapsed), "png", machine)
+
+
+def transition_label(machine: Machine, t: Transition) -> tuple[str, str]:
+    """(kind, label) of a transition as the graph draws it: `event [guard]`, `always`, `after 5s`, `onDone tests`;
+    kind is one of EDGE_STYLES' keys. Mermaid export labels its arrows with these."""
+    return _Drawing(machine).edge_text(t)
+
+
 def lit_svg(svg: str, active: Iterable[str], visited: Iterable[str]) -> str:
     """`svg` (from `machine_svg`) with ` active` / ` visited` added to the class of the groups of those states
     (dotted paths below the root). Paths the drawing does not have are ignored (a run of an older shape).
@@ -241,6 +264,17 @@ _CLUSTER = {"compound": "", "parallel": " " + _attrs(penwidth="2"), "region": " 
 _PARALLEL_ROW = '<tr><td align="left" cellpadding="0"><font point-size="8" color="#6b7280">parallel</font></td></tr>'
 _FOLDED_ROW = (
     '<tr><td align="left" cellpadding="1"><font point-size="8" color="#4b5563">⊞ {n} state{s} inside</font></td></tr>'
+)
+# The Machine's own transitions (`agent.fault`, `withdraw`) leave from this box in the root, not from a point.
+_ANY = "any"
+_ANY_STATE = _attrs(
+    label="from any state",
+    shape="box",
+    style="rounded,dashed,filled",
+    fillcolor="#f9fafb",
+    fontsize="9",
+    fontcolor="#4b5563",
+    color="#9ca3af",
 )
 _COLLAPSED = _attrs(style="rounded,filled,bold", fillcolor="#f9fafb", peripheries="2")
 
@@ -344,6 +378,9 @@ class _Drawing:
             style = _CLUSTER["region" if region else "parallel" if node.type == "parallel" else "compound"]
             cluster.body.append(f"\tid={ident} label={self.label(node)} margin=10{style}\n")
             cluster.body.append(f"\t{anchor} [{_ANCHOR}]\n")
+            if node.parent is None and any(t.target for t in _own_transitions(node)):
+                ident = self.token("from-any-state", "from-any-state", f"events {self.machine.id} takes in any state")
+                cluster.body.append(f"\t{_ANY} [id={ident} {_ANY_STATE}]\n")
             if node.type == "compound" and node.initial is not None and node.initial.target:
                 dot = f"i{node.order}"
                 path = _path(node)
@@ -439,16 +476,18 @@ class _Drawing:
                 return
         self.drawn.add((kind, source, target, text))
         attrs = _EDGE_KIND[kind]
-        if source in self.clustered and target is not source and source not in target.ancestor_set:
+        # the root's own transitions leave from the "from any state" box: no cluster border to clip at
+        from_any = source.parent is None and source in target.ancestor_set
+        tail = _ANY if from_any else self.name[source]
+        if not from_any and source in self.clustered and target is not source and source not in target.ancestor_set:
             attrs += f" ltail=cluster_s{source.order}"
         if target in self.clustered and target is not source and target not in source.ancestor_set:
             attrs += f" lhead=cluster_s{target.order}"
         self.edge_count += 1
-        ident = self.token(
-            f"edge-{self.edge_count}", f"edge-{kind}", f"{self.title(source)} → {self.title(target)}", event=event
-        )
+        where = "any state" if from_any else self.title(source)
+        ident = self.token(f"edge-{self.edge_count}", f"edge-{kind}", f"{where} → {self.title(target)}", event=event)
         label = f" label={quote(_plain(text))}" if text else ""
-        self.graph.body.append(f"\t{self.name[source]} -> {self.name[target]} [id={ident}{label}{attrs}]\n")
+        self.graph.body.append(f"\t{tail} -> {self.name[target]} [id={ident}{label}{attrs}]\n")
 
     def build(self) -> _Drawing:
         self.state(self.graph, self.machine.statechart.root, False)
@@ -503,33 +542,6 @@ def _plain(text: str) -> str:
     return escaped
 
 
-def guard_text(guard: Any) -> str | None:
-    """A guard by its name: `[ready]`, `[sent_by(desk)]`, `[and(a, b)]`; an inline lambda is `guard`. The seat
-    guard jr2 puts on every listed event's transitions is not the author's, so it is looked through."""
-    while isinstance(guard, SeatGuard):
-        guard = guard.guard
-    if guard is None:
-        return None
-    if isinstance(guard, str):
-        return guard
-    if isinstance(guard, dict):
-        return str(guard.get("type") or "guard")
-    if isinstance(guard, SentBy):
-        return f"sent_by({guard.party_id})"
-    kind = getattr(guard, "type", None)
-    if kind in ("xstate.and", "xstate.or"):
-        inner = ", ".join(guard_text(g) or "guard" for g in getattr(guard, "guards", ()))
-        return f"{kind.removeprefix('xstate.')}({inner})"
-    if kind == "xstate.not":
-        return f"not({guard_text(getattr(guard, 'guard', None)) or 'guard'})"
-    if kind == "xstate.stateIn":
-        return f"in({getattr(guard, 'state_value', '?')})"
-    name = getattr(guard, "__name__", None)
-    if not isinstance(name, str):
-        name = type(guard).__name__
-    return "guard" if name == "<lambda>" else name
-
-
 def _delay_text(delay: Any) -> str:
     """`5s`, `1.5s`, `250ms`, `2min`; a named delay by its name."""
     if isinstance(delay, str) and delay.startswith("xstate.after."):
@@ -555,12 +567,7 @@ def _delay_text(delay: Any) -> str:
 
 def _render(source: str, groups: dict[str, tuple[str, str, str, str, str]], machine: Machine) -> str:
     """Run `dot`, keep the `<svg>` element, and give each state, initial marker and edge its id, class and title."""
-    try:
-        raw = graphviz.Source(source).pipe(format="svg", encoding="utf-8", quiet=True)
-    except graphviz.ExecutableNotFound as err:
-        raise GraphError("graphviz's `dot` is not installed (Debian: apt-get install graphviz)") from err
-    except graphviz.CalledProcessError as err:
-        raise GraphError(f'graphviz could not draw machine "{machine.id}": {err}') from err
+    raw = _pipe(source, "svg", machine).decode("utf-8")
     start = raw.find("<svg")
     if start < 0:
         raise GraphError(f'graphviz drew no SVG for machine "{machine.id}"')
@@ -575,6 +582,17 @@ def _render(source: str, groups: dict[str, tuple[str, str, str, str, str]], mach
 
     svg = _TOKEN_GROUP.sub(name, svg)
     return _JAVASCRIPT.sub("javascript&#58;", svg)
+
+
+def _pipe(source: str, fmt: str, machine: Machine) -> bytes:
+    """`dot` run on the source, its output in `fmt` (svg, png)."""
+    try:
+        out: bytes = graphviz.Source(source).pipe(format=fmt, quiet=True)
+    except graphviz.ExecutableNotFound as err:
+        raise GraphError("graphviz's `dot` is not installed (Debian: apt-get install graphviz)") from err
+    except graphviz.CalledProcessError as err:
+        raise GraphError(f'graphviz could not draw machine "{machine.id}": {err}') from err
+    return out
 
 
 def _lit_template(svg: str, remember: bool = True) -> tuple[list[str], list[str]]:
