@@ -200,6 +200,7 @@ def test_help_lists_exactly_the_implemented_commands_and_version_is_jr2s(
         "graph",
         "export",
         "import",
+        "mcp",
     ]
     assert [sub.name for sub in SUBCOMMANDS] == implemented
     assert all(callable(getattr(Command, "handle_" + name.replace("-", "_"), None)) for name in implemented)
