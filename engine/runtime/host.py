@@ -417,9 +417,12 @@ class Host:
     def notify(
         self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None, gates: bool = False
     ) -> None:
-        """Tell viewers a run moved (engine/runtime/notify.py); the status goes out as its plain string. The
-        courier wakes too: the step may have put webhooks or emails in the outbox."""
-        self.courier.wake()
+        """Tell viewers a run moved (engine/runtime/notify.py); the status goes out as its plain string. When the
+        step opened, closed or claimed a Gate, or ended the run (`gates`), the courier wakes too: only such a step
+        puts webhooks or emails in the outbox. (Waking it on every pick cost two outbox queries per pick on the
+        run's database thread; its own scan still comes within a second.)"""
+        if gates:
+            self.courier.wake()
         notify(run_id, workflow, str(status), seq, updated.isoformat() if updated is not None else "", gates=gates)
 
 
