@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from engine.core.session import Session
+from engine.core.slots import AgentSlot
 from engine.core.statechart.callables import call_with
 from engine.core.statechart.events import Event
-from engine.core.slots import AgentSlot
 from engine.core.workflow import Machine
 
 __all__ = ["RestartError", "which_restarts", "restarted", "FORK_EVENT"]
