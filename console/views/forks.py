@@ -55,27 +55,29 @@ def timeline(request: HttpRequest, run_id: str) -> HttpResponse:
 @readers_only
 async def fork(request: HttpRequest, run_id: str) -> HttpResponse:
     """GET: the run as it was after a step (`?step=N`, by default its last), with the fork form: its context to
-    edit, and the Gates open then to answer differently. POST: the host makes the fork; a refusal comes back on
-    the form in its words."""
+    edit, the open Turns to restart from the edit, and the Gates open then to answer differently (a form per
+    event, from its schema). POST: the host makes the fork; a refusal comes back on the form in its words."""
     user = await request.auser()
-    source = request.POST if request.method == "POST" else request.GET
-    step = source.get("step", "")
-    page = await sync_to_async(lambda: fork_page(_run_or_404(run_id), step))()
+    posted = request.POST if request.method == "POST" else None
+    step = (posted or request.GET).get("step", "")
+    page = await sync_to_async(lambda: fork_page(_run_or_404(run_id), step, posted))()
     page["can_fork"] = await sync_to_async(can)(user, "start")
     if request.method == "GET":
         return await sync_to_async(render)(request, "console/fork.html", page)
     await sync_to_async(needs)(user, "start")
     page["context_text"] = request.POST.get("context", page.get("context_text", ""))
     page["answer"] = request.POST.get("answer", "")
-    page["answer_input"] = request.POST.get("answer_input", "{}")
     errors: list[str] = list(page.get("errors", []))
-    context, answer = fork_inputs(request.POST, page, errors)
+    context, answer, restart = fork_inputs(request.POST, page, errors)
+    page["restart"] = restart
     if current_host() is None:
         errors.append(NO_HOST)
     if not errors:
         try:
             host = await ready_host()
-            fork_id = await host.fork_run(run_id, page["step"], context=context, answer=answer, user_id=user.pk)
+            fork_id = await host.fork_run(
+                run_id, page["step"], context=context, answer=answer, restart=restart, user_id=user.pk
+            )
         except HostError as err:
             errors.append(str(err))
         else:

@@ -3,7 +3,9 @@
 A fork is taken up the way a restarted host takes a run up (`store.load_resume`): its first journal entry (`fork`,
 carrying the Session it starts from) and a snapshot of that Session, and the Turns the parent had by that step
 with their conversations as they were committed by then (a message written with a later step is not copied), so
-an open Turn goes on from its recorded conversation and an outstanding pick still waits for its answer. Model
+an open Turn goes on from its recorded conversation and an outstanding pick still waits for its answer. A Turn the
+fork restarts (`plan.restarted`) gets a fresh conversation instead, opened by its rebuilt prompt, as a new Turn is:
+the model reads nothing of the old one. Model
 calls, Effects and seats are not copied: they were the parent's. The parent's rows are only read.
 """
 
@@ -18,6 +20,7 @@ from django.utils import timezone
 
 from engine.core.journal.forking import ForkPlan
 from engine.core.journal.trace import typed
+from engine.core.prompts import user_message
 from engine.models import JournalEntry, Run, RunSnapshot, TurnMessage, TurnRecord
 from engine.runtime.index import Indexed
 
@@ -94,6 +97,7 @@ def commit_fork(
         rows: dict[int, int] = {}
         for record in source.turns:
             still_open = record.turn in open_turns
+            fresh = still_open and record.turn in plan.restarted
             copy = TurnRecord.objects.create(
                 run_id=run_id,
                 turn=record.turn,
@@ -103,8 +107,8 @@ def commit_fork(
                 declared_model=record.declared_model,
                 scripted=record.scripted,
                 dials=record.dials,
-                conversation=record.conversation,
-                prompt=record.prompt,
+                conversation=f"{record.conversation}~restart" if fresh else record.conversation,
+                prompt=plan.restarted[record.turn] if fresh else record.prompt,
                 system=record.system,
                 status=TurnRecord.Status.OPEN if still_open else record.status,
                 reason="" if still_open else record.reason,
@@ -112,7 +116,10 @@ def commit_fork(
                 started_at=record.started_at,
                 ended_at=None if still_open else record.ended_at,
             )
-            rows[record.pk] = copy.pk
+            if fresh:
+                _open_conversation(copy, plan)
+            else:
+                rows[record.pk] = copy.pk
         TurnMessage.objects.bulk_create(
             TurnMessage(
                 run_id=run_id,
@@ -139,3 +146,18 @@ def commit_fork(
             output=fields.get("output"),
         ).apply(run_id, now)
     return now
+
+
+def _open_conversation(record: TurnRecord, plan: ForkPlan) -> None:
+    """A restarted Turn's first message: its rebuilt prompt, then the Allowed picks, as a new Turn begins."""
+    turn = next(t for t in plan.session.turns if t.id == record.turn)
+    text = user_message(turn.prompt, plan.session.allowed_picks(turn.agent), turn.notices)
+    TurnMessage.objects.create(
+        run_id=record.run_id,
+        turn=record,
+        conversation=record.conversation,
+        seq=1,
+        role="user",
+        kind="prompt",
+        content=[{"type": "text", "text": text}],
+    )

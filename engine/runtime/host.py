@@ -200,10 +200,12 @@ class Host:
         *,
         context: Any = None,
         answer: tuple[str, str, dict[str, Any]] | None = None,
+        restart: bool | list[str] | None = None,
         user_id: int | None = None,
     ) -> str:
         """Start a run from the Session run `run_id` had after journal entry `step`, maybe with its context edited
-        or `answer` (Gate, event, input) delivered to a Gate open there. The fork is written as a restarted run
+        or `answer` (Gate, event, input) delivered to a Gate open there, and the open Turns of the Agents in
+        `restart` (True: all) restarted from the fork's context. The fork is written as a restarted run
         would find it (engine/runtime/forks.py) and taken up the same way: here, or by a worker when this host
         drives no runs. HostError says why not, and then nothing was made."""
         source = await self.db(forks.load_source, run_id, step)
@@ -218,7 +220,14 @@ class Host:
             )
         try:
             plan = plan_fork(
-                machine, source.journal, step, parent=run_id, now=wall_ms(), context=context, answer=answer
+                machine,
+                source.journal,
+                step,
+                parent=run_id,
+                now=wall_ms(),
+                context=context,
+                answer=answer,
+                restart=restart,
             )
         except ForkError as err:
             raise HostError(str(err)) from err

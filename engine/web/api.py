@@ -28,7 +28,7 @@ from ninja import NinjaAPI, Query, Schema
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
-from pydantic import Field, ValidationError
+from pydantic import Field, StrictBool, StrictStr, ValidationError
 
 from engine import __version__
 from engine.core.blank import BLANK_REFUSED, blank_fields, blank_text
@@ -791,6 +791,8 @@ class ForkBody(Schema):
     step: int
     context: dict[str, Any] | None = None
     answer: GateAnswer | None = None
+    #: The open Turns to restart from the fork's context (their prompt rebuilt): true for all, or Agent names.
+    restart_turns: StrictBool | list[StrictStr] = False
 
 
 @api.post(
@@ -799,14 +801,17 @@ class ForkBody(Schema):
     response={201: Forked, **errors(400, 401, 403, 404, 409, 429, 503)},
     openapi_extra=RATE_LIMITED,
     summary="Fork a run from a step: a new run from the Session it had after that journal entry, with its "
-    "context edited or a Gate answered differently; the run itself never changes",
+    "context edited or a Gate answered differently, and its open Turns restarted from the edited context "
+    "(`restart_turns`); the run itself never changes",
 )
 async def fork_run(request: HttpRequest, run_id: str, body: ForkBody) -> tuple[int, dict[str, Any]]:
     await sync_to_async(require)(request, "start_run", "fork runs")
     await sync_to_async(_run)(run_id)
     host = await _host()
     answer = (body.answer.gate, body.answer.event, body.answer.input) if body.answer is not None else None
-    fork_id = await host.fork_run(run_id, body.step, context=body.context, answer=answer, user_id=request.user.pk)
+    fork_id = await host.fork_run(
+        run_id, body.step, context=body.context, answer=answer, restart=body.restart_turns, user_id=request.user.pk
+    )
     run = await sync_to_async(Run.objects.get)(id=fork_id)
     return 201, {
         "id": fork_id,

@@ -3,13 +3,14 @@ made, and a fork or an import landing on its new run's page."""
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from engine.models import JournalEntry, Run
+from engine.models import JournalEntry, Run, TurnMessage, TurnRecord
 from tests.console.conftest import logged_in, post_as
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,7 +32,8 @@ def test_the_fork_form_shows_the_context_and_the_gates_open_after_the_step(
     step = asked(run_id)
     page = logged_in(operator).get(f"/runs/{run_id}/fork/?step={step}").content.decode()
     assert 'id="fork-form"' in page and "&quot;replies&quot;: 0" in page
-    assert 'value="writing.asking|reply"' in page and "(text)" in page
+    assert 'value="writing.asking|reply"' in page and 'name="writing.asking.reply-text"' in page
+    assert 'id="fork-answer-input"' not in page, "the Gate answer is a form from its schema, not raw JSON"
     before = logged_in(operator).get(f"/runs/{run_id}/fork/?step=1").content.decode()
     assert 'value="writing.asking|reply"' not in before, "no Gate is open after step 1"
     assert 'id="fork-form"' not in logged_in(observer).get(f"/runs/{run_id}/fork/").content.decode()
@@ -45,8 +47,14 @@ def test_the_fork_form_shows_the_context_and_the_gates_open_after_the_step(
     [
         ({"context": "{not json"}, "the context is not JSON"),
         ({"context": json.dumps({"changes": "x"})}, "context.replies is missing"),
-        ({"answer": "writing.asking|reply", "answer_input": "[]"}, "must be a JSON object; got list"),
-        ({"answer": "writing.asking|reply", "answer_input": "{}"}, "text: Field required"),
+        (
+            {"answer": "writing.asking|reply"},
+            'the answer "reply" to Gate "writing.asking" is refused: text: This field is required.',
+        ),
+        ({"answer": "writing.asking|reply", "writing.asking.reply-text": "  "}, "text: This field"),
+        ({"answer": "nowhere|go"}, "no open Gate takes the answer 'nowhere|go' after this step"),
+        ({"restart": "editor"}, 'the Agent "editor" has no open Turn at that step (open Turns: writer)'),
+        ({"restart": "writer"}, 'its pick "ask" is outstanding at that step'),
     ],
 )
 def test_a_refused_fork_is_shown_on_the_form_and_makes_nothing(
@@ -55,7 +63,7 @@ def test_a_refused_fork_is_shown_on_the_form_and_makes_nothing(
     run_id = runs["waiting"]
     count = Run.objects.count()
     response = post_fork(operator, run_id, {"step": asked(run_id), **data})
-    body = response.content.decode()
+    body = html.unescape(response.content.decode())
     assert response.status_code == 400 and 'id="fork-errors"' in body and words in body
     assert Run.objects.count() == count
 
@@ -65,7 +73,7 @@ def test_a_fork_with_another_answer_lands_on_its_page_and_runs_on(operator: Any,
     response = post_fork(
         operator,
         run_id,
-        {"step": asked(run_id), "answer": "writing.asking|reply", "answer_input": json.dumps({"text": "Night owls"})},
+        {"step": asked(run_id), "answer": "writing.asking|reply", "writing.asking.reply-text": "Night owls"},
     )
     assert response.status_code == 302
     fork = Run.objects.get(id=response["Location"].strip("/").split("/")[-1])
@@ -120,7 +128,41 @@ def test_the_fork_form_names_the_open_turns_that_keep_their_prompt(operator: Any
     page = logged_in(operator).get(f"/runs/{run_id}/fork/?step={asked(run_id)}").content.decode()
     notice = page[page.index('id="fork-open-turns"') :]
     notice = notice[: notice.index("</div>")]
-    assert "keep their prompt" in notice and "<strong>writer</strong> in <code>notes.writing</code>" in notice
-    assert "before your edit" in notice
+    assert "keeps the prompt it was given" in notice and "before your edit" in notice
+    assert "<strong>writer</strong> in <code>notes.writing</code>" in notice
+    assert "its pick <code>ask</code> is" in notice and 'name="restart"' not in notice, "outstanding: no restart"
     triage = logged_in(operator).get(f"/runs/{runs['triage']}/fork/?step=1").content.decode()
     assert 'id="fork-open-turns"' in triage and "<strong>triager</strong>" in triage
+
+
+def replied(run_id: str) -> int:
+    return int(JournalEntry.objects.get(run_id=run_id, kind="gate", entry__event="reply").seq)
+
+
+def test_the_fork_form_offers_to_restart_an_open_turn_and_the_fork_rebuilds_its_prompt(
+    operator: Any, runs: dict[str, str]
+) -> None:
+    run_id, step = runs["done"], replied(runs["done"])
+    page = logged_in(operator).get(f"/runs/{run_id}/fork/?step={step}").content.decode()
+    assert 'type="checkbox"' in page and 'name="restart" value="writer"' in page
+    edited = {"changes": "A dark theme.", "question": "Who reads these?", "replies": 1}
+    response = post_fork(operator, run_id, {"step": step, "context": json.dumps(edited), "restart": "writer"})
+    assert response.status_code == 302, response.content.decode()
+    fork = Run.objects.get(id=response["Location"].strip("/").split("/")[-1])
+    entry = JournalEntry.objects.get(run=fork, seq=1).entry
+    assert entry["restarted"] == ["writer"] and entry["context"] == edited
+    [turn] = TurnRecord.objects.filter(run=fork)
+    assert turn.prompt == "Write the release notes for these changes:\nA dark theme."
+    first = TurnMessage.objects.filter(run=fork, conversation=turn.conversation).order_by("seq").first()
+    assert first is not None and "A dark theme." in first.content[0]["text"]
+    assert "Faster start-up" not in first.content[0]["text"]
+
+
+def test_without_a_restart_the_forks_open_turn_keeps_its_old_prompt(operator: Any, runs: dict[str, str]) -> None:
+    run_id, step = runs["done"], replied(runs["done"])
+    edited = {"changes": "A dark theme.", "question": "Who reads these?", "replies": 1}
+    response = post_fork(operator, run_id, {"step": step, "context": json.dumps(edited)})
+    assert response.status_code == 302
+    fork = Run.objects.get(id=response["Location"].strip("/").split("/")[-1])
+    assert "restarted" not in JournalEntry.objects.get(run=fork, seq=1).entry
+    assert "Faster start-up." in TurnRecord.objects.get(run=fork).prompt

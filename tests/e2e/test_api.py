@@ -826,3 +826,52 @@ def test_concurrent_answers_to_one_gate_deliver_exactly_one(
     for r in got:
         if r.status_code == 409:
             assert re.search(r"closed|ended", error(r, 409)), summary
+
+
+# -- forks that restart open Turns ----------------------------------------------------------------------------------
+
+
+def notes_replied(live: LiveServer, client: httpx.Client) -> tuple[str, int]:
+    """A finished notes run and the step after which the editor's reply was taken (the writer's Turn open, with
+    nothing outstanding)."""
+    run_id = notes_waiting(live, client, "Faster start-up.")
+    assert client.post(gate_url(run_id), json={"type": "reply", "text": "Admins"}).status_code == 200
+    live.wait_for(run_id, "done")
+    step = next(e["seq"] for e in journal(client, run_id) if e["kind"] == "gate")
+    return run_id, int(step)
+
+
+EDITED = {"changes": "A new export button.", "replies": 1, "question": QUESTION}
+
+
+def test_a_fork_with_restart_turns_rebuilds_the_writers_prompt_from_the_edited_context(
+    live: LiveServer, client: httpx.Client
+) -> None:
+    parent, step = notes_replied(live, client)
+    made = client.post(f"/api/runs/{parent}/fork", json={"step": step, "context": EDITED, "restart_turns": ["writer"]})
+    assert made.status_code == 201, made.text
+    fork = made.json()["id"]
+    [first, *_] = journal(client, fork)
+    assert first["kind"] == "fork" and first["entry"]["restarted"] == ["writer"]
+    live.wait_for(fork, "waiting")  # a fresh conversation: the writer asks again
+    assert client.post(gate_url(fork), json={"type": "reply", "text": "Operators"}).status_code == 200
+    notes = live.wait_for(fork, "done")["output"]["notes"]
+    assert "- A new export button." in notes and "Faster start-up" not in notes
+
+
+@pytest.mark.parametrize(
+    ("restart", "names"),
+    [
+        ("writer", ["restart_turns"]),
+        (1, ["restart_turns"]),
+        (["editor"], ["editor", "writer"]),
+    ],
+)
+def test_a_bad_restart_turns_is_a_400_and_forks_nothing(
+    live: LiveServer, client: httpx.Client, restart: Any, names: list[str]
+) -> None:
+    parent, step = notes_replied(live, client)
+    before = run_count(client)
+    refused = client.post(f"/api/runs/{parent}/fork", json={"step": step, "context": EDITED, "restart_turns": restart})
+    error(refused, 400, *names)
+    assert run_count(client) == before

@@ -89,6 +89,8 @@ def test_jr2_fork_with_an_edited_context_runs_to_another_output(live: LiveServer
         (["--context", "[1]"], "jr2 fork: --context must be a JSON object; got list"),
         (["--gate", "desk"], "jr2 fork: --gate and --event go together"),
         (["--gate", "desk", "--event", "nope"], "jr2 fork: 400: the Gate answer is refused after step 1"),
+        (["--restart", "writer"], 'jr2 fork: 400: the Agent "writer" has no open Turn at that step (open Turns: none)'),
+        (["--restart", "writer", "--restart-all"], "jr2 fork: give --restart AGENT or --restart-all, not both"),
     ],
 )
 def test_a_refused_fork_says_why_exits_2_and_makes_nothing(live: LiveServer, args: list[str], words: str) -> None:

@@ -237,3 +237,47 @@ def test_a_fork_waiting_at_a_gate_is_in_the_inbox_and_the_search_from_its_start(
     assert RunMark.objects.filter(run_id=fork, kind="event", name="ask").exists()
     assert RunMark.objects.filter(run_id=fork, kind="agent", name="writer").exists()
     assert "faster start-up" in RunText.objects.get(run_id=fork).input
+
+
+def _replied_step(run_id: str) -> int:
+    """The step after which the editor's reply was taken: the writer's Turn is open, nothing outstanding."""
+    return int(JournalEntry.objects.get(run_id=run_id, kind="gate", entry__event="reply").seq)
+
+
+@pytest.mark.parametrize("restart", [None, ["writer"]])
+def test_a_restarted_turn_works_from_the_edited_context_and_an_unrestarted_one_from_the_old(restart: Any) -> None:
+    made: dict[str, Any] = {}
+
+    async def body(host: Host) -> None:
+        parent = await host.start_run("notes", DOOR)
+        await until(host, status(parent, "waiting"))
+        await host.deliver(parent, "gate", gate="writing.asking", event="reply", params={"text": "Admins"})
+        await until(host, status(parent, "done"))
+        step = await host.db(_replied_step, parent)
+        context = {"changes": "A new export button.", "replies": 1, "question": "Who reads these?"}
+        fork = await host.fork_run(parent, step, context=context, restart=restart)
+        if restart:  # a fresh conversation: the writer asks again, from the new prompt
+            await until(host, status(fork, "waiting"))
+            await host.deliver(fork, "gate", gate="writing.asking", event="reply", params={"text": "Operators"})
+        made["done"] = await until(host, status(fork, "done"))
+        made["fork"] = fork
+
+    hosted(WORKFLOWS, body)
+
+    notes_text = made["done"].output["notes"]
+    [turn] = TurnRecord.objects.filter(run_id=made["fork"])
+    first = TurnMessage.objects.filter(run_id=made["fork"], conversation=turn.conversation).order_by("seq").first()
+    assert first is not None and first.kind == "prompt"
+    if restart:
+        assert "- A new export button." in notes_text and "Faster start-up" not in notes_text
+        assert turn.prompt.endswith("A new export button.") and turn.conversation.endswith("~restart")
+        assert "A new export button." in first.content[0]["text"]
+        [entry] = JournalEntry.objects.filter(run_id=made["fork"], kind="fork").values_list("entry", flat=True)
+        assert entry["restarted"] == ["writer"]
+    else:
+        assert "- Faster start-up." in notes_text, "without the option the Turn keeps the prompt it was given"
+    journal = [
+        {"seq": e.seq, "kind": e.kind, "entry": e.entry, "out": e.out}
+        for e in JournalEntry.objects.filter(run_id=made["fork"]).order_by("seq")
+    ]
+    assert replay(notes.machine, journal).same

@@ -48,6 +48,13 @@ def fork_arguments(parser: ArgumentParser) -> None:
     parser.add_argument("--gate", help="a Gate open at that step, to answer differently")
     parser.add_argument("--event", help="with --gate: the event to send it")
     parser.add_argument("--input", metavar="JSON", help="with --gate: the event's input, a JSON object (default {})")
+    parser.add_argument(
+        "--restart",
+        metavar="AGENT",
+        action="append",
+        help="restart this Agent's open Turn from the fork's context (its prompt built again); repeatable",
+    )
+    parser.add_argument("--restart-all", action="store_true", help="restart every open Turn from the fork's context")
     server_arguments(parser)
 
 
@@ -159,6 +166,8 @@ def fork(
     gate: str | None = None,
     event: str | None = None,
     input: str | None = None,
+    restart: list[str] | None = None,
+    restart_all: bool = False,
     url: str | None = None,
     token: str | None = None,
     **options: Any,
@@ -178,6 +187,10 @@ def fork(
         body["answer"] = {"gate": gate, "event": event, "input": params}
     elif input is not None:
         raise CliError("jr2 fork: --input is the input of a Gate answer: give --gate and --event too")
+    if restart and restart_all:
+        raise CliError("jr2 fork: give --restart AGENT or --restart-all, not both")
+    if restart_all or restart:
+        body["restart_turns"] = True if restart_all else list(restart or [])
     with Client.connect("fork", url, token) as api:
         run_id = api.resolve(run)
         out.json(api.post(f"/api/runs/{run_id}/fork", body))

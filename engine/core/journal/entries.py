@@ -132,12 +132,19 @@ class Fork(Entry):
     step: int = 0
     context: Any = _kept()
     session: Mapping[str, Any] = field(default_factory=dict)
+    #: The Agents whose open Turn was restarted from the fork's context (their prompt rebuilt); None when none.
+    restarted: Any = None
     at: float = 0.0
     out: str | None = None
 
     def describe(self, slots: Mapping[str, str] | None = None) -> str:
         edited = " with its context edited" if self.context is not None else ""
-        return f"forked from run {self.parent} at step {self.step}{edited}"
+        restarted = (
+            f", restarting the Turn of {', '.join(map(str, self.restarted))}"
+            if isinstance(self.restarted, list)
+            else ""
+        )
+        return f"forked from run {self.parent} at step {self.step}{edited}{restarted}"
 
 
 @dataclass(frozen=True, kw_only=True)

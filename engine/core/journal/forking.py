@@ -7,11 +7,14 @@ edited or a different Gate answer; the parent run is only read.
     plan.entry        # the fork's first journal entry: Fork(parent, step, context, session, at)
     plan.visited      # the states the parent passed through up to that step
     plan.pending      # Turn id -> the tool call whose pick was outstanding at that step
+    plan.restarted    # Turn id -> the prompt rebuilt from the fork's context, for `restart=True or ["writer"]`
 
 The Session at the step is rebuilt by walking the parent's journal (engine/core/journal/trace.py). Its clock is moved
 to `now` with every timer, so a timer keeps the time it had left. An edited context must keep the keys and JSON types
 of the context it replaces (the Machine's guards and actions read them; new keys are welcome), and a Gate answer must
-be delivered by the Session at that step. Anything else is a `ForkError` that names what is wrong; nothing is made.
+be delivered by the Session at that step. An open Turn keeps the prompt it was given unless it is restarted
+(engine/core/journal/restarting.py): then its prompt is rebuilt from the fork's context and the Fork entry names
+it, so a replay starts from the same Turns. Anything else is a `ForkError` that names what is wrong; nothing is made.
 Pure: no Django, no I/O.
 """
 
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.journal.entries import Fork, Pick
+from engine.core.journal.restarting import RestartError, restarted, which_restarts
 from engine.core.journal.trace import numbered, trace
 from engine.core.session import Session, SessionError
 from engine.core.text import NUL_REFUSED, nul_at
@@ -42,6 +46,7 @@ class ForkPlan:
     entry: Fork
     visited: list[str] = field(default_factory=list)
     pending: dict[str, str] = field(default_factory=dict)
+    restarted: dict[str, str] = field(default_factory=dict)
 
 
 def plan_fork(
@@ -53,9 +58,11 @@ def plan_fork(
     now: float,
     context: Any = None,
     answer: tuple[str, str, Mapping[str, Any]] | None = None,
+    restart: bool | Iterable[str] | None = None,
 ) -> ForkPlan:
     """The fork of `parent` after its journal entry `step` (see the module docstring). `context` None keeps the
-    context; `answer` is (Gate id, event, input) for a Gate open at that step."""
+    context; `answer` is (Gate id, event, input) for a Gate open at that step; `restart` names the Agents whose
+    open Turn is restarted from the fork's context (True: every open Turn)."""
     entries = numbered(journal)
     last = entries[-1][0] if entries else 0
     if not isinstance(step, int) or isinstance(step, bool) or not 1 <= step <= last:
@@ -87,11 +94,16 @@ def plan_fork(
         if problems:
             raise ForkError("the edited context is refused: " + "; ".join(problems))
         data["statechart"]["context"] = json.loads(json.dumps(context))
+    try:
+        agents = which_restarts(session, restart)
+        prompts = restarted(machine, data, agents)
+    except RestartError as err:
+        raise ForkError(str(err)) from err
     if answer is not None:
         _check_answer(machine, data, answer, step)
     pending = {turn.id: calls[turn.id] for turn in session.turns if turn.outstanding is not None and calls.get(turn.id)}
-    entry = Fork(parent=parent, step=step, context=context, session=data, at=data["now"])
-    return ForkPlan(Session.restore(machine, data), entry, sorted(visited), pending)
+    entry = Fork(parent=parent, step=step, context=context, session=data, restarted=agents or None, at=data["now"])
+    return ForkPlan(Session.restore(machine, data), entry, sorted(visited), pending, prompts)
 
 
 def _check_answer(
