@@ -464,7 +464,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "JR2_SOAK_LEDGER": str(ledger_file),
             "JR2_DRAIN_SECONDS": "5",
             "PYTHONUNBUFFERED": "1",
-            "JR2_RELAY_TIMEOUT": "60",
+            "JR2_RELAY_WAIT": "60",
         }
     )
     os.environ.update(

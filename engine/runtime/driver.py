@@ -133,7 +133,8 @@ class RunDriver:
         self.status = run_status(session, self.books.seats)
         #: The view last committed: the next step's search and inbox records are what changed since.
         self.committed_view: dict[str, Any] = dict(resume.run.view or {}) if resume is not None else {}
-        self._relayed: set[int] = set()
+        #: The relayed inputs this driver took, by RunInput id, with the future of each one's answer.
+        self._relayed: dict[int, asyncio.Future[Any]] = {}
 
     @property
     def loops(self) -> dict[str, Loop]:
@@ -151,26 +152,35 @@ class RunDriver:
         self.inbox.put_nowait(Item(kind, args, future))
         return future
 
-    def relayed(self, input_id: int, kind: str, args: dict[str, Any]) -> None:
-        """An input another process wrote for this run (relay.py): applied once, its row answered with the step it
-        causes. Seen again while still in the inbox, it is ignored."""
-        if input_id in self._relayed:
-            return
-        self._relayed.add(input_id)
+    def relayed(self, input_id: int, kind: str, args: dict[str, Any]) -> asyncio.Future[Any]:
+        """An input a person sent this run, kept as a RunInput row (relay.py): applied once, in the order it was
+        sent, its row settled with the step it causes. Seen again (the host's rounds read pending rows too), the
+        future of its first sighting is returned; a failed try lets it be taken again."""
+        found = self._relayed.get(input_id)
+        if found is not None:
+            return found
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._relayed[input_id] = future
+        future.add_done_callback(lambda done: self._forget_failed(input_id, done))
         if kind == "seat" and args.get("user") is not None:
             args = {**args, "user": tuple(args["user"])}
         if kind == "offer" or self.session.status != "active":
-            result = None if kind == "offer" else ended(self.session, kind)
-            if kind == "offer":
+            active = self.session.status == "active"
+            result = None if active else ended(self.session, kind)
+            if active:
                 human.offer(self.run_id, args["agent"], args["event"], args.get("params") or {})
-            task = asyncio.get_running_loop().create_task(
-                self.host.db(store.answer_input, input_id, relay.encode(result), self.host.owner)
+            answer = loop.create_task(
+                self.host.db(store.answer_input, input_id, relay.encode(result), self.host.owner, kind, self.run_id)
             )
-            task.add_done_callback(lambda _: self._relayed.discard(input_id))
-            return
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        future.add_done_callback(lambda _: self._relayed.discard(input_id))
+            answer.add_done_callback(lambda done: _settle_future(future, done, result))
+            return future
         self.inbox.put_nowait(Item(kind, args, future, input_id))
+        return future
+
+    def _forget_failed(self, input_id: int, future: asyncio.Future[Any]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            self._relayed.pop(input_id, None)
 
     async def write(self, ops: list[store.Op]) -> None:
         """Records that change nothing in the Session (model calls, replies, refusals), in order with the steps;
@@ -308,7 +318,11 @@ class RunDriver:
         plan = Plan(self._take_deferred())
         result, entries = apply_input(session, self.books, item.kind, item.args, plan, wall_ms())
         if item.input_id is not None:
-            plan.ops.append(store.InputAnswered(item.input_id, relay.encode(result), self.host.owner))
+            plan.ops.append(
+                store.InputAnswered(
+                    item.input_id, relay.encode(result), self.host.owner, item.kind, str(item.args.get("gate") or "")
+                )
+            )
         plan_outputs(session.drain(), session, self.books, plan, self._new_loop)
         status = run_status(session, self.books.seats)
         fields = self._run_fields(status)
@@ -482,5 +496,17 @@ class RunDriver:
             item = self.inbox.get_nowait()
             if item is not None and not item.future.done():
                 item.future.set_result(ended(self.session, item.kind))
-        await self.write([])
+        await self.write([store.PendingRefused(self.status, self.host.owner)])  # inputs no host can deliver now
         self.host.forget(self)
+
+
+def _settle_future(future: asyncio.Future[Any], done: asyncio.Future[Any], result: Any) -> None:
+    """Pass a database task's end on to the future its sender awaits."""
+    if future.done():
+        return
+    if done.cancelled():
+        future.cancel()
+    elif done.exception() is not None:
+        future.set_exception(done.exception())  # type: ignore[arg-type]
+    else:
+        future.set_result(result)
