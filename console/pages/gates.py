@@ -25,7 +25,8 @@ from console.pages.forms import SchemaForm, check, schema_form
 from console.pages.links import query_with
 from console.pages.runview import machine_of
 from engine.models import GateRecord, Run
-from engine.runtime.errors import NoHost
+from engine.runtime.errors import InputPending, NoHost
+from engine.runtime.store.inputs import KEPT, InputReport, pending_gate_inputs
 from engine.web.hosting import ready_host
 
 __all__ = [
@@ -71,6 +72,8 @@ class EventForm:
 class InboxItem:
     record: GateRecord
     forms: list[EventForm] = field(default_factory=list)
+    #: Answers to this Gate that are kept but not delivered yet (no worker holds its run): the card says so.
+    waiting: list[InputReport] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -120,18 +123,31 @@ def event_forms(record: GateRecord, data: Any = None, only: str = "") -> list[Ev
     return out
 
 
-def item_for(record: GateRecord, answering: bool) -> InboxItem:
-    return InboxItem(record, event_forms(record) if answering else [])
+def item_for(record: GateRecord, answering: bool, waiting: list[InputReport] | None = None) -> InboxItem:
+    if waiting is None:
+        waiting = pending_answers([record]).get((record.run_id, record.gate), [])
+    return InboxItem(record, event_forms(record) if answering else [], waiting)
 
 
 def inbox_items(rows: Iterable[GateRecord], answering: bool) -> list[InboxItem]:
-    return [item_for(record, answering) for record in rows]
+    records = list(rows)
+    waiting = pending_answers(records)
+    return [item_for(record, answering, waiting.get((record.run_id, record.gate), [])) for record in records]
+
+
+def pending_answers(records: Iterable[GateRecord]) -> dict[tuple[str, str], list[InputReport]]:
+    """The answers kept for these Gates and not delivered yet, by (run, Gate): one query for the whole inbox."""
+    found: dict[tuple[str, str], list[InputReport]] = {}
+    for report in pending_gate_inputs({record.run_id for record in records}):
+        found.setdefault((report.run, report.gate), []).append(report)
+    return found
 
 
 class Result(StrEnum):
     """What became of one Gate of a batch."""
 
     DELIVERED = "delivered"
+    PENDING = "pending"  # kept: delivered, in order, when a worker holds the run
     CLOSED = "closed"  # answered elsewhere, or the run moved on
     REFUSED = "refused"  # in the engine's words
 
@@ -212,6 +228,8 @@ async def _deliver(host: Any, record: GateRecord, batch: Batch, username: str) -
         delivery = await host.deliver(
             record.run_id, "gate", gate=record.gate, event=batch.event, params=dict(batch.values or {}), by=username
         )
+    except InputPending as pending:
+        return Outcome(record, Result.PENDING, f"kept as input {pending.input_id}: {KEPT}")
     except Exception as err:
         return Outcome(record, Result.CLOSED, f"the run is no longer live here: {err}")
     if delivery.outcome == "delivered":

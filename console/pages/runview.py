@@ -19,6 +19,7 @@ from engine.core.workflow import Machine
 from engine.models import ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.players import player_for
 from engine.runtime.registry import workflows
+from engine.runtime.store.inputs import InputReport, reports
 from engine.runtime.view import RunView, TurnNow
 from engine.runtime.workspace.sandbox import WorkspaceError
 from engine.runtime.workspace.tools import workspace_for
@@ -52,6 +53,8 @@ class GateView:
     #: are none to show.
     files: list[tuple[str, str]] = field(default_factory=list)
     files_note: str = ""
+    #: Answers to this Gate that are kept but not delivered yet (no worker holds the run): shown on the Gate.
+    waiting: list[InputReport] = field(default_factory=list)
 
 
 @dataclass
@@ -86,6 +89,17 @@ class RunPage:
     output_json: str
     seat_views: list[SeatView] = field(default_factory=list)
     held: tuple[str, ...] = ()
+    #: The newest inputs people sent the run, newest first, each pending, delivered or refused with the reason.
+    inputs: list[InputReport] = field(default_factory=list)
+
+    @property
+    def inputs_key(self) -> tuple[tuple[int, str], ...]:
+        """What the inputs shown are now: a page is drawn again when one is sent or settled."""
+        return tuple((found.input, found.status) for found in self.inputs)
+
+
+#: How many of the newest inputs sent to a run its page lists.
+INPUTS_SHOWN = 10
 
 
 def machine_of(workflow: str) -> Machine | None:
@@ -103,6 +117,7 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
     view = RunView.of(run.view)
     machine = machine_of(run.workflow)
     answering = can(user, "answer") and run.live
+    inputs = reports(run.id, INPUTS_SHOWN)
     gates = []
     for gate in view.gates:
         forms = []
@@ -122,6 +137,7 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
                 forms if answering else [],
                 shown,
                 note,
+                [found for found in inputs if found.pending and found.kind == "gate" and found.gate == gate.id],
             )
         )
     active = list(view.active)
@@ -143,6 +159,7 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
         output_json=_pretty(run.output),
         seat_views=seat_views,
         held=tuple(s.agent for s in seat_views if s.mine),
+        inputs=inputs,
     )
 
 

@@ -112,6 +112,7 @@ def _answered(request: HttpRequest, batch: Batch, outcomes: list[Outcome]) -> st
             for f in item.forms
         ]
         items.append(item)
+    items += [item_for(o.record, True) for o in outcomes if o.result == Result.PENDING]  # now saying it waits
     return render_to_string(
         "console/gates/_result.html",
         {
@@ -121,6 +122,7 @@ def _answered(request: HttpRequest, batch: Batch, outcomes: list[Outcome]) -> st
             "oob": True,
             "answered": f"answered by {request.user.get_username()} with {batch.event}",
             "delivered": [o for o in outcomes if o.result == Result.DELIVERED],
+            "pending": [o for o in outcomes if o.result == Result.PENDING],
             "closed": [o for o in outcomes if o.result == Result.CLOSED],
             "refused": [o for o in outcomes if o.result == Result.REFUSED],
         },

@@ -23,7 +23,7 @@ def check_gate_answer(
 ) -> Delivery | None:
     """The run's refusal of this answer as its Session would word it (codes no-gate, not-accepted, invalid), or
     None when the committed view takes it."""
-    gates = {g.get("id"): g for g in view.get("gates", ()) if isinstance(g, Mapping)}
+    gates = {str(g.get("id")): g for g in view.get("gates", ()) if isinstance(g, Mapping)}
     found = gates.get(gate)
     if found is None:
         return Delivery(

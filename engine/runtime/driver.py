@@ -174,6 +174,9 @@ class RunDriver:
                 self.host.db(store.answer_input, input_id, relay.encode(result), self.host.owner, kind, self.run_id)
             )
             answer.add_done_callback(lambda done: _settle_future(future, done, result))
+            answer.add_done_callback(
+                lambda _: self.host.notify(self.run_id, self.workflow, self.status, self.seq)  # its pages show it
+            )
             return future
         self.inbox.put_nowait(Item(kind, args, future, input_id))
         return future

@@ -31,6 +31,7 @@ from engine.core.outputs import Delivery
 from engine.models import Run, RunInput
 from engine.runtime import store
 from engine.runtime.errors import HostError, InputPending, RunNotHosted
+from engine.runtime.notify import run_group
 
 __all__ = ["HOSTS_GROUP", "send", "post", "settled", "wake_hosts", "encode", "decode", "RELAYED_KINDS", "Database"]
 
@@ -89,6 +90,7 @@ async def settled(host: Database, run_id: str, input_id: int) -> Any:
                 raise RunNotHosted(f"run {run_id}: {reason}; nothing was delivered")
             return decode(outcome)
         if time.monotonic() > deadline:
+            await _tell_pages(run_id)
             raise InputPending(run_id, input_id)
 
 
@@ -98,6 +100,7 @@ async def within_wait(future: asyncio.Future[T], run_id: str, input_id: int) -> 
     try:
         return await asyncio.wait_for(asyncio.shield(future), relay_wait())
     except TimeoutError:
+        await _tell_pages(run_id)
         raise InputPending(run_id, input_id) from None
 
 
@@ -110,6 +113,18 @@ async def wake_hosts(kind: str, run_id: str = "") -> None:
         await layer.group_send(HOSTS_GROUP, {"type": kind, "run": run_id})
     except Exception as err:
         log.warning("waking the hosts failed: %r", err)
+
+
+async def _tell_pages(run_id: str) -> None:
+    """The run's open pages show an input kept but not delivered in time, pending (no commit moved the run:
+    `updated` is empty, so each page draws itself again)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(run_group(run_id), {"type": "run.updated", "run": run_id, "updated": ""})
+    except Exception as err:
+        log.warning("telling the run's pages failed: %r", err)
 
 
 def encode(result: Any) -> dict[str, Any]:

@@ -28,7 +28,12 @@ __all__ = [
     "reports",
     "answer_input",
     "verdict",
+    "pending_gate_inputs",
+    "KEPT",
 ]
+
+#: What a sender is told of an input kept but not delivered yet.
+KEPT = "no worker holds the run yet; it is delivered, in order, when one does"
 
 #: What each kind of input is called in a sentence to the person who sent it.
 WHAT = {"gate": "answer", "cancel": "cancel", "seat": "seat change", "offer": "pick"}
@@ -50,6 +55,23 @@ class InputReport:
     gate: str
     agent: str
     event: str
+
+    @property
+    def words(self) -> str:
+        """What was sent, as a line says it: "answered writing.asking with reply"."""
+        if self.kind == "gate":
+            return f"answered {self.gate} with {self.event}"
+        if self.kind == "cancel":
+            return "cancelled the run"
+        if self.kind == "seat":
+            return f"changed hands of the seat of {self.agent}"
+        if self.kind == "offer":
+            return f"picked {self.event} in the seat of {self.agent}"
+        return f"sent {self.kind}"
+
+    @property
+    def pending(self) -> bool:
+        return self.status == RunInput.Status.PENDING
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -207,6 +229,12 @@ def report(run_id: str, input_id: int) -> InputReport | None:
 def reports(run_id: str, limit: int = 50) -> list[InputReport]:
     """The newest inputs people sent to a run, newest first."""
     return [_report(row) for row in RunInput.objects.filter(run_id=run_id).order_by("-id")[:limit]]
+
+
+def pending_gate_inputs(run_ids: Iterable[str]) -> list[InputReport]:
+    """The Gate answers kept for these runs and not delivered yet, oldest first."""
+    rows = RunInput.objects.filter(run_id__in=list(run_ids), kind="gate", status=RunInput.Status.PENDING)
+    return [_report(row) for row in rows.order_by("id")]
 
 
 def _report(row: RunInput) -> InputReport:
