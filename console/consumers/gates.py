@@ -17,7 +17,7 @@ from django.template.loader import render_to_string
 
 from console.access import can
 from console.consumers.base import Hub, LiveConsumer, Notice
-from console.pages.gates import closed, inbox_query, item_for
+from console.pages.gates import closed, inbox_items, inbox_query
 from engine.models import GateRecord, Run
 from engine.runtime.notify import GATES_GROUP
 
@@ -119,7 +119,7 @@ class InboxConsumer(LiveConsumer):
                 "count": count,
                 "query": self.query,
                 "where": "afterbegin" if self.order == "newest" else "beforeend",
-                "added": [item_for(records[pk], self.answering) for pk in added if pk in records],
+                "added": inbox_items([records[pk] for pk in added if pk in records], self.answering),
                 "gone": [closed(records[pk]) for pk in gone if pk in records],
             },
         )

@@ -590,14 +590,14 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> Any:
         if refusal is not None:
             _refused(run_id, gate, refusal)
     try:
-        input_id, delivery = await host.send_input(
+        delivery = await host.deliver(
             run_id, "gate", gate=gate, event=event, params=body, by=request.user.get_username()
         )
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
     _refused(run_id, gate, delivery)
     status = await sync_to_async(lambda: Run.objects.values_list("status", flat=True).get(id=run_id))()
-    return {"outcome": delivery.outcome, "run": run_id, "status": status, "input": input_id}
+    return {"outcome": delivery.outcome, "run": run_id, "status": status}
 
 
 def _refused(run_id: str, gate: str, delivery: Any) -> None:
@@ -633,11 +633,11 @@ async def cancel_run(request: HttpRequest, run_id: str) -> Any:
         raise HttpError(409, f"run {run_id} has already ended ({run.status})")
     host = await _host()
     try:
-        input_id, _ = await host.send_input(run_id, "cancel", sender=request.user.get_username())
+        await host.cancel(run_id, sender=request.user.get_username())
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
     status = await sync_to_async(lambda: Run.objects.values_list("status", flat=True).get(id=run_id))()
-    return {"outcome": "cancelled", "run": run_id, "status": status, "input": input_id}
+    return {"outcome": "cancelled", "run": run_id, "status": status}
 
 
 @api.get(

@@ -59,7 +59,6 @@ class Outcome(Schema):
     outcome: str
     run: str
     status: str
-    input: int | None = Field(None, description="the input's id: GET /api/runs/<run>/inputs/<input> reads it again")
 
 
 class Accepted(Schema):

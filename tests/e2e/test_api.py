@@ -228,8 +228,10 @@ def test_notes_end_to_end_with_its_gate_answered_over_http(live: LiveServer, cli
     assert answered.status_code == 200, answered.text
     assert answered.json()["outcome"] == "delivered" and answered.json()["run"] == run_id
     # The embedded host keeps the answer as the fleet does, so it reads back in the same shape.
-    kept = client.get(f"/api/runs/{run_id}/inputs/{answered.json()['input']}")
+    [listed] = client.get(f"/api/runs/{run_id}/inputs").json()
+    kept = client.get(listed["url"])
     assert kept.status_code == 200, kept.text
+    assert kept.json() == listed
     assert {k: kept.json()[k] for k in ("run", "kind", "status", "reason", "gate", "event")} == {
         "run": run_id,
         "kind": "gate",
@@ -238,8 +240,9 @@ def test_notes_end_to_end_with_its_gate_answered_over_http(live: LiveServer, cli
         "gate": NOTES_GATE,
         "event": "reply",
     }
-    assert kept.json()["url"] == f"/api/runs/{run_id}/inputs/{answered.json()['input']}"
-    error(client.get(f"/api/runs/{run_id}/inputs/{answered.json()['input'] + 1000}"), 404, run_id)
+    assert kept.json()["url"] == f"/api/runs/{run_id}/inputs/{listed['input']}"
+    assert kept.json()["sent_by"] and kept.json()["settled_at"]
+    error(client.get(f"/api/runs/{run_id}/inputs/{listed['input'] + 1000}"), 404, run_id)
 
     done = live.wait_for(run_id, "done")
     assert done["output"]["notes"] == (
@@ -618,14 +621,9 @@ def test_cancel_ends_the_run_and_closes_its_gates(live: LiveServer, client: http
     run_id = notes_waiting(live, client)
     cancelled = client.post(f"/api/runs/{run_id}/cancel")
     assert cancelled.status_code == 200, cancelled.text
-    assert cancelled.json() == {
-        "outcome": "cancelled",
-        "run": run_id,
-        "status": "cancelled",
-        "input": cancelled.json()["input"],
-    }
+    assert cancelled.json() == {"outcome": "cancelled", "run": run_id, "status": "cancelled"}
     [kept] = client.get(f"/api/runs/{run_id}/inputs").json()
-    assert (kept["input"], kept["kind"], kept["status"]) == (cancelled.json()["input"], "cancel", "delivered")
+    assert (kept["kind"], kept["status"]) == ("cancel", "delivered")
     run = client.get(f"/api/runs/{run_id}").json()
     assert run["status"] == "cancelled" and run["gates"] == [] and run["turns"] == [] and run["effects"] == []
     assert kinds(journal(client, run_id))[-1] == "cancel"
