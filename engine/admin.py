@@ -1,5 +1,5 @@
 """The admin: users and groups (Django's own), API tokens, and runs to look at (runs change only through the
-runtime, so they are read-only here)."""
+runtime, so they are read-only here), and the inputs people sent them, pending, delivered or refused."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils import timezone
 
-from engine.models import ApiToken, Run
+from engine.models import ApiToken, Run, RunInput
 
 
 @admin.register(ApiToken)
@@ -35,6 +35,22 @@ class RunAdmin(admin.ModelAdmin):
     list_display = ("id", "workflow", "status", "scripted", "created_at", "updated_at")
     list_filter = ("status", "workflow", "scripted")
     search_fields = ("id", "workflow", "reason")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(RunInput)
+class RunInputAdmin(admin.ModelAdmin):
+    """The inputs people sent runs: an operator sees what waits for a worker and why one was refused. Only hosts
+    settle them, so they are read-only here."""
+
+    list_display = ("id", "run", "kind", "status", "sent_by", "created_at", "answered_at", "answered_by")
+    list_filter = ("status", "kind")
+    search_fields = ("run__id", "sent_by", "reason")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -85,3 +85,13 @@ def test_an_answer_sent_while_no_worker_holds_the_run_shows_pending_then_deliver
             await aclose_all()
 
     asyncio.run(main())
+
+
+def test_the_admin_lists_inputs_read_only_with_their_outcome(client: Any, django_user_model: Any) -> None:
+    run = Run.objects.create(workflow="notes", status="waiting")
+    RunInput.objects.create(run=run, kind="gate", args="{}", status="refused", reason="the Gate closed", sent_by="ann")
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
+    listed = client.get("/admin/engine/runinput/")
+    assert listed.status_code == 200
+    assert "ann" in listed.content.decode() and "refused" in listed.content.decode()
+    assert client.get("/admin/engine/runinput/add/").status_code == 403
