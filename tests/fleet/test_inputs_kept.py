@@ -1,11 +1,14 @@
 """An answer is never lost and never kept waiting: with no worker at all for a minute, `jr2 web` checks a Gate
 answer against the run's committed view at once (a wrong one is 400 or 404 then), keeps a right one durably and
 answers 202 with its address, and the first worker to start delivers it, in order, exactly once; an answer behind
-it is refused with the reason in words. Real processes on PostgreSQL and Redis (the suite's second pass)."""
+it is refused with the reason in words. The person who answers in the Console (chromium) sees it pending, then
+delivered, without reloading. Real processes on PostgreSQL and Redis (the suite's second pass)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +16,11 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from bench.soak import Fleet
-from tests.live_server import api_client, copy_workflows, migrate, run_when, server_env
+from tests.browsers import chromium, log_in
+from tests.live_server import ROOT, api_client, copy_workflows, migrate, run_when, server_env
 
 pytestmark = [
     pytest.mark.slow,
@@ -28,6 +33,7 @@ pytestmark = [
 #: How long no worker runs before the answer is sent: the issue's "a minute".
 QUIET = 60.0
 GATE = "writing.asking"
+PASSWORD = "a long test password"
 
 
 @pytest.fixture
@@ -116,3 +122,47 @@ def test_a_gate_answer_posted_when_no_worker_has_run_for_a_minute_is_accepted_an
             (behind.json()["input"], "refused"),
             (body["input"], "delivered"),
         ]
+
+
+def add_answerer(fleet: Fleet, name: str) -> None:
+    """A Console user who may answer Gates, with a password, made as an administrator would."""
+    script = (
+        "from django.contrib.auth import get_user_model\n"
+        "from django.contrib.auth.models import Group\n"
+        f"user = get_user_model().objects.create_user({name!r}, password={PASSWORD!r})\n"
+        "user.groups.add(Group.objects.get(name='gate-answerers'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", script],
+        cwd=ROOT,
+        env=fleet.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_person_who_answers_in_the_console_sees_it_pending_then_delivered_live(fleet: Fleet) -> None:
+    add_answerer(fleet, "ann")
+    web = fleet.webs[0].url
+    with api_client(web, fleet.env["TOKEN"], timeout=60) as client:
+        run_id = client.post("/api/workflows/notes/runs", json={"changes": "Faster start-up."}).json()["id"]
+        run_when(client, run_id, lambda r: r["status"] == "waiting")
+        fleet.kill(fleet.workers[0])
+        with chromium() as browser:
+            context = browser.new_context()
+            tab = log_in(context, web, "ann", PASSWORD, f"/runs/{run_id}/")
+            form = tab.locator('form.gate-form[data-event="reply"]')
+            form.locator('[name="text"]').fill("Ops")
+            form.get_by_role("button", name="Send reply").click()
+            expect(tab.locator(".input-waiting")).to_contain_text("The answer reply from ann is kept", timeout=15_000)
+            sent = tab.locator("#run-inputs li").first
+            expect(sent).to_contain_text("ann answered writing.asking with reply")
+            expect(sent.locator(".input-status")).to_have_text("pending")
+
+            fleet.workers[0] = fleet.start_worker(1)  # no reload from here: the page's websocket brings the rest
+            expect(sent.locator(".input-status")).to_have_text("delivered", timeout=30_000)
+            expect(tab.locator(".input-waiting")).to_have_count(0)
+            expect(tab.locator("#run-status-badge")).to_have_text("done", timeout=30_000)
+            context.close()
