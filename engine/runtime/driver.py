@@ -95,6 +95,8 @@ class Item:
     future: asyncio.Future[Any]
     #: A relayed input's RunInput row, answered in the transaction of this item's step.
     input_id: int | None = None
+    #: When a kept input was sent (wall-clock ms): it is applied as of then, if the run has not moved past it.
+    sent_at: float | None = None
 
 
 class RunDriver:
@@ -152,10 +154,14 @@ class RunDriver:
         self.inbox.put_nowait(Item(kind, args, future))
         return future
 
-    def relayed(self, input_id: int, kind: str, args: dict[str, Any]) -> asyncio.Future[Any]:
+    def relayed(
+        self, input_id: int, kind: str, args: dict[str, Any], sent_at: float | None = None
+    ) -> asyncio.Future[Any]:
         """An input a person sent this run, kept as a RunInput row (relay.py): applied once, in the order it was
-        sent, its row settled with the step it causes. Seen again (the host's rounds read pending rows too), the
-        future of its first sighting is returned; a failed try lets it be taken again."""
+        sent, its row settled with the step it causes. One kept while no host held the run is applied as of when
+        it was sent (`sent_at`, ms), so a timer that came due later, while no worker ran, does not beat it. Seen
+        again (the host's rounds read pending rows too), the future of its first sighting is returned; a failed
+        try lets it be taken again."""
         found = self._relayed.get(input_id)
         if found is not None:
             return found
@@ -178,7 +184,7 @@ class RunDriver:
                 lambda _: self.host.notify(self.run_id, self.workflow, self.status, self.seq)  # its pages show it
             )
             return future
-        self.inbox.put_nowait(Item(kind, args, future, input_id))
+        self.inbox.put_nowait(Item(kind, args, future, input_id, sent_at))
         return future
 
     def _forget_failed(self, input_id: int, future: asyncio.Future[Any]) -> None:
@@ -319,13 +325,17 @@ class RunDriver:
     async def _step(self, item: Item) -> None:
         session = self.session
         plan = Plan(self._take_deferred())
-        result, entries = apply_input(session, self.books, item.kind, item.args, plan, wall_ms())
-        if item.input_id is not None:
-            plan.ops.append(
-                store.InputAnswered(
-                    item.input_id, relay.encode(result), self.host.owner, item.kind, str(item.args.get("gate") or "")
-                )
+        now = wall_ms()
+        if item.sent_at is not None:
+            now = min(now, max(item.sent_at, session.now))  # as of when it was sent; time never goes back
+        result, entries = apply_input(session, self.books, item.kind, item.args, plan, now)
+        answered = (
+            store.InputAnswered(
+                item.input_id, relay.encode(result), self.host.owner, item.kind, str(item.args.get("gate") or "")
             )
+            if item.input_id is not None
+            else None
+        )
         plan_outputs(session.drain(), session, self.books, plan, self._new_loop)
         status = run_status(session, self.books.seats)
         fields = self._run_fields(status)
@@ -337,8 +347,10 @@ class RunDriver:
         if entries and (session.status != "active" or last // every > self.snapshot_seq // every):
             snapshot = session.to_json()
         updated = None
-        if entries or plan.ops:
+        if entries or plan.ops or answered is not None:
             plan.ops.append(indexed(self.workflow, self.committed_view, fields, entries, plan.ops))
+            if answered is not None:  # after the index: its words read the Gate records this step closed
+                plan.ops.append(answered)
             updated = await self.host.db(
                 store.commit, store.Step(self.run_id, first, entries, fields, snapshot, plan.ops, owner=self.host.owner)
             )

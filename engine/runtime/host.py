@@ -312,10 +312,10 @@ class Host:
                     self._wake.set()  # more may wait: claim again after the other hosts had their turn
                     await asyncio.sleep(0.02)
                 if self.drivers:
-                    for input_id, run_id, kind, args in await self.db(store.pending_inputs, self.owner):
+                    for input_id, run_id, kind, args, sent in await self.db(store.pending_inputs, self.owner):
                         driver = self.drivers.get(run_id)
                         if driver is not None:
-                            driver.relayed(input_id, kind, args)
+                            driver.relayed(input_id, kind, args, sent)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -377,6 +377,7 @@ class Host:
         session.drain()
         del session.journal[:]
         await self.db(store.expire_in_flight, run_id)
+        kept = await self.db(store.pending_inputs, self.owner, [run_id])
         driver = RunDriver(
             self,
             run_id,
@@ -389,6 +390,8 @@ class Host:
         )
         self.drivers[run_id] = driver
         driver.start(resumed=True)
+        for input_id, _, kind, args, sent in kept:  # before its timers and Turns: they were sent first
+            driver.relayed(input_id, kind, args, sent)
         log.info("run %s (%s) taken up at journal entry %d", run_id, workflow, resume.run.seq)
 
     async def _drift(self, run_id: str, workflow: str, reason: str) -> None:

@@ -302,3 +302,93 @@ def test_a_timer_fires_at_its_due_time_on_the_worker_that_takes_the_run_over() -
             await other.stop()
 
     fleet(body, "web", "worker", "worker", workflows={"timed": machine}, lease_seconds=0.4)
+
+
+class Note(BaseModel):
+    note: str = ""
+
+
+def review_machine() -> Any:
+    """A Gate that escalates to a lead's Gate after DUE_MS: the timer an answer must not lose to while no worker
+    runs."""
+    approve = define_event(name="approve", input=Note, description="Approve the change.")
+    return jr2_setup(events=[approve], actors={}).create_machine(
+        {
+            "id": "review",
+            "initial": "waiting",
+            "states": {
+                "waiting": {
+                    "invoke": {"src": "gate", "id": "review", "input": lambda context: {"meta": {}}},
+                    "on": {"approve": "approved"},
+                    "after": {DUE_MS: "escalated"},
+                },
+                "escalated": {
+                    "invoke": {"src": "gate", "id": "lead", "input": lambda context: {"meta": {}}},
+                    "on": {"approve": "approved"},
+                },
+                "approved": {"type": "final"},
+            },
+        }
+    )
+
+
+DUE_MS = 1500
+APPROVE = {"gate": "review", "event": "approve", "params": {"note": "ok"}}
+
+
+def settled_row() -> Any:
+    return RunInput.objects.exclude(status="pending").first()
+
+
+def test_an_answer_kept_before_its_gates_timer_came_due_is_delivered_first(settings: Any) -> None:
+    settings.JR2_RELAY_WAIT = 0.2
+
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("review", {})
+        await until(web, status(run_id, "waiting"))
+        await die(worker)
+        with pytest.raises(InputPending):
+            await web.deliver(run_id, "gate", **APPROVE, by="alice")
+        await asyncio.sleep(DUE_MS / 1000 + 0.3)  # the timer comes due while no worker runs
+        await web.db(lambda: Run.objects.filter(id=run_id).update(lease_owner=""))
+        later = Host({"review": review_machine()}, owner="worker-2", role="worker", scan_seconds=0.05)
+        await later.start()
+        try:
+            row = await until(web, settled_row)
+            assert (row.status, row.reason) == ("delivered", "")
+            run = await until(web, status(run_id, "done"))
+            assert run.view["value"] == "approved"
+        finally:
+            await later.stop()
+
+    fleet(body, "web", "worker", workflows={"review": review_machine()})
+
+
+def test_an_answer_kept_after_its_gates_timer_came_due_is_refused_saying_the_timer_fired_first(
+    settings: Any,
+) -> None:
+    settings.JR2_RELAY_WAIT = 0.2
+
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("review", {})
+        await until(web, status(run_id, "waiting"))
+        await die(worker)
+        await asyncio.sleep(DUE_MS / 1000 + 0.3)  # due, but no worker fired it: the committed view shows it open
+        with pytest.raises(InputPending):
+            await web.deliver(run_id, "gate", **APPROVE, by="alice")
+        await web.db(lambda: Run.objects.filter(id=run_id).update(lease_owner=""))
+        later = Host({"review": review_machine()}, owner="worker-2", role="worker", scan_seconds=0.05)
+        await later.start()
+        try:
+            row = await until(web, settled_row)
+            assert row.status == "refused"
+            assert (
+                row.reason
+                == "the Gate closed before your answer was delivered: the timer in review.waiting fired first"
+            )
+            run = await until(web, status(run_id, "waiting"))
+            assert run.view["value"] == "escalated" and [g["id"] for g in run.view["gates"]] == ["lead"]
+        finally:
+            await later.stop()
+
+    fleet(body, "web", "worker", workflows={"review": review_machine()})

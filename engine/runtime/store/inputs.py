@@ -121,7 +121,8 @@ class PendingRefused(Op):
 
 
 def verdict(kind: str, outcome: Any) -> tuple[str, str, bool]:
-    """(status, reason, the Gate had closed) of what a run answered to an input (`relay.encode`'s JSON)."""
+    """(status, reason, whether to say what closed the Gate) of what a run answered to an input (`relay.encode`'s
+    JSON)."""
     what = WHAT.get(kind, "input")
     if not isinstance(outcome, dict):
         return RunInput.Status.DELIVERED, "", False
@@ -134,7 +135,7 @@ def verdict(kind: str, outcome: Any) -> tuple[str, str, bool]:
     if code == "no-gate":
         return RunInput.Status.REFUSED, f"the Gate closed before your {what} was delivered", True
     if code == "ended":
-        return RunInput.Status.REFUSED, f"the run had ended before your {what} was delivered", False
+        return RunInput.Status.REFUSED, f"the run had ended before your {what} was delivered", kind == "gate"
     if found.get("outcome") == "unmoved":
         return RunInput.Status.REFUSED, f"{error}: the Machine did not take it now", False
     accepts = found.get("accepts") or ()
@@ -191,14 +192,19 @@ def _ended(kind: str, status: str) -> str:
     return f"the run ended ({status}) before your {WHAT.get(kind, 'input')} was delivered"
 
 
-def pending_inputs(owner: str, run_ids: Iterable[str] | None = None) -> list[tuple[int, str, str, dict[str, Any]]]:
-    """(id, run, kind, args) of the inputs waiting for runs `owner` holds, in the order they were sent."""
+def pending_inputs(
+    owner: str, run_ids: Iterable[str] | None = None
+) -> list[tuple[int, str, str, dict[str, Any], float]]:
+    """(id, run, kind, args, when it was sent in wall-clock ms) of the inputs waiting for runs `owner` holds, in
+    the order they were sent."""
     rows = RunInput.objects.filter(status=RunInput.Status.PENDING, run__lease_owner=owner)
     if run_ids is not None:
         rows = rows.filter(run_id__in=list(run_ids))
     return [
-        (input_id, run_id, kind, json.loads(args))
-        for input_id, run_id, kind, args in rows.order_by("id").values_list("id", "run_id", "kind", "args")
+        (input_id, run_id, kind, json.loads(args), sent.timestamp() * 1000)
+        for input_id, run_id, kind, args, sent in rows.order_by("id").values_list(
+            "id", "run_id", "kind", "args", "created_at"
+        )
     ]
 
 
