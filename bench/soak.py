@@ -405,8 +405,8 @@ def verify(calm: Phase, chaos: Phase, calm_ledger: Path, chaos_ledger: Path) -> 
     pending = RunInput.objects.filter(status="pending").count()
     if pending:
         failures.append(f"{pending} relayed inputs were left pending")
-    counts["relayed inputs answered"] = RunInput.objects.filter(status="answered").count()
-    counts["relayed inputs withdrawn"] = RunInput.objects.filter(status="withdrawn").count()
+    counts["relayed inputs delivered"] = RunInput.objects.filter(status="delivered").count()
+    counts["relayed inputs refused"] = RunInput.objects.filter(status="refused").count()
     return {"failures": failures, "counts": dict(counts)}
 
 
