@@ -148,10 +148,11 @@ def test_the_person_who_answers_in_the_console_sees_it_pending_then_delivered_li
         with chromium() as browser:
             context = browser.new_context()
             tab = log_in(context, web, "ann", PASSWORD, f"/runs/{run_id}/")
+            tab.wait_for_load_state("networkidle")  # htmx and the page's websocket are up before the answer
             form = tab.locator('form.gate-form[data-event="reply"]')
             form.locator('[name="text"]').fill("Ops")
             form.get_by_role("button", name="Send reply").click()
-            expect(tab.locator(".input-waiting")).to_contain_text("The answer reply from ann is kept", timeout=15_000)
+            expect(tab.locator(".input-waiting")).to_contain_text("The answer reply from ann is kept", timeout=30_000)
             sent = tab.locator("#run-inputs li").first
             expect(sent).to_contain_text("ann answered writing.asking with reply")
             expect(sent.locator(".input-status")).to_have_text("pending")
