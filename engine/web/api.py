@@ -777,8 +777,8 @@ def get_audit(request: HttpRequest) -> Any:
     auth=READ,
     response={200: list[InputOut], **errors(401, 404, 429)},
     openapi_extra=RATE_LIMITED,
-    summary="The inputs people sent the run (Gate answers, cancels, seat changes, picks made in a seat), newest "
-    "first, each pending, delivered or refused with the reason",
+    summary="The inputs people sent the run (Gate answers, claims, cancels, seat changes, picks made in a seat), "
+    "newest first, each pending, delivered or refused with the reason",
 )
 def list_inputs(request: HttpRequest, run_id: str) -> list[dict[str, Any]]:
     _known_query(request, ())

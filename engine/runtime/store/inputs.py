@@ -36,7 +36,10 @@ __all__ = [
 KEPT = "no worker holds the run yet; it is delivered, in order, when one does"
 
 #: What each kind of input is called in a sentence to the person who sent it.
-WHAT = {"gate": "answer", "cancel": "cancel", "seat": "seat change", "offer": "pick"}
+WHAT = {"gate": "answer", "cancel": "cancel", "seat": "seat change", "offer": "pick", "claim": "claim"}
+
+#: What a claim input did, as a line says it.
+CLAIMED = {"claim": "claimed", "release": "released the claim on", "break": "broke the claim on"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,8 @@ class InputReport:
     gate: str
     agent: str
     event: str
+    #: A claim's action: claim, release or break ("" for other kinds).
+    action: str = ""
 
     @property
     def words(self) -> str:
@@ -67,6 +72,8 @@ class InputReport:
             return f"changed hands of the seat of {self.agent}"
         if self.kind == "offer":
             return f"picked {self.event} in the seat of {self.agent}"
+        if self.kind == "claim":
+            return f"{CLAIMED.get(self.action, 'claimed')} {self.gate}"
         return f"sent {self.kind}"
 
     @property
@@ -261,6 +268,7 @@ def _report(row: RunInput) -> InputReport:
         gate=str(args.get("gate") or ""),
         agent=str(args.get("agent") or ""),
         event=str(args.get("event") or ""),
+        action=str(args.get("action") or "") if row.kind == "claim" else "",
     )
 
 
