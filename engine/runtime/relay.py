@@ -29,7 +29,7 @@ from django.conf import settings
 
 from engine.core.outputs import Delivery
 from engine.models import Run, RunInput
-from engine.runtime import store
+from engine.runtime import store, telemetry
 from engine.runtime.errors import HostError, InputPending, RunNotHosted
 from engine.runtime.notify import run_group
 
@@ -90,6 +90,7 @@ async def settled(host: Database, run_id: str, input_id: int) -> Any:
                 raise RunNotHosted(f"run {run_id}: {reason}; nothing was delivered")
             return decode(outcome)
         if time.monotonic() > deadline:
+            telemetry.relay_waited()
             await _tell_pages(run_id)
             raise InputPending(run_id, input_id)
 
@@ -100,6 +101,7 @@ async def within_wait(future: asyncio.Future[T], run_id: str, input_id: int) -> 
     try:
         return await asyncio.wait_for(asyncio.shield(future), relay_wait())
     except TimeoutError:
+        telemetry.relay_waited()
         await _tell_pages(run_id)
         raise InputPending(run_id, input_id) from None
 

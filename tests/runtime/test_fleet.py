@@ -10,13 +10,15 @@ import time
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from pydantic import BaseModel
 
 from engine import agent, define_event, effect, jr2_setup, scripted
 from engine.core.outputs import Delivery
 from engine.models import EffectRecord, JournalEntry, Run, RunInput
-from engine.runtime import store
+from engine.runtime import store, telemetry
 from engine.runtime.host import Host, InputPending, RunNotHosted
+from engine.runtime.telemetry.meters import Metrics
 from tests.runtime.hosting import fleet, status, until
 from workflows import notes
 
@@ -144,8 +146,23 @@ def test_a_host_that_lost_its_lease_writes_nothing_more_and_lets_the_run_go() ->
     fleet(body, "worker")
 
 
+def relay_waits(reader: InMemoryMetricReader) -> int:
+    """The count of inputs answered pending (jr2.relay.waits), as the metrics pipeline reads it."""
+    data = reader.get_metrics_data()
+    return sum(
+        int(point.value)
+        for resource in (data.resource_metrics if data else ())
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "jr2.relay.waits"
+        for point in metric.data.data_points
+    )
+
+
 def test_an_input_no_worker_takes_in_time_is_kept_and_delivered_in_order_when_one_does(settings: Any) -> None:
     settings.JR2_RELAY_WAIT = 0.3
+    reader = InMemoryMetricReader()
+    telemetry.configure(metrics=Metrics([reader]))
 
     async def body(web: Host, worker: Host) -> None:
         run_id = await web.start_run("notes", DOOR)
@@ -157,6 +174,7 @@ def test_an_input_no_worker_takes_in_time_is_kept_and_delivered_in_order_when_on
             await web.deliver(run_id, "gate", **REPLY, by="bob")
         found = await web.db(store.report, run_id, pending.value.input_id)
         assert found is not None and (found.status, found.sent_by, found.gate) == ("pending", "alice", "writing.asking")
+        assert relay_waits(reader) == 2  # each answered pending is counted
         await web.db(lambda: Run.objects.filter(id=run_id).update(lease_owner=""))
         later = Host({"notes": notes.machine}, owner="worker-2", role="worker", scan_seconds=0.05)
         await later.start()
@@ -174,7 +192,10 @@ def test_an_input_no_worker_takes_in_time_is_kept_and_delivered_in_order_when_on
         finally:
             await later.stop()
 
-    fleet(body, "web", "worker")
+    try:
+        fleet(body, "web", "worker")
+    finally:
+        telemetry.configure(metrics=None)
 
 
 def test_inputs_still_waiting_when_their_run_ends_are_refused_saying_so(settings: Any) -> None:
