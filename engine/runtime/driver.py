@@ -33,6 +33,7 @@ from engine.runtime import faults, relay, store, telemetry
 from engine.runtime.claims import claims_json, claims_of
 from engine.runtime.conversation import Conversation
 from engine.runtime.effects import EffectOutcome, run_effect
+from engine.runtime.kept import KeptInputs
 from engine.runtime.outboxing import Outboxed
 from engine.runtime.plan import (
     Books,
@@ -144,8 +145,8 @@ class RunDriver:
         self.status = run_status(session, self.books.seats)
         #: The view last committed: the next step's search and inbox records are what changed since.
         self.committed_view: dict[str, Any] = dict(resume.run.view or {}) if resume is not None else {}
-        #: The relayed inputs this driver took, by RunInput id, with the future of each one's answer.
-        self._relayed: dict[int, asyncio.Future[Any]] = {}
+        #: The inputs people sent that this driver took, with the future of each one's answer.
+        self.kept = KeptInputs(self)
         #: Spans and metrics, told after each commit (engine/runtime/telemetry/).
         self.telemetry = telemetry.for_run(run_id, workflow, machine.id)
 
@@ -168,39 +169,15 @@ class RunDriver:
     def relayed(
         self, input_id: int, kind: str, args: dict[str, Any], sent_at: float | None = None
     ) -> asyncio.Future[Any]:
-        """An input a person sent this run, kept as a RunInput row (relay.py): applied once, in the order it was
-        sent, its row settled with the step it causes. One kept while no host held the run is applied as of when
-        it was sent (`sent_at`, ms), so a timer that came due later, while no worker ran, does not beat it. Seen
-        again (the host's rounds read pending rows too), the future of its first sighting is returned; a failed
-        try lets it be taken again."""
-        found = self._relayed.get(input_id)
-        if found is not None:
-            return found
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        self._relayed[input_id] = future
-        future.add_done_callback(lambda done: self._forget_failed(input_id, done))
-        if kind == "seat" and args.get("user") is not None:
-            args = {**args, "user": tuple(args["user"])}
-        if kind == "offer" or self.session.status != "active":
-            active = self.session.status == "active"
-            result = None if active else ended(self.session, kind)
-            if active:
-                human.offer(self.run_id, args["agent"], args["event"], args.get("params") or {})
-            answer = loop.create_task(
-                self.host.db(store.answer_input, input_id, relay.encode(result), self.host.owner, kind, self.run_id)
-            )
-            answer.add_done_callback(lambda done: _settle_future(future, done, result))
-            answer.add_done_callback(
-                lambda _: self.host.notify(self.run_id, self.workflow, self.status, self.seq)  # its pages show it
-            )
-            return future
-        self.inbox.put_nowait(Item(kind, args, future, input_id, sent_at))
-        return future
-
-    def _forget_failed(self, input_id: int, future: asyncio.Future[Any]) -> None:
-        if future.cancelled() or future.exception() is not None:
-            self._relayed.pop(input_id, None)
+        """An input a person sent this run, kept as a RunInput row (engine/runtime/kept.py): applied once, in the
+        order it was sent. One kept while no host held the run is applied as of when it was sent (`sent_at`, ms),
+        so a timer that came due later, while no worker ran, does not beat it."""
+        return self.kept.take(
+            input_id,
+            kind,
+            args,
+            lambda took, future: self.inbox.put_nowait(Item(kind, took, future, input_id, sent_at)),
+        )
 
     async def write(self, ops: list[store.Op]) -> None:
         """Records that change nothing in the Session (model calls, replies, refusals), in order with the steps;
@@ -346,13 +323,7 @@ class RunDriver:
         if item.sent_at is not None:
             now = min(now, max(item.sent_at, session.now))  # as of when it was sent; time never goes back
         result, entries = apply_input(session, self.books, item.kind, item.args, plan, now)
-        answered = (
-            store.InputAnswered(
-                item.input_id, relay.encode(result), self.host.owner, item.kind, str(item.args.get("gate") or "")
-            )
-            if item.input_id is not None
-            else None
-        )
+        answered = None if item.input_id is None else _answered(item, result, self.host.owner)
         plan_outputs(session.drain(), session, self.books, plan, self._new_loop)
         status = run_status(session, self.books.seats)
         fields = self._run_fields(status)
@@ -539,13 +510,7 @@ class RunDriver:
         self.host.forget(self)
 
 
-def _settle_future(future: asyncio.Future[Any], done: asyncio.Future[Any], result: Any) -> None:
-    """Pass a database task's end on to the future its sender awaits."""
-    if future.done():
-        return
-    if done.cancelled():
-        future.cancel()
-    elif done.exception() is not None:
-        future.set_exception(done.exception())  # type: ignore[arg-type]
-    else:
-        future.set_result(result)
+def _answered(item: Item, result: Any, owner: str) -> store.InputAnswered:
+    """The op that settles a kept input in the transaction of the step it caused."""
+    gate = str(item.args.get("gate") or "")
+    return store.InputAnswered(item.input_id or 0, relay.encode(result), owner, item.kind, gate)
