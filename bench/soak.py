@@ -405,8 +405,8 @@ def verify(calm: Phase, chaos: Phase, calm_ledger: Path, chaos_ledger: Path) -> 
     pending = RunInput.objects.filter(status="pending").count()
     if pending:
         failures.append(f"{pending} relayed inputs were left pending")
-    counts["relayed inputs answered"] = RunInput.objects.filter(status="answered").count()
-    counts["relayed inputs withdrawn"] = RunInput.objects.filter(status="withdrawn").count()
+    counts["relayed inputs delivered"] = RunInput.objects.filter(status="delivered").count()
+    counts["relayed inputs refused"] = RunInput.objects.filter(status="refused").count()
     return {"failures": failures, "counts": dict(counts)}
 
 
@@ -464,7 +464,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "JR2_SOAK_LEDGER": str(ledger_file),
             "JR2_DRAIN_SECONDS": "5",
             "PYTHONUNBUFFERED": "1",
-            "JR2_RELAY_TIMEOUT": "60",
+            "JR2_RELAY_WAIT": "60",
         }
     )
     os.environ.update(

@@ -1,5 +1,5 @@
 """The admin: users and groups (Django's own), API tokens, and runs to look at (runs change only through the
-runtime, so they are read-only here)."""
+runtime, so they are read-only here), and the inputs people sent them, pending, delivered or refused."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils import timezone
 
-from engine.models import ApiToken, Run, WebhookEndpoint
+from engine.models import ApiToken, Run, RunInput, WebhookEndpoint
 from engine.outbox import KINDS
 
 
@@ -82,3 +82,19 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
         if obj is not None and obj.source == WebhookEndpoint.Source.SETTINGS:
             return False  # JR2_WEBHOOKS owns it: a change here would be undone at the next start
         return super().has_change_permission(request, obj)
+
+
+@admin.register(RunInput)
+class RunInputAdmin(admin.ModelAdmin):
+    """The inputs people sent runs: an operator sees what waits for a worker and why one was refused. Only hosts
+    settle them, so they are read-only here."""
+
+    list_display = ("id", "run", "kind", "status", "sent_by", "created_at", "answered_at", "answered_by")
+    list_filter = ("status", "kind")
+    search_fields = ("run__id", "sent_by", "reason")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

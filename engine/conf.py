@@ -234,10 +234,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("JR2_CLAIM_BATCH", "int", 25, "How many runs a worker claims at a time.", "The database and the fleet"),
     Setting("JR2_MAX_RUNS", "int", 10000, "How many runs a worker drives at most.", "The database and the fleet"),
     Setting(
-        "JR2_RELAY_TIMEOUT",
+        "JR2_RELAY_WAIT",
         "float",
-        30.0,
-        "How long a web process waits for a worker to take an input relayed to it (seconds).",
+        2.0,
+        "How long a request that sends a run an input (a Gate answer, a cancel, a seat change, a pick) waits for it "
+        "to be delivered before it answers 202 with the input's address (seconds); the input is kept and delivered "
+        "in order when a worker holds the run.",
         "The database and the fleet",
     ),
     Setting(

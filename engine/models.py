@@ -377,15 +377,16 @@ class Seat(models.Model):
 
 
 class RunInput(models.Model):
-    """An outside input (a Gate answer, a cancel, a seat change, a seat's pick) for a run that another process
-    drives: the fleet's inbox. A web process writes it and waits; the worker holding the run's lease takes it, and
-    marks it answered in the same transaction as the step it caused, so it is delivered exactly once even when
-    workers die."""
+    """An outside input (a Gate answer, a cancel, a seat change, a seat's pick) sent to a run by a person: checked
+    against the run's committed view, then kept here durably and in order until the host holding the run's lease
+    delivers it. That host settles it (delivered, or refused with the reason in words) in the same transaction as
+    the step it caused, so it is delivered exactly once even when workers die, and never withdrawn: the sender
+    reads its outcome at `GET /api/runs/<run>/inputs/<id>`."""
 
     class Status(StatusChoices):
         PENDING = "pending", "pending"
-        ANSWERED = "answered", "answered"
-        WITHDRAWN = "withdrawn", "withdrawn (its sender stopped waiting before any worker took it)"
+        DELIVERED = "delivered", "delivered"
+        REFUSED = "refused", "refused"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="inputs")
     kind = models.CharField(max_length=16)
@@ -395,10 +396,12 @@ class RunInput(models.Model):
         "which cannot hold the NUL character: the run refuses such an input in words)",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    reason = models.TextField(blank=True, default="", help_text="why it was refused, in words")
+    sent_by = models.CharField(max_length=150, blank=True, default="", help_text="the username of who sent it")
     outcome = models.JSONField(null=True, blank=True, help_text="what the run answered, as the sender reads it")
-    answered_by = models.CharField(max_length=100, blank=True, help_text="the host that delivered it")
+    answered_by = models.CharField(max_length=100, blank=True, help_text="the host that delivered or refused it")
     created_at = models.DateTimeField(auto_now_add=True)
-    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True, help_text="when it was delivered or refused")
 
     class Meta:
         ordering = ["run", "id"]

@@ -20,7 +20,7 @@ from django.utils import timezone
 from console.access import can
 from console.consumers.base import Hub, LiveConsumer, Notice
 from console.pages.assigned import Answerer
-from console.pages.gates import closed, inbox_query, item_for
+from console.pages.gates import closed, inbox_items, inbox_query
 from engine.models import GateRecord, Run
 from engine.runtime.notify import GATES_GROUP
 
@@ -154,7 +154,7 @@ class InboxConsumer(LiveConsumer):
                 "count": count,
                 "query": self.query,
                 "where": "afterbegin" if self.order == "newest" else "beforeend",
-                "added": [item_for(records[pk], self.answering, self.answerer) for pk in added if pk in records],
+                "added": inbox_items([records[pk] for pk in added if pk in records], self.answering, self.answerer),
                 "gone": [closed(records[pk]) for pk in gone if pk in records],
             },
         )

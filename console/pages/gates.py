@@ -27,7 +27,8 @@ from console.pages.forms import SchemaForm, check, schema_form
 from console.pages.links import query_with
 from console.pages.runview import machine_of
 from engine.models import GateRecord, Run
-from engine.runtime.errors import NoHost
+from engine.runtime.errors import InputPending, NoHost
+from engine.runtime.store.inputs import KEPT, InputReport, pending_gate_inputs
 from engine.web.answering import answer_refusal
 from engine.web.hosting import ready_host
 
@@ -76,6 +77,8 @@ class InboxItem:
     forms: list[EventForm] = field(default_factory=list)
     who: GateWho | None = None
     chain: list[str] = field(default_factory=list)
+    #: Answers to this Gate that are kept but not delivered yet (no worker holds its run): the card says so.
+    waiting: list[InputReport] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -134,25 +137,44 @@ def event_forms(record: GateRecord, data: Any = None, only: str = "") -> list[Ev
     return out
 
 
-def item_for(record: GateRecord, answering: bool, answerer: Answerer | None = None) -> InboxItem:
-    """An open Gate's card: its forms only for someone who may answer it now (console/pages/assigned.py)."""
+def item_for(
+    record: GateRecord,
+    answering: bool,
+    answerer: Answerer | None = None,
+    waiting: list[InputReport] | None = None,
+) -> InboxItem:
+    """An open Gate's card: its forms only for someone who may answer it now (console/pages/assigned.py), and the
+    answers kept for it but not delivered yet."""
     who = (
         gate_who(answerer, record.assign if record.assigned else None, record.claimed_by, record.claimed_until)
         if answerer is not None and record.closed_at is None
         else None
     )
     may = answering and (who is None or who.may_answer)
-    return InboxItem(record, event_forms(record) if may else [], who, chain_of(record.run_id) if who else [])
+    if waiting is None:
+        waiting = pending_answers([record]).get((record.run_id, record.gate), [])
+    return InboxItem(record, event_forms(record) if may else [], who, chain_of(record.run_id) if who else [], waiting)
 
 
 def inbox_items(rows: Iterable[GateRecord], answering: bool, answerer: Answerer | None = None) -> list[InboxItem]:
-    return [item_for(record, answering, answerer) for record in rows]
+    records = list(rows)
+    waiting = pending_answers(records)
+    return [item_for(record, answering, answerer, waiting.get((record.run_id, record.gate), [])) for record in records]
+
+
+def pending_answers(records: Iterable[GateRecord]) -> dict[tuple[str, str], list[InputReport]]:
+    """The answers kept for these Gates and not delivered yet, by (run, Gate): one query for the whole inbox."""
+    found: dict[tuple[str, str], list[InputReport]] = {}
+    for report in pending_gate_inputs({record.run_id for record in records}):
+        found.setdefault((report.run, report.gate), []).append(report)
+    return found
 
 
 class Result(StrEnum):
     """What became of one Gate of a batch."""
 
     DELIVERED = "delivered"
+    PENDING = "pending"  # kept: delivered, in order, when a worker holds the run
     CLOSED = "closed"  # answered elsewhere, or the run moved on
     REFUSED = "refused"  # in the engine's words
 
@@ -244,6 +266,8 @@ async def _deliver(host: Any, record: GateRecord, batch: Batch, user: Any) -> Ou
             by=user.get_username(),
             door="console",
         )
+    except InputPending as pending:
+        return Outcome(record, Result.PENDING, f"kept as input {pending.input_id}: {KEPT}")
     except Exception as err:
         return Outcome(record, Result.CLOSED, f"the run is no longer live here: {err}")
     if delivery.outcome == "delivered":

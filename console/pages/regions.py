@@ -19,7 +19,7 @@ from engine.runtime.cache import LRU
 
 __all__ = ["REGIONS", "Regions", "permission_flags", "render_regions", "run_regions", "live_counts", "workflow_stats"]
 
-REGIONS: tuple[str, ...] = ("_status", "_lit", "_context", "_gates", "_seats", "_now", "_output", "_turns")
+REGIONS: tuple[str, ...] = ("_status", "_lit", "_context", "_gates", "_inputs", "_seats", "_now", "_output", "_turns")
 REGIONS += ("_summary", "_steps")  # the history's size and newest steps (console/pages/feeds.py)
 Regions = dict[str, str]
 
@@ -38,7 +38,7 @@ def render_regions(run_id: str, user: Any) -> tuple[Regions | None, str, tuple[s
     page = run_page(run_id, user)
     if page is None:
         return None, "", ()
-    key = (run_id, page.run.updated_at.isoformat(), *permission_flags(user), page.held)
+    key = (run_id, page.run.updated_at.isoformat(), *permission_flags(user), page.held, page.inputs_key)
     found = _cache.get(key)
     if found is not None:
         return found, key[1], page.held

@@ -25,6 +25,7 @@ from engine.core.workflow import Machine
 from engine.models import GateRecord, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.players import player_for
 from engine.runtime.registry import workflows
+from engine.runtime.store.inputs import InputReport, reports
 from engine.runtime.view import RunView, TurnNow
 from engine.runtime.workspace.sandbox import WorkspaceError
 from engine.runtime.workspace.tools import workspace_for
@@ -64,6 +65,8 @@ class GateView:
     who: GateWho | None = None
     #: The Chain that led to it: the pick that opened it and the reply before that, in words.
     chain: list[str] = field(default_factory=list)
+    #: Answers to this Gate that are kept but not delivered yet (no worker holds the run): shown on the Gate.
+    waiting: list[InputReport] = field(default_factory=list)
 
 
 @dataclass
@@ -107,6 +110,17 @@ class RunPage:
     cancelled: str = ""
     #: Each answered Gate: which event, who answered it and through which door.
     answered: list[str] = field(default_factory=list)
+    #: The newest inputs people sent the run, newest first, each pending, delivered or refused with the reason.
+    inputs: list[InputReport] = field(default_factory=list)
+
+    @property
+    def inputs_key(self) -> tuple[tuple[int, str], ...]:
+        """What the inputs shown are now: a page is drawn again when one is sent or settled."""
+        return tuple((found.input, found.status) for found in self.inputs)
+
+
+#: How many of the newest inputs sent to a run its page lists.
+INPUTS_SHOWN = 10
 
 
 def machine_of(workflow: str) -> Machine | None:
@@ -126,6 +140,7 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
     answering = can(user, "answer") and run.live
     answerer = Answerer.of(user)
     chain = chain_of(run.id) if view.gates else []
+    inputs = reports(run.id, INPUTS_SHOWN)
     gates = []
     for gate in view.gates:
         held = view.claim(gate.id, time.time())
@@ -155,6 +170,7 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
                 gate.due,
                 who if run.live else None,
                 chain,
+                [found for found in inputs if found.pending and found.kind == "gate" and found.gate == gate.id],
             )
         )
     active = list(view.active)
@@ -178,6 +194,7 @@ def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None)
         held=tuple(s.agent for s in seat_views if s.mine),
         cancelled=_cancelled(run),
         answered=_answered(run),
+        inputs=inputs,
     )
 
 

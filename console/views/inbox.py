@@ -116,13 +116,15 @@ def _answered(request: HttpRequest, batch: Batch, outcomes: list[Outcome]) -> st
     """The batch's result, and each Gate's item as it is now: a delivered or closed one says so; a refused input
     shows its errors on the form it was typed into."""
     items = []
+    answerer = Answerer.of(request.user)
     if batch.form is not None and batch.values is None and batch.records:
-        item = item_for(batch.records[0], True, Answerer.of(request.user))
+        item = item_for(batch.records[0], True, answerer)
         item.forms = [
             f if f.event != batch.event else type(f)(f.event, f.description, batch.form, f.rejecting, f.has_reason)
             for f in item.forms
         ]
         items.append(item)
+    items += [item_for(o.record, True, answerer) for o in outcomes if o.result == Result.PENDING]  # now saying it waits
     return render_to_string(
         "console/gates/_result.html",
         {
@@ -132,6 +134,7 @@ def _answered(request: HttpRequest, batch: Batch, outcomes: list[Outcome]) -> st
             "oob": True,
             "answered": f"answered by {request.user.get_username()} with {batch.event}",
             "delivered": [o for o in outcomes if o.result == Result.DELIVERED],
+            "pending": [o for o in outcomes if o.result == Result.PENDING],
             "closed": [o for o in outcomes if o.result == Result.CLOSED],
             "refused": [o for o in outcomes if o.result == Result.REFUSED],
         },

@@ -17,6 +17,8 @@ from console.pages.onetap import link_page
 from console.pages.runview import machine_of
 from engine.models import GateLink, GateRecord, Run
 from engine.runtime import links
+from engine.runtime.errors import InputPending
+from engine.runtime.store.inputs import KEPT
 from engine.web import ratelimit
 from engine.web.answering import answer_refusal
 from engine.web.hosting import ready_host
@@ -89,6 +91,13 @@ async def _answer(request: HttpRequest, link: GateLink, address: str) -> HttpRes
             params=values,
             by=link.user.get_username(),
             door="link",
+        )
+    except InputPending as pending:  # kept: delivered, in order, when a worker holds the run
+        await sync_to_async(links.log_use)(link, "answered", f"{event}, kept as input {pending.input_id}", address)
+        return await sync_to_async(render)(
+            request,
+            "console/link/answered.html",
+            {"record": record, "event": event, "who": link.user, "kept": KEPT},
         )
     except Exception as err:
         return await sync_to_async(_page)(request, link, request.POST, event, str(err), 503)

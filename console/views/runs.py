@@ -29,7 +29,8 @@ from console.pages.runview import RunPage, gate_key, machine_of, run_page
 from console.pages.search_form import search_context
 from console.views.feeds import deep_link
 from engine.models import Run
-from engine.runtime.errors import NoHost
+from engine.runtime.admission import check_gate_answer
+from engine.runtime.errors import InputPending, NoHost
 from engine.runtime.registry import workflows
 from engine.web import search as run_search
 from engine.web.answering import answer_refusal, is_operator
@@ -121,21 +122,31 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespo
     if definition is None:
         form.add_error(None, f'Gate "{gate}" does not take "{event}"')
     elif values is not None:
-        try:
-            host = await ready_host()
-            delivery = await host.deliver(
-                run_id, "gate", gate=gate, event=event, params=values, by=user.get_username(), door="console"
-            )
-        except Exception as err:
-            form.add_error(None, str(err))
-        else:
-            if delivery.outcome == "delivered":
-                if request.htmx:
-                    regions = await sync_to_async(run_regions)(run_id, user)
-                    return HttpResponse(regions or "")
-                return redirect(reverse("console:run", args=[run_id]) + "#run-gates")
-            form.add_error(None, delivery.error or delivery.outcome)
+        refusal = await _send_answer(run_row, machine, gate, event, values, user.get_username())
+        if refusal is None:
+            if request.htmx:
+                regions = await sync_to_async(run_regions)(run_id, user)
+                return HttpResponse(regions or "")
+            return redirect(reverse("console:run", args=[run_id]) + "#run-gates")
+        form.add_error(None, refusal)
     return await form_refused(request, run_id, user, gate_key(gate, event), form, "_gates")
+
+
+async def _send_answer(run: Run, machine: Any, gate: str, event: str, values: dict[str, Any], by: str) -> str | None:
+    """Check the answer against the run's committed view at once, then send it: None when it was delivered, or
+    kept to be delivered (the page shows it waiting, then its outcome, live); else the refusal in words."""
+    if machine is not None and machine.digest == run.digest:
+        refused = check_gate_answer(machine, run.view or {}, gate, event, values)
+        if refused is not None:
+            return refused.error or refused.outcome
+    try:
+        host = await ready_host()
+        delivery = await host.deliver(run.id, "gate", gate=gate, event=event, params=values, by=by, door="console")
+    except InputPending:
+        return None
+    except Exception as err:
+        return str(err)
+    return None if delivery.outcome == "delivered" else (delivery.error or delivery.outcome)
 
 
 async def form_refused(
@@ -168,6 +179,8 @@ async def cancel_run(request: HttpRequest, run_id: str) -> HttpResponse:
         return HttpResponseBadRequest("the reason is longer than 2000 characters; the run was not cancelled")
     try:
         await host.cancel(run_id, by=user.get_username(), door="console", reason=reason)
+    except InputPending:
+        pass  # kept: the run page lists it, pending, until a worker holds the run and carries it out
     except Exception as err:
         return HttpResponseBadRequest(f"run {run_id} could not be cancelled: {err}")
     return redirect("console:run", run_id=run_id)
@@ -192,9 +205,11 @@ async def claim_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespon
     try:
         host = await ready_host()
         delivery = await host.claim(run_id, gate, action, user.get_username(), door="console")
+    except InputPending:
+        delivery = None  # kept: delivered when a worker holds the run; the run page lists it, pending
     except Exception as err:
         return HttpResponseBadRequest(f"the claim could not be changed: {err}")
-    if delivery.outcome != "delivered":
+    if delivery is not None and delivery.outcome != "delivered":
         return HttpResponseBadRequest(f"{delivery.error}; nothing changed")
     back = request.POST.get("next", "")
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}) or not back.startswith("/"):

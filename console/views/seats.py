@@ -18,7 +18,7 @@ from console.pages.regions import run_regions
 from console.pages.runview import machine_of, seat_key
 from console.views.runs import form_refused
 from engine.models import Run
-from engine.runtime.errors import HostError, NoHost
+from engine.runtime.errors import HostError, InputPending, NoHost
 from engine.web.hosting import ready_host
 
 __all__ = ["take_seat", "give_seat", "seat_pick"]
@@ -39,6 +39,8 @@ async def _seat_change(request: HttpRequest, run_id: str, agent: str, take: bool
         return HttpResponseBadRequest(str(err))
     try:
         await host.take_seat(run_id, agent, (user.pk, user.get_username()) if take else None)
+    except InputPending:
+        pass  # kept: the run page lists it, pending, until a worker holds the run and carries it out
     except Exception as err:
         return HttpResponseBadRequest(f"the seat of {agent} could not change hands: {err}")
     if request.htmx:
@@ -81,7 +83,9 @@ async def seat_pick(request: HttpRequest, run_id: str, agent: str) -> HttpRespon
         return await form_refused(request, run_id, user, seat_key(agent, event), form, "_seats")
     try:
         host = await ready_host()
-        await host.offer_pick(run_id, agent, event, values)
+        await host.offer_pick(run_id, agent, event, values, sender=user.get_username())
+    except InputPending:
+        pass  # kept: handed to the Turn when a worker holds the run
     except HostError as err:  # NoHost among them
         return HttpResponseBadRequest(str(err))
     if request.htmx:

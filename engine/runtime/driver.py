@@ -33,6 +33,7 @@ from engine.runtime import faults, relay, store, telemetry
 from engine.runtime.claims import claims_json, claims_of
 from engine.runtime.conversation import Conversation
 from engine.runtime.effects import EffectOutcome, run_effect
+from engine.runtime.kept import KeptInputs
 from engine.runtime.outboxing import Outboxed
 from engine.runtime.plan import (
     Books,
@@ -99,6 +100,8 @@ class Item:
     future: asyncio.Future[Any]
     #: A relayed input's RunInput row, answered in the transaction of this item's step.
     input_id: int | None = None
+    #: When a kept input was sent (wall-clock ms): it is applied as of then, if the run has not moved past it.
+    sent_at: float | None = None
 
 
 class RunDriver:
@@ -142,7 +145,8 @@ class RunDriver:
         self.status = run_status(session, self.books.seats)
         #: The view last committed: the next step's search and inbox records are what changed since.
         self.committed_view: dict[str, Any] = dict(resume.run.view or {}) if resume is not None else {}
-        self._relayed: set[int] = set()
+        #: The inputs people sent that this driver took, with the future of each one's answer.
+        self.kept = KeptInputs(self)
         #: Spans and metrics, told after each commit (engine/runtime/telemetry/).
         self.telemetry = telemetry.for_run(run_id, workflow, machine.id)
 
@@ -162,26 +166,18 @@ class RunDriver:
         self.inbox.put_nowait(Item(kind, args, future))
         return future
 
-    def relayed(self, input_id: int, kind: str, args: dict[str, Any]) -> None:
-        """An input another process wrote for this run (relay.py): applied once, its row answered with the step it
-        causes. Seen again while still in the inbox, it is ignored."""
-        if input_id in self._relayed:
-            return
-        self._relayed.add(input_id)
-        if kind == "seat" and args.get("user") is not None:
-            args = {**args, "user": tuple(args["user"])}
-        if kind == "offer" or self.session.status != "active":
-            result = None if kind == "offer" else ended(self.session, kind)
-            if kind == "offer":
-                human.offer(self.run_id, args["agent"], args["event"], args.get("params") or {})
-            task = asyncio.get_running_loop().create_task(
-                self.host.db(store.answer_input, input_id, relay.encode(result), self.host.owner)
-            )
-            task.add_done_callback(lambda _: self._relayed.discard(input_id))
-            return
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        future.add_done_callback(lambda _: self._relayed.discard(input_id))
-        self.inbox.put_nowait(Item(kind, args, future, input_id))
+    def relayed(
+        self, input_id: int, kind: str, args: dict[str, Any], sent_at: float | None = None
+    ) -> asyncio.Future[Any]:
+        """An input a person sent this run, kept as a RunInput row (engine/runtime/kept.py): applied once, in the
+        order it was sent. One kept while no host held the run is applied as of when it was sent (`sent_at`, ms),
+        so a timer that came due later, while no worker ran, does not beat it."""
+        return self.kept.take(
+            input_id,
+            kind,
+            args,
+            lambda took, future: self.inbox.put_nowait(Item(kind, took, future, input_id, sent_at)),
+        )
 
     async def write(self, ops: list[store.Op]) -> None:
         """Records that change nothing in the Session (model calls, replies, refusals), in order with the steps;
@@ -323,9 +319,11 @@ class RunDriver:
     async def _step(self, item: Item) -> None:
         session = self.session
         plan = Plan(self._take_deferred())
-        result, entries = apply_input(session, self.books, item.kind, item.args, plan, wall_ms())
-        if item.input_id is not None:
-            plan.ops.append(store.InputAnswered(item.input_id, relay.encode(result), self.host.owner))
+        now = wall_ms()
+        if item.sent_at is not None:
+            now = min(now, max(item.sent_at, session.now))  # as of when it was sent; time never goes back
+        result, entries = apply_input(session, self.books, item.kind, item.args, plan, now)
+        answered = None if item.input_id is None else _answered(item, result, self.host.owner)
         plan_outputs(session.drain(), session, self.books, plan, self._new_loop)
         status = run_status(session, self.books.seats)
         fields = self._run_fields(status)
@@ -337,13 +335,15 @@ class RunDriver:
         if entries and (session.status != "active" or last // every > self.snapshot_seq // every):
             snapshot = session.to_json()
         updated = None
-        if entries or plan.ops:
+        if entries or plan.ops or answered is not None:
             plan.ops.append(indexed(self.workflow, self.committed_view, fields, entries, plan.ops))
             plan.ops.append(
                 Outboxed(
                     self.workflow, self.committed_view, fields["view"], status, first, entries, self.status in Run.LIVE
                 )
             )
+            if answered is not None:  # after the index: its words read the Gate records this step closed
+                plan.ops.append(answered)
             updated = await self.host.db(
                 store.commit, store.Step(self.run_id, first, entries, fields, snapshot, plan.ops, owner=self.host.owner)
             )
@@ -505,6 +505,12 @@ class RunDriver:
             item = self.inbox.get_nowait()
             if item is not None and not item.future.done():
                 item.future.set_result(ended(self.session, item.kind))
-        await self.write([])
+        await self.write([store.PendingRefused(self.status, self.host.owner)])  # inputs no host can deliver now
         self.telemetry.forget()
         self.host.forget(self)
+
+
+def _answered(item: Item, result: Any, owner: str) -> store.InputAnswered:
+    """The op that settles a kept input in the transaction of the step it caused."""
+    gate = str(item.args.get("gate") or "")
+    return store.InputAnswered(item.input_id or 0, relay.encode(result), owner, item.kind, gate)

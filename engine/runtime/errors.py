@@ -2,11 +2,12 @@
 
 HostError            a request the host cannot carry out, in words
 ├── RunNotHosted     the run is not driven by this host
-└── NoHostAnswered   a relayed input was not taken in time
+└── InputPending     an input was accepted and kept, but no host delivered it within `JR2_RELAY_WAIT`
 NoHost               this server process runs no host at all
 SeatError            a seat cannot change hands as asked
 LeaseLost            the host writing a step no longer holds the run's lease (the step is rolled back)
-InputWithdrawn       a relayed input's sender stopped waiting (the step is rolled back)
+InputSettled         a relayed input was already delivered or refused (the step that would answer it again is
+                     rolled back)
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from __future__ import annotations
 __all__ = [
     "HostError",
     "RunNotHosted",
-    "NoHostAnswered",
+    "InputPending",
     "NoHost",
     "NO_HOST",
     "SeatError",
     "LeaseLost",
-    "InputWithdrawn",
+    "InputSettled",
 ]
 
 #: Said when this process has no host: it was started some other way than `jr2 up`, `jr2 web` or `jr2 worker`.
@@ -34,8 +35,22 @@ class RunNotHosted(HostError):
     """The run is not driven by this host: it has ended, or another host holds it."""
 
 
-class NoHostAnswered(HostError):
-    """An input relayed to another process was not taken in time (no worker is running): nothing was delivered."""
+class InputPending(HostError):
+    """An input was checked and stored durably, in order, but no host delivered it within `JR2_RELAY_WAIT` (no
+    worker holds the run yet): it is delivered when one does, and `GET /api/runs/<run>/inputs/<input>` tells."""
+
+    def __init__(self, run_id: str, input_id: int) -> None:
+        self.run_id = run_id
+        self.input_id = input_id
+        super().__init__(
+            f"accepted: no worker has taken run {run_id} yet, so input {input_id} is kept and will be delivered, "
+            "in order, when one does"
+        )
+
+    @property
+    def url(self) -> str:
+        """Where its outcome is read."""
+        return f"/api/runs/{self.run_id}/inputs/{self.input_id}"
 
 
 class NoHost(HostError):
@@ -54,6 +69,6 @@ class LeaseLost(Exception):
     step is rolled back, so a run is only ever written by its one holder."""
 
 
-class InputWithdrawn(Exception):
-    """A relayed input's sender stopped waiting before the step that answered it committed: the step is rolled
-    back, so the sender's "not delivered" stays true."""
+class InputSettled(Exception):
+    """A step would answer a relayed input that is no longer pending (another step delivered it, or it was refused
+    because its run ended): the step is rolled back, so an input is delivered exactly once."""

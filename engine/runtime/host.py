@@ -41,13 +41,13 @@ from engine.models import Run
 from engine.runtime import forks, relay, store, telemetry
 from engine.runtime.courier import Courier
 from engine.runtime.driver import RunDriver, wall_ms
-from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
+from engine.runtime.errors import HostError, InputPending, RunNotHosted
 from engine.runtime.notify import notify
 from engine.runtime.plan import run_fields
 from engine.runtime.telemetry.resume import resumed_steps
 from engine.runtime.view import build_view, run_status
 
-__all__ = ["Host", "HostError", "RunNotHosted", "NoHostAnswered", "current_host", "ROLES"]
+__all__ = ["Host", "HostError", "RunNotHosted", "InputPending", "current_host", "ROLES"]
 
 #: What a host does: see the module docstring.
 ROLES = ("up", "worker", "web")
@@ -242,38 +242,55 @@ class Host:
             await relay.wake_hosts("runs.posted", fork_id)
         self.notify(fork_id, workflow, status, 1, updated)
         if answer is not None:
-            await self.deliver(fork_id, "gate", gate=answer[0], event=answer[1], params=dict(answer[2]))
+            try:
+                await self.deliver(fork_id, "gate", gate=answer[0], event=answer[1], params=dict(answer[2]))
+            except InputPending:
+                pass  # kept: the fork's first worker delivers it
         return fork_id
 
-    async def deliver(self, run_id: str, kind: str, **args: Any) -> Any:
-        """An outside input (a Gate answer, a cancel, a seat change) to a run; its result once committed. A run
-        this host drives takes it from its inbox; any other live run gets it through the database (relay.py)."""
+    async def deliver(self, run_id: str, kind: str, *, sender: str = "", **args: Any) -> Any:
+        """An outside input to a run (a Gate answer, a cancel, a seat change, a seat's pick; relay.RELAYED_KINDS);
+        its result once committed. See `send_input`."""
+        return (await self.send_input(run_id, kind, sender=sender, **args))[1]
+
+    async def send_input(self, run_id: str, kind: str, *, sender: str = "", **args: Any) -> tuple[int | None, Any]:
+        """An outside input's id (None for the host's own kinds) and its result once committed. Each is kept first
+        as a RunInput row (`sender`, or the answer's `by`, is who sent it), then applied by the run's task here
+        when this host drives the run, else by the host that does (relay.py). InputPending: kept, but not
+        delivered within `JR2_RELAY_WAIT`; it will be, in order."""
         driver = self.drivers.get(run_id)
-        if driver is None:
-            return await relay.send(self, run_id, kind, args)
-        return await driver.submit(kind, **args)
+        if kind not in relay.RELAYED_KINDS:
+            if driver is None:
+                return None, await relay.send(self, run_id, kind, args)  # refuses the kind, in words
+            return None, await driver.submit(kind, **args)
+        sender = sender or str(args.get("by") or "")
+        input_id = await relay.post(self, run_id, kind, args, sender)
+        driver = self.drivers.get(run_id)
+        if driver is None:  # driven elsewhere, or by nobody yet: whoever holds the run next delivers it
+            await relay.wake_hosts("inputs.posted", run_id)
+            return input_id, await relay.settled(self, run_id, input_id)
+        return input_id, await relay.within_wait(driver.relayed(input_id, kind, args), run_id, input_id)
 
-    async def offer_pick(self, run_id: str, agent: str, event: str, params: dict[str, Any]) -> None:
+    async def offer_pick(self, run_id: str, agent: str, event: str, params: dict[str, Any], sender: str = "") -> None:
         """A pick made in the Console by the person holding `agent`'s seat, for the Turn waiting on them."""
-        from engine.runtime.providers import human
+        await self.deliver(run_id, "offer", sender=sender, agent=agent, event=event, params=params)
 
-        if run_id in self.drivers:
-            human.offer(run_id, agent, event, params)
-            return
-        await relay.send(self, run_id, "offer", {"agent": agent, "event": event, "params": params})
-
-    async def cancel(self, run_id: str, by: str | None = None, door: str | None = None, reason: str = "") -> None:
+    async def cancel(
+        self, run_id: str, by: str | None = None, door: str | None = None, reason: str = "", sender: str = ""
+    ) -> None:
         """Cancel a run; the journal's entry says who cancelled it, through which door, and why (when given)."""
-        await self.deliver(run_id, "cancel", by=by, door=door, reason=reason)
+        await self.deliver(run_id, "cancel", sender=sender, by=by, door=door, reason=reason)
 
-    async def claim(self, run_id: str, gate: str, action: str, by: str, door: str | None = None) -> Any:
+    async def claim(
+        self, run_id: str, gate: str, action: str, by: str, door: str | None = None, sender: str = ""
+    ) -> Any:
         """Claim an open Gate for `by`, release their claim, or break anyone's (engine/runtime/claims.py): the
         Delivery that says whether it took."""
-        return await self.deliver(run_id, "claim", gate=gate, action=action, by=by, door=door)
+        return await self.deliver(run_id, "claim", sender=sender, gate=gate, action=action, by=by, door=door)
 
-    async def take_seat(self, run_id: str, agent: str, user: tuple[int, str] | None) -> str:
+    async def take_seat(self, run_id: str, agent: str, user: tuple[int, str] | None, sender: str = "") -> str:
         """A person takes an Agent's seat in a run (`user`: user id and name), or gives it back (None)."""
-        result = await self.deliver(run_id, "seat", agent=agent, user=user)
+        result = await self.deliver(run_id, "seat", sender=sender or (user[1] if user else ""), agent=agent, user=user)
         if isinstance(result, Exception):
             raise HostError(str(result))
         return str(result)
@@ -320,10 +337,10 @@ class Host:
                     self._wake.set()  # more may wait: claim again after the other hosts had their turn
                     await asyncio.sleep(0.02)
                 if self.drivers:
-                    for input_id, run_id, kind, args in await self.db(store.pending_inputs, self.owner):
+                    for input_id, run_id, kind, args, sent in await self.db(store.pending_inputs, self.owner):
                         driver = self.drivers.get(run_id)
                         if driver is not None:
-                            driver.relayed(input_id, kind, args)
+                            driver.relayed(input_id, kind, args, sent)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -385,6 +402,7 @@ class Host:
         session.drain()
         del session.journal[:]
         await self.db(store.expire_in_flight, run_id)
+        kept = await self.db(store.pending_inputs, self.owner, [run_id])
         driver = RunDriver(
             self,
             run_id,
@@ -400,6 +418,8 @@ class Host:
         if driver.telemetry.book is not None:
             driver.telemetry.resumed(*await self.db(resumed_steps, machine, run_id))
         driver.start(resumed=True)
+        for input_id, _, kind, args, sent in kept:  # before its timers and Turns: they were sent first
+            driver.relayed(input_id, kind, args, sent)
         log.info("run %s (%s) taken up at journal entry %d", run_id, workflow, resume.run.seq)
 
     async def _drift(self, run_id: str, workflow: str, reason: str) -> None:

@@ -1,12 +1,17 @@
-"""Inputs for runs that another process drives: the fleet's database inbox.
+"""Inputs people send to runs (Gate answers, cancels, seat changes, seats' picks): kept durably, delivered in
+order, exactly once, and never withdrawn.
 
-In the embedded default one process hosts every run, so a Gate answer goes straight into the run's task. In a
-fleet, the web process that receives it does not drive the run: it writes the input as a `RunInput` row, wakes the
-hosts through the channel layer, and waits. The worker holding the run's lease takes the row, applies it as any
-input, and marks it answered in the same transaction as the step it caused, so the input is delivered exactly once
-however workers die: a worker killed before its commit leaves the row pending for the worker that takes the run
-over; one killed after it leaves it answered. A sender that gives up first withdraws the row (compare-and-set), and
-a step that would answer a withdrawn row is rolled back, so "nothing was delivered" is always true when said.
+Every such input is first written as a `RunInput` row (after its sender checked it against the run's committed
+view), then handed to the host that drives the run: straight into the run's inbox when this process drives it,
+else through the database, waking the hosts through the channel layer. The host holding the run's lease applies
+it as any input and settles the row, delivered or refused with the reason in words, in the same transaction as
+the step it caused, so it is delivered exactly once however workers die: a worker killed before its commit leaves
+the row pending for the worker that takes the run over, or for the first worker to start; one killed after it
+leaves it settled.
+
+The sender waits at most `JR2_RELAY_WAIT` (2 s) for that: settled by then, it gets the run's answer as before;
+else `InputPending`, which the API answers with 202 and the address of the input's outcome. A row is never taken
+back: an input for a run that ended before any host took it is refused, saying so.
 
 Results cross processes as JSON: `encode` on the worker, `decode` in the sender.
 """
@@ -24,16 +29,17 @@ from django.conf import settings
 
 from engine.core.outputs import Delivery
 from engine.models import Run, RunInput
-from engine.runtime import store
-from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
+from engine.runtime import store, telemetry
+from engine.runtime.errors import HostError, InputPending, RunNotHosted
+from engine.runtime.notify import run_group
 
-__all__ = ["HOSTS_GROUP", "send", "wake_hosts", "encode", "decode", "RELAYED_KINDS", "Database"]
+__all__ = ["HOSTS_GROUP", "send", "post", "settled", "wake_hosts", "encode", "decode", "RELAYED_KINDS", "Database"]
 
 log = logging.getLogger("engine.runtime")
 
 #: The channel layer group every run-driving host listens on, to hear of new runs and new inputs at once.
 HOSTS_GROUP = "jr2-hosts"
-#: What may be relayed: the outside inputs a web process hands to a run.
+#: What may be relayed: the outside inputs a person hands to a run.
 RELAYED_KINDS = frozenset({"gate", "cancel", "seat", "offer", "claim"})
 
 _FIRST_POLL, _LAST_POLL = 0.005, 0.1
@@ -47,34 +53,57 @@ class Database(Protocol):
     async def db(self, fn: Callable[..., T], *args: Any) -> T: ...
 
 
-async def send(host: Database, run_id: str, kind: str, args: dict[str, Any]) -> Any:
-    """Hand an input to whichever host drives `run_id` and return its result, once that host has committed it."""
+def relay_wait() -> float:
+    """How long a sender waits for its input to be delivered before it answers "accepted, pending"."""
+    return float(getattr(settings, "JR2_RELAY_WAIT", 2.0))
+
+
+async def post(host: Database, run_id: str, kind: str, args: dict[str, Any], sender: str = "") -> int:
+    """Keep an input for a live run, durably and in order; its id. RunNotHosted: the run has ended."""
     if kind not in RELAYED_KINDS:
         raise ValueError(f"input kind {kind!r} cannot be relayed (relayed kinds: {', '.join(sorted(RELAYED_KINDS))})")
     status = await host.db(_status, run_id)
     if status not in Run.LIVE:
         raise RunNotHosted(f"run {run_id} has ended ({status or 'no such run'}); nothing was delivered")
-    input_id = await host.db(store.post_input, run_id, kind, args)
+    return await host.db(store.post_input, run_id, kind, args, sender)
+
+
+async def send(host: Database, run_id: str, kind: str, args: dict[str, Any], sender: str = "") -> Any:
+    """Hand an input to whichever host drives `run_id`, through the database; the run's answer once that host has
+    committed it, or InputPending when none did within `JR2_RELAY_WAIT` (the input stays, to be delivered)."""
+    input_id = await post(host, run_id, kind, args, sender)
     await wake_hosts("inputs.posted", run_id)
-    wait = float(getattr(settings, "JR2_RELAY_TIMEOUT", 30))
-    deadline = time.monotonic() + wait
+    return await settled(host, run_id, input_id)
+
+
+async def settled(host: Database, run_id: str, input_id: int) -> Any:
+    """The run's answer to input `input_id`, polled (5 ms, doubling to 100 ms) for up to `JR2_RELAY_WAIT`."""
+    deadline = time.monotonic() + relay_wait()
     delay = _FIRST_POLL
     while True:
         await asyncio.sleep(delay)
         delay = min(delay * 2, _LAST_POLL)
-        state, outcome, run_status = await host.db(_read, input_id, run_id)
-        if state == RunInput.Status.ANSWERED:
+        state, outcome = await host.db(store.read_input, input_id)
+        if state != RunInput.Status.PENDING:
+            if outcome is None:  # refused without reaching the run: it ended first
+                reason = await host.db(lambda: RunInput.objects.values_list("reason", flat=True).get(id=input_id))
+                raise RunNotHosted(f"run {run_id}: {reason}; nothing was delivered")
             return decode(outcome)
-        ended = run_status not in Run.LIVE
-        if (ended or time.monotonic() > deadline) and await host.db(store.withdraw_input, input_id):
-            if ended:
-                raise RunNotHosted(
-                    f"run {run_id} ended ({run_status}) before this input reached it; nothing was delivered"
-                )
-            raise NoHostAnswered(
-                f"no worker took this input for run {run_id} within {wait:g} s (is a `jr2 worker` "
-                "running?); nothing was delivered"
-            )
+        if time.monotonic() > deadline:
+            telemetry.relay_waited()
+            await _tell_pages(run_id)
+            raise InputPending(run_id, input_id)
+
+
+async def within_wait(future: asyncio.Future[T], run_id: str, input_id: int) -> T:
+    """A local run's answer to an input, if it comes within `JR2_RELAY_WAIT`; else InputPending (the run's task
+    still delivers it, in order)."""
+    try:
+        return await asyncio.wait_for(asyncio.shield(future), relay_wait())
+    except TimeoutError:
+        telemetry.relay_waited()
+        await _tell_pages(run_id)
+        raise InputPending(run_id, input_id) from None
 
 
 async def wake_hosts(kind: str, run_id: str = "") -> None:
@@ -86,6 +115,18 @@ async def wake_hosts(kind: str, run_id: str = "") -> None:
         await layer.group_send(HOSTS_GROUP, {"type": kind, "run": run_id})
     except Exception as err:
         log.warning("waking the hosts failed: %r", err)
+
+
+async def _tell_pages(run_id: str) -> None:
+    """The run's open pages show an input kept but not delivered in time, pending (no commit moved the run:
+    `updated` is empty, so each page draws itself again)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(run_group(run_id), {"type": "run.updated", "run": run_id, "updated": ""})
+    except Exception as err:
+        log.warning("telling the run's pages failed: %r", err)
 
 
 def encode(result: Any) -> dict[str, Any]:
@@ -128,8 +169,3 @@ def _status(run_id: str) -> str:
     if row is None:
         return ""
     return "imported, read-only" if row[1] else str(row[0])
-
-
-def _read(input_id: int, run_id: str) -> tuple[str, Any, str]:
-    state, outcome = store.read_input(input_id)
-    return state, outcome, _status(run_id)

@@ -33,7 +33,9 @@ from pydantic import Field, StrictBool, StrictStr, ValidationError
 from engine import __version__
 from engine.core.blank import BLANK_REFUSED, blank_fields, blank_text
 from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
-from engine.runtime.errors import HostError, NoHost, NoHostAnswered, RunNotHosted
+from engine.runtime import store
+from engine.runtime.admission import check_gate_answer
+from engine.runtime.errors import HostError, InputPending, NoHost, RunNotHosted
 from engine.runtime.registry import workflows
 from engine.runtime.view import RunView
 from engine.web import ratelimit
@@ -41,10 +43,12 @@ from engine.web import search as run_search
 from engine.web.answering import answer_refusal, door_of, is_operator
 from engine.web.api_schemas import (
     RATE_LIMITED,
+    Accepted,
     ClaimOut,
     Created,
     ExportOut,
     Forked,
+    InputOut,
     JournalOut,
     Outcome,
     RunOut,
@@ -166,7 +170,9 @@ def _rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
 
 @api.exception_handler(HostError)
 def _host_error(request: HttpRequest, exc: HostError) -> HttpResponse:
-    status = 409 if isinstance(exc, RunNotHosted) else 503 if isinstance(exc, NoHostAnswered) else 400
+    if isinstance(exc, InputPending):
+        return api.create_response(request, {"input": exc.input_id, "url": exc.url, "detail": str(exc)}, status=202)
+    status = 409 if isinstance(exc, RunNotHosted) else 400
     return api.create_response(request, {"detail": str(exc)}, status=status)
 
 
@@ -595,11 +601,13 @@ def get_journal(request: HttpRequest, run_id: str, after: int = 0, limit: int = 
 @api.post(
     "/runs/{run_id}/gates/{path:gate}/events",
     auth=WRITE,
-    response={200: Outcome, **errors(400, 401, 403, 404, 409, 429, 503)},
+    response={200: Outcome, 202: Accepted, **errors(400, 401, 403, 404, 409, 429, 503)},
     openapi_extra=_body(GATE_BODY),
-    summary='Answer an open Gate: the body is {"type": <event>, ...its input}',
+    summary='Answer an open Gate: the body is {"type": <event>, ...its input}. Checked at once against the run\'s '
+    "committed view; 200 when delivered within JR2_RELAY_WAIT, else 202: kept, and delivered when a worker holds the "
+    "run",
 )
-async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str, Any]:
+async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> Any:
     await sync_to_async(require)(request, "answer_gate", "answer Gates")
     run = await sync_to_async(_run)(run_id)
     open_gates = [g["id"] for g in (run.view or {}).get("gates", [])]
@@ -630,12 +638,24 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
     if blank:
         raise HttpError(400, f'the input of "{event}" is not valid: {blank}; nothing was delivered')
     host = await _host()
+    machine = host.workflows.get(run.workflow)
+    if machine is not None and machine.digest == run.digest:
+        refusal = check_gate_answer(machine, run.view or {}, gate, event, body)
+        if refusal is not None:
+            _refused(run_id, gate, refusal)
     try:
         delivery = await host.deliver(
             run_id, "gate", gate=gate, event=event, params=body, by=request.user.get_username(), door=door_of(request)
         )
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
+    _refused(run_id, gate, delivery)
+    status = await sync_to_async(lambda: Run.objects.values_list("status", flat=True).get(id=run_id))()
+    return {"outcome": delivery.outcome, "run": run_id, "status": status}
+
+
+def _refused(run_id: str, gate: str, delivery: Any) -> None:
+    """A Gate answer the run (or its committed view) refused, as the status and words the API answers."""
     if delivery.outcome == "refused":
         if delivery.code == "claimed":
             raise HttpError(409, f"{delivery.error}; nothing was delivered")
@@ -651,18 +671,17 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str,
         raise HttpError(400, f"{delivery.error}{accepts}")
     if delivery.outcome == "unmoved":
         raise HttpError(409, f"{delivery.error}: the Machine did not take it now")
-    status = await sync_to_async(lambda: Run.objects.values_list("status", flat=True).get(id=run_id))()
-    return {"outcome": delivery.outcome, "run": run_id, "status": status}
 
 
 @api.post(
     "/runs/{run_id}/cancel",
     auth=WRITE,
-    response={200: Outcome, **errors(401, 403, 404, 409, 429, 503)},
+    response={200: Outcome, 202: Accepted, **errors(401, 403, 404, 409, 429, 503)},
     openapi_extra=RATE_LIMITED,
-    summary="Cancel a run",
+    summary="Cancel a run: 200 when done within JR2_RELAY_WAIT, else 202: kept, and carried out when a worker holds "
+    "the run",
 )
-async def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
+async def cancel_run(request: HttpRequest, run_id: str) -> Any:
     await sync_to_async(require)(request, "cancel_run", "cancel runs")
     run = await sync_to_async(_run)(run_id)
     _refuse_imported(run, "it cannot be cancelled")
@@ -686,7 +705,7 @@ async def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
 @api.post(
     "/runs/{run_id}/gates/{path:gate}/claim",
     auth=WRITE,
-    response={200: ClaimOut, **errors(401, 403, 404, 409, 429, 503)},
+    response={200: ClaimOut, 202: Accepted, **errors(401, 403, 404, 409, 429, 503)},
     openapi_extra=RATE_LIMITED,
     summary="Claim an open Gate: for JR2_CLAIM_MINUTES only the caller may answer it (claiming again extends it)",
 )
@@ -702,7 +721,7 @@ async def claim_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str, 
 @api.delete(
     "/runs/{run_id}/gates/{path:gate}/claim",
     auth=WRITE,
-    response={200: ClaimOut, **errors(401, 403, 404, 409, 429, 503)},
+    response={200: ClaimOut, 202: Accepted, **errors(401, 403, 404, 409, 429, 503)},
     openapi_extra=RATE_LIMITED,
     summary="Release your claim on a Gate; an operator (engine.cancel_run) breaks anyone's",
 )
@@ -776,6 +795,36 @@ def get_audit(request: HttpRequest) -> Any:
         response["Content-Disposition"] = 'attachment; filename="jr2-audit.csv"'
         return response
     return {"count": len(rows), "limit": which.limit, "results": [row.to_json() for row in rows]}
+
+
+@api.get(
+    "/runs/{run_id}/inputs",
+    auth=READ,
+    response={200: list[InputOut], **errors(401, 404, 429)},
+    openapi_extra=RATE_LIMITED,
+    summary="The inputs people sent the run (Gate answers, claims, cancels, seat changes, picks made in a seat), "
+    "newest first, each pending, delivered or refused with the reason",
+)
+def list_inputs(request: HttpRequest, run_id: str) -> list[dict[str, Any]]:
+    _known_query(request, ())
+    _run(run_id)
+    return [found.as_json() for found in store.reports(run_id)]
+
+
+@api.get(
+    "/runs/{run_id}/inputs/{input_id}",
+    auth=READ,
+    response={200: InputOut, **errors(401, 404, 429)},
+    openapi_extra=RATE_LIMITED,
+    summary="What became of an input sent to the run: status pending, delivered or refused (with the reason in words)",
+)
+def get_input(request: HttpRequest, run_id: str, input_id: int) -> dict[str, Any]:
+    _known_query(request, ())
+    _run(run_id)
+    found = store.report(run_id, input_id)
+    if found is None:
+        raise HttpError(404, f"run {run_id} has no input {input_id}")
+    return found.as_json()
 
 
 # -- forks, export and import ----------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ __all__ = [
     "Created",
     "Outcome",
     "ClaimOut",
+    "Accepted",
+    "InputOut",
     "RunRow",
     "RunPage",
     "WorkflowOut",
@@ -53,6 +55,8 @@ class Created(Schema):
 
 
 class Outcome(Schema):
+    """An input delivered within `JR2_RELAY_WAIT`: what it did, and the run's status after it."""
+
     outcome: str
     run: str
     status: str
@@ -68,6 +72,36 @@ class ClaimOut(Schema):
 
 class CancelBody(Schema):
     reason: str = Field("", max_length=2000, description="why the run is cancelled, in words (optional)")
+
+
+class Accepted(Schema):
+    """202: the input was checked and is kept, in order, but no worker holds the run yet; it is delivered when one
+    does, and `url` reports what became of it."""
+
+    input: int
+    url: str
+    detail: str
+
+
+class InputOut(Schema):
+    """An input a person sent a run and what became of it: `status` is pending, delivered or refused (then
+    `reason` says why, in words)."""
+
+    input: int
+    run: str
+    kind: str = Field(
+        description="gate (an answer), cancel, seat (a seat change), offer (a pick made in a seat) or claim (a Gate's "
+        "claim taken, released or broken)"
+    )
+    status: str = Field(description="pending, delivered or refused")
+    reason: str = Field(description="why it was refused, in words; empty otherwise")
+    sent_by: str
+    sent_at: str
+    settled_at: str | None
+    gate: str
+    agent: str
+    event: str
+    url: str
 
 
 class RunRow(Schema):

@@ -227,6 +227,22 @@ def test_notes_end_to_end_with_its_gate_answered_over_http(live: LiveServer, cli
     answered = client.post(gate_url(run_id), json={"type": "reply", "text": "Operators of the service"})
     assert answered.status_code == 200, answered.text
     assert answered.json()["outcome"] == "delivered" and answered.json()["run"] == run_id
+    # The embedded host keeps the answer as the fleet does, so it reads back in the same shape.
+    [listed] = client.get(f"/api/runs/{run_id}/inputs").json()
+    kept = client.get(listed["url"])
+    assert kept.status_code == 200, kept.text
+    assert kept.json() == listed
+    assert {k: kept.json()[k] for k in ("run", "kind", "status", "reason", "gate", "event")} == {
+        "run": run_id,
+        "kind": "gate",
+        "status": "delivered",
+        "reason": "",
+        "gate": NOTES_GATE,
+        "event": "reply",
+    }
+    assert kept.json()["url"] == f"/api/runs/{run_id}/inputs/{listed['input']}"
+    assert kept.json()["sent_by"] and kept.json()["settled_at"]
+    error(client.get(f"/api/runs/{run_id}/inputs/{listed['input'] + 1000}"), 404, run_id)
 
     done = live.wait_for(run_id, "done")
     assert done["output"]["notes"] == (
@@ -611,6 +627,8 @@ def test_cancel_ends_the_run_and_closes_its_gates(live: LiveServer, client: http
     cancelled = client.post(f"/api/runs/{run_id}/cancel")
     assert cancelled.status_code == 200, cancelled.text
     assert cancelled.json() == {"outcome": "cancelled", "run": run_id, "status": "cancelled"}
+    [kept] = client.get(f"/api/runs/{run_id}/inputs").json()
+    assert (kept["kind"], kept["status"]) == ("cancel", "delivered")
     run = client.get(f"/api/runs/{run_id}").json()
     assert run["status"] == "cancelled" and run["gates"] == [] and run["turns"] == [] and run["effects"] == []
     assert kinds(journal(client, run_id))[-1] == "cancel"

@@ -136,5 +136,6 @@ def test_sigterm_drains_a_worker_which_hands_its_runs_back_and_exits(fleet: Flee
         assert "draining" in log and "stopped" in log
         fleet.workers[0] = fleet.start_worker(0)
         answered = client.post(f"/api/runs/{run_id}/gates/writing.asking/events", json={"type": "reply", "text": "x"})
-        assert answered.status_code == 200, answered.text
-        run_when(client, run_id, lambda r: r["status"] == "done", timeout=10)
+        # 200 once the new worker holds the run; 202 (kept, then delivered) while it is still starting.
+        assert answered.status_code in (200, 202), answered.text
+        run_when(client, run_id, lambda r: r["status"] == "done", timeout=30)

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from engine.models import GateAssignee, GateRecord, JournalEntry, Run
+from engine.runtime import store
+from engine.runtime.errors import RunNotHosted
 from engine.runtime.host import Host
 from engine.runtime.view import RunView
 from tests.runtime.assigned import approval
@@ -79,6 +81,23 @@ def test_a_claim_holds_the_gate_for_its_holder_until_released() -> None:
     hosted({"notes": notes.machine}, body)
 
 
+def test_claims_are_kept_as_inputs_their_senders_read_in_words() -> None:
+    async def body(host: Host) -> None:
+        run_id = await waiting(host)
+        await host.claim(run_id, GATE, "claim", "ann")
+        await host.claim(run_id, GATE, "claim", "bo", sender="bo")
+        await host.claim(run_id, GATE, "break", "ops")
+        sent = await host.db(store.reports, run_id)
+        assert [(r.kind, r.sent_by, r.status, r.words) for r in reversed(sent)] == [
+            ("claim", "ann", "delivered", f"claimed {GATE}"),
+            ("claim", "bo", "refused", f"claimed {GATE}"),
+            ("claim", "ops", "delivered", f"broke the claim on {GATE}"),
+        ]
+        assert "claimed by ann" in sent[1].reason
+
+    hosted({"notes": notes.machine}, body)
+
+
 def test_an_operator_breaks_a_claim_and_the_holder_answers_through_it() -> None:
     async def body(host: Host) -> None:
         run_id = await waiting(host)
@@ -94,8 +113,12 @@ def test_an_operator_breaks_a_claim_and_the_holder_answers_through_it() -> None:
         assert mine.outcome == "delivered"
         record = await host.db(lambda: GateRecord.objects.get(run_id=run_id, gate=GATE))
         assert record.closed_at is not None and record.claimed_by == "" and record.answered_by == "bo"
-        gone = await host.claim(run_id, GATE, "claim", "bo")
-        assert gone.code in ("no-gate", "ended")
+        try:
+            gone = await host.claim(run_id, GATE, "claim", "bo")
+        except RunNotHosted as err:  # the run ended: nothing is kept for it
+            assert "has ended" in str(err)
+        else:
+            assert gone.code in ("no-gate", "ended")
 
     hosted({"notes": notes.machine}, body)
 

@@ -10,13 +10,15 @@ import time
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from pydantic import BaseModel
 
 from engine import agent, define_event, effect, jr2_setup, scripted
 from engine.core.outputs import Delivery
 from engine.models import EffectRecord, JournalEntry, Run, RunInput
-from engine.runtime import store
-from engine.runtime.host import Host, NoHostAnswered, RunNotHosted
+from engine.runtime import store, telemetry
+from engine.runtime.host import Host, InputPending, RunNotHosted
+from engine.runtime.telemetry.meters import Metrics
 from tests.runtime.hosting import fleet, status, until
 from workflows import notes
 
@@ -58,7 +60,7 @@ def test_a_web_host_writes_the_run_and_a_worker_claims_and_drives_it() -> None:
         relayed = await web.db(
             lambda: list(RunInput.objects.filter(run_id=run_id).values("kind", "status", "answered_by"))
         )
-        assert relayed == [{"kind": "gate", "status": "answered", "answered_by": "worker-1"}]
+        assert relayed == [{"kind": "gate", "status": "delivered", "answered_by": "worker-1"}]
         assert await web.db(gate_answers, run_id) == 1
 
     fleet(body, "web", "worker")
@@ -144,27 +146,71 @@ def test_a_host_that_lost_its_lease_writes_nothing_more_and_lets_the_run_go() ->
     fleet(body, "worker")
 
 
-def test_an_input_no_worker_takes_in_time_is_withdrawn_and_never_delivered_later(settings: Any) -> None:
-    settings.JR2_RELAY_TIMEOUT = 0.3
+def relay_waits(reader: InMemoryMetricReader) -> int:
+    """The count of inputs answered pending (jr2.relay.waits), as the metrics pipeline reads it."""
+    data = reader.get_metrics_data()
+    return sum(
+        int(point.value)
+        for resource in (data.resource_metrics if data else ())
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "jr2.relay.waits"
+        for point in metric.data.data_points
+    )
+
+
+def test_an_input_no_worker_takes_in_time_is_kept_and_delivered_in_order_when_one_does(settings: Any) -> None:
+    settings.JR2_RELAY_WAIT = 0.3
+    reader = InMemoryMetricReader()
+    telemetry.configure(metrics=Metrics([reader]))
 
     async def body(web: Host, worker: Host) -> None:
         run_id = await web.start_run("notes", DOOR)
         await until(web, status(run_id, "waiting"))
         await die(worker)
-        with pytest.raises(NoHostAnswered, match="nothing was delivered"):
-            await web.deliver(run_id, "gate", **REPLY)
-        assert await web.db(lambda: list(RunInput.objects.values_list("status", flat=True))) == ["withdrawn"]
+        with pytest.raises(InputPending) as pending:
+            await web.deliver(run_id, "gate", **REPLY, by="alice")
+        with pytest.raises(InputPending):
+            await web.deliver(run_id, "gate", **REPLY, by="bob")
+        found = await web.db(store.report, run_id, pending.value.input_id)
+        assert found is not None and (found.status, found.sent_by, found.gate) == ("pending", "alice", "writing.asking")
+        assert relay_waits(reader) == 2  # each answered pending is counted
         await web.db(lambda: Run.objects.filter(id=run_id).update(lease_owner=""))
         later = Host({"notes": notes.machine}, owner="worker-2", role="worker", scan_seconds=0.05)
         await later.start()
         try:
-            await until(web, lambda: Run.objects.filter(id=run_id, lease_owner="worker-2").exists())
-            await asyncio.sleep(0.3)
-            assert await web.db(gate_answers, run_id) == 0
-            run = await web.db(lambda: Run.objects.get(id=run_id))
-            assert run.status == "waiting"
+            await until(web, lambda: not RunInput.objects.filter(status="pending").exists())
+            rows = await web.db(
+                lambda: list(RunInput.objects.order_by("id").values_list("sent_by", "status", "reason"))
+            )
+            assert rows[0] == ("alice", "delivered", "")
+            assert rows[1][:2] == ("bob", "refused"), rows
+            assert rows[1][2].startswith("the Gate closed before your answer was delivered: alice answered it"), rows
+            assert await web.db(gate_answers, run_id) == 1
+            await until(web, status(run_id, "done"))
+            assert "Admins" in (await web.db(lambda: Run.objects.get(id=run_id))).output["notes"]
         finally:
             await later.stop()
+
+    try:
+        fleet(body, "web", "worker")
+    finally:
+        telemetry.configure(metrics=None)
+
+
+def test_inputs_still_waiting_when_their_run_ends_are_refused_saying_so(settings: Any) -> None:
+    settings.JR2_RELAY_WAIT = 0.2
+
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("notes", DOOR)
+        await until(web, status(run_id, "waiting"))
+        await die(worker)
+        with pytest.raises(InputPending) as pending:
+            await web.deliver(run_id, "gate", **REPLY, by="alice")
+        await web.db(lambda: Run.objects.filter(id=run_id).update(status="cancelled", lease_owner=""))
+        found = await web.db(store.report, run_id, pending.value.input_id)
+        assert found is not None and found.status == "refused"
+        assert found.reason == "the run ended (cancelled) before your answer was delivered"
 
     fleet(body, "web", "worker")
 
@@ -277,3 +323,93 @@ def test_a_timer_fires_at_its_due_time_on_the_worker_that_takes_the_run_over() -
             await other.stop()
 
     fleet(body, "web", "worker", "worker", workflows={"timed": machine}, lease_seconds=0.4)
+
+
+class Note(BaseModel):
+    note: str = ""
+
+
+def review_machine() -> Any:
+    """A Gate that escalates to a lead's Gate after DUE_MS: the timer an answer must not lose to while no worker
+    runs."""
+    approve = define_event(name="approve", input=Note, description="Approve the change.")
+    return jr2_setup(events=[approve], actors={}).create_machine(
+        {
+            "id": "review",
+            "initial": "waiting",
+            "states": {
+                "waiting": {
+                    "invoke": {"src": "gate", "id": "review", "input": lambda context: {"meta": {}}},
+                    "on": {"approve": "approved"},
+                    "after": {DUE_MS: "escalated"},
+                },
+                "escalated": {
+                    "invoke": {"src": "gate", "id": "lead", "input": lambda context: {"meta": {}}},
+                    "on": {"approve": "approved"},
+                },
+                "approved": {"type": "final"},
+            },
+        }
+    )
+
+
+DUE_MS = 1500
+APPROVE = {"gate": "review", "event": "approve", "params": {"note": "ok"}}
+
+
+def settled_row() -> Any:
+    return RunInput.objects.exclude(status="pending").first()
+
+
+def test_an_answer_kept_before_its_gates_timer_came_due_is_delivered_first(settings: Any) -> None:
+    settings.JR2_RELAY_WAIT = 0.2
+
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("review", {})
+        await until(web, status(run_id, "waiting"))
+        await die(worker)
+        with pytest.raises(InputPending):
+            await web.deliver(run_id, "gate", **APPROVE, by="alice")
+        await asyncio.sleep(DUE_MS / 1000 + 0.3)  # the timer comes due while no worker runs
+        await web.db(lambda: Run.objects.filter(id=run_id).update(lease_owner=""))
+        later = Host({"review": review_machine()}, owner="worker-2", role="worker", scan_seconds=0.05)
+        await later.start()
+        try:
+            row = await until(web, settled_row)
+            assert (row.status, row.reason) == ("delivered", "")
+            run = await until(web, status(run_id, "done"))
+            assert run.view["value"] == "approved"
+        finally:
+            await later.stop()
+
+    fleet(body, "web", "worker", workflows={"review": review_machine()})
+
+
+def test_an_answer_kept_after_its_gates_timer_came_due_is_refused_saying_the_timer_fired_first(
+    settings: Any,
+) -> None:
+    settings.JR2_RELAY_WAIT = 0.2
+
+    async def body(web: Host, worker: Host) -> None:
+        run_id = await web.start_run("review", {})
+        await until(web, status(run_id, "waiting"))
+        await die(worker)
+        await asyncio.sleep(DUE_MS / 1000 + 0.3)  # due, but no worker fired it: the committed view shows it open
+        with pytest.raises(InputPending):
+            await web.deliver(run_id, "gate", **APPROVE, by="alice")
+        await web.db(lambda: Run.objects.filter(id=run_id).update(lease_owner=""))
+        later = Host({"review": review_machine()}, owner="worker-2", role="worker", scan_seconds=0.05)
+        await later.start()
+        try:
+            row = await until(web, settled_row)
+            assert row.status == "refused"
+            assert (
+                row.reason
+                == "the Gate closed before your answer was delivered: the timer in review.waiting fired first"
+            )
+            run = await until(web, status(run_id, "waiting"))
+            assert run.view["value"] == "escalated" and [g["id"] for g in run.view["gates"]] == ["lead"]
+        finally:
+            await later.stop()
+
+    fleet(body, "web", "worker", workflows={"review": review_machine()})

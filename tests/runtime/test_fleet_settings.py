@@ -18,7 +18,7 @@ from engine.runtime.host import Host
 host = Host({}, role="worker")
 print(json.dumps({"scan": host.scan_seconds, "max_runs": host.max_runs, "lease": host.lease_seconds,
                   **{name: getattr(settings, name) for name in
-                     ("JR2_CLAIM_BATCH", "JR2_RELAY_TIMEOUT", "JR2_DRAIN_SECONDS")}}))
+                     ("JR2_CLAIM_BATCH", "JR2_RELAY_WAIT", "JR2_DRAIN_SECONDS")}}))
 """
 
 
@@ -42,7 +42,7 @@ def test_a_worker_reads_its_scan_claim_relay_and_drain_settings_from_the_environ
         "max_runs": 10000,
         "lease": 15.0,
         "JR2_CLAIM_BATCH": 25,
-        "JR2_RELAY_TIMEOUT": 30.0,
+        "JR2_RELAY_WAIT": 2.0,
         "JR2_DRAIN_SECONDS": 10.0,
     }
     assert read(
@@ -51,7 +51,7 @@ def test_a_worker_reads_its_scan_claim_relay_and_drain_settings_from_the_environ
             "JR2_MAX_RUNS": "40",
             "JR2_LEASE_SECONDS": "3",
             "JR2_CLAIM_BATCH": "7",
-            "JR2_RELAY_TIMEOUT": "60",
+            "JR2_RELAY_WAIT": "60",
             "JR2_DRAIN_SECONDS": "5",
         }
     ) == {
@@ -59,6 +59,6 @@ def test_a_worker_reads_its_scan_claim_relay_and_drain_settings_from_the_environ
         "max_runs": 40,
         "lease": 3.0,
         "JR2_CLAIM_BATCH": 7,
-        "JR2_RELAY_TIMEOUT": 60.0,
+        "JR2_RELAY_WAIT": 60.0,
         "JR2_DRAIN_SECONDS": 5.0,
     }

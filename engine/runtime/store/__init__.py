@@ -12,21 +12,24 @@ does the host tell anyone.
     step.py     the step's one transaction (`commit`, `write`), fenced by the run's lease
     resume.py   what taking a run up again reads (`load_resume`)
     leases.py   who drives a run: taking, renewing, handing back and claiming leases; drifted runs
-    inputs.py   relayed inputs, the fleet's database inbox
+    inputs.py   inputs people send, kept until delivered or refused (the fleet's database inbox)
 
 Callers use this package's names (`from engine.runtime import store; store.commit(...)`).
 """
 
 from __future__ import annotations
 
-from engine.runtime.errors import InputWithdrawn, LeaseLost
+from engine.runtime.errors import InputSettled, LeaseLost
 from engine.runtime.store.inputs import (
     InputAnswered,
+    InputReport,
+    PendingRefused,
     answer_input,
     pending_inputs,
     post_input,
     read_input,
-    withdraw_input,
+    report,
+    reports,
 )
 from engine.runtime.store.leases import (
     claim_runs,
@@ -74,12 +77,15 @@ __all__ = [
     "mark_drifted",
     "expire_in_flight",
     "LeaseLost",
-    "InputWithdrawn",
+    "InputSettled",
     "InputAnswered",
+    "InputReport",
+    "PendingRefused",
     "claim_runs",
     "pending_inputs",
     "post_input",
     "read_input",
-    "withdraw_input",
+    "report",
+    "reports",
     "answer_input",
 ]

@@ -41,7 +41,7 @@ __all__ = [
     "tracing_wanted",
     "capture_content",
     "takeover",
-    "relay_timeout",
+    "relay_waited",
     "flush",
 ]
 
@@ -114,9 +114,10 @@ def takeover() -> None:
     _safely(lambda: metrics().takeovers.add(1))
 
 
-def relay_timeout() -> None:
-    """A relayed input that no host answered in time."""
-    _safely(lambda: metrics().relay_timeouts.add(1))
+def relay_waited() -> None:
+    """An input no host delivered within `JR2_RELAY_WAIT`: kept, and its sender answered "pending" (the API's
+    202)."""
+    _safely(lambda: metrics().relay_waits.add(1))
 
 
 class RunTelemetry:

@@ -6,7 +6,7 @@ is never ahead of the journal:
 - runs started and ended, by workflow and status; picks by outcome;
 - open Gates (by workflow) and the age of the oldest, and how long each answered Gate waited;
 - Turn and model-call latency; tokens and cache reads by model; Effect durations;
-- lease takeovers and relay timeouts, told by the host and the relay.
+- lease takeovers, and inputs kept past `JR2_RELAY_WAIT` (answered 202), told by the host and the relay.
 """
 
 from __future__ import annotations
@@ -80,8 +80,10 @@ class Metrics:
         self.takeovers = meter.create_counter(
             "jr2.lease.takeovers", unit="{run}", description="Runs a host took up from another's lapsed lease"
         )
-        self.relay_timeouts = meter.create_counter(
-            "jr2.relay.timeouts", unit="{input}", description="Relayed inputs no host answered in time"
+        self.relay_waits = meter.create_counter(
+            "jr2.relay.waits",
+            unit="{input}",
+            description="Inputs no host delivered within JR2_RELAY_WAIT: kept, and answered pending (202)",
         )
         #: Open Gates by (run, gate): their workflow and when they opened (monotonic seconds).
         self._open_gates: dict[tuple[str, str], tuple[str, float]] = {}
