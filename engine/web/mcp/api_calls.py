@@ -19,7 +19,7 @@ from django.http import HttpRequest, QueryDict
 from ninja.errors import HttpError
 from pydantic import ValidationError
 
-from engine.runtime.errors import HostError, NoHostAnswered, RunNotHosted
+from engine.runtime.errors import HostError, InputPending, RunNotHosted
 from engine.web.mcp.auth import Caller
 
 __all__ = ["ApiRefusal", "request_as", "call_sync", "call_async", "result", "refused", "STATUS_WORDS"]
@@ -67,8 +67,7 @@ def _refusal(err: Exception) -> ApiRefusal:
         errors = tuple(getattr(err, "errors", ()) or ())
         return ApiRefusal(err.status_code, str(err), errors)
     if isinstance(err, HostError):
-        status = 409 if isinstance(err, RunNotHosted) else 503 if isinstance(err, NoHostAnswered) else 400
-        return ApiRefusal(status, str(err))
+        return ApiRefusal(409 if isinstance(err, RunNotHosted) else 400, str(err))
     if isinstance(err, ValidationError):
         return ApiRefusal(400, f"the request is not valid: {err.errors(include_url=False)}")
     raise err
@@ -86,6 +85,8 @@ async def call_async(view: Callable[..., Awaitable[Any]], request: HttpRequest, 
     """An asynchronous view (one that hands something to the host)."""
     try:
         return await view(request, *args)
+    except InputPending as kept:  # accepted: kept until a worker holds the run, as the API's 202 says
+        return {"input": kept.input_id, "url": kept.url, "status": "pending", "detail": str(kept)}
     except (HttpError, HostError, ValidationError) as err:
         return _refusal(err)
 
