@@ -63,9 +63,10 @@ def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(
                 "run-context",
                 "run-summary",
                 "run-steps-head",
+                "costs",
             ):
                 assert f'id="{region}"' in first
-            assert first.count('hx-swap-oob="true"') == 8
+            assert first.count('hx-swap-oob="true"') == 9
             if 'id="run-status-badge">waiting<' not in first:
                 await receive_until(socket, 'id="run-status-badge">waiting<')
             await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Ops"})
