@@ -22,7 +22,7 @@ from console.pages.costs import cost_section
 from console.pages.folds import graph_context
 from console.pages.forms import EVENT_FIELD, SchemaForm, check, schema_form
 from console.pages.regions import run_regions
-from console.pages.runlist import PAGE_SIZE, runs_list
+from console.pages.runlist import runs_list
 from console.pages.runview import RunPage, gate_key, machine_of, run_page
 from console.pages.search_form import search_context
 from console.views.feeds import deep_link
@@ -32,7 +32,7 @@ from engine.runtime.registry import workflows
 from engine.web.answering import answer_refusal, is_operator
 from engine.web.hosting import ready_host
 
-__all__ = ["runs", "run", "answer_gate", "cancel_run", "claim_gate", "form_refused", "PAGE_SIZE"]
+__all__ = ["runs", "run", "answer_gate", "cancel_run", "claim_gate", "form_refused"]
 
 
 @readers_only
