@@ -1,4 +1,4 @@
-"""Live run pages: `/ws/runs/<id>/` keeps an open run page whole.
+"""Live run pages: `/ws/runs/<id>/?<the page's own parameters>` keeps an open run page whole.
 
 On connect the page is sent every region it shows (level-triggered: nothing is assumed about what the client had).
 After each commit the page is sent again the regions that changed, as HTML elements htmx's websocket extension
@@ -7,7 +7,8 @@ swaps out of band (a region the user is typing into is left alone unless it chan
 One `RunHub` per run and process is the only subscriber to the run's group; it hears a notice once, reads the run
 once, renders the regions once per kind of viewer (what they may do, which seats they hold: console/pages/regions.py)
 and sends each open page of the run what changed for it. 500 open pages of a run cost one subscription, one read and
-a render or two a commit.
+a render or two a commit. The section "Cost and time per state" follows too, sorted as each page asked (its
+parameters), rendered once per commit and sort.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import asyncio
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.http import QueryDict
 
 from console.consumers.base import Hub, LiveConsumer, Notice
-from console.pages.regions import Regions, permission_flags, render_regions
+from console.pages.regions import Regions, permission_flags, render_regions, run_costs
 from engine.models import Run
 from engine.runtime.notify import run_group
 
@@ -40,6 +42,15 @@ class RunHub(Hub):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.shown = ""
+        self.costs: dict[tuple[str, str], str] = {}  # (commit time, the page's parameters) -> the cost section
+
+    async def costs_of(self, at: str, params: QueryDict) -> str:
+        """The cost section of the commit `at` for pages with these parameters, rendered once."""
+        key = (at, params.urlencode())
+        if key not in self.costs:
+            self.costs = {k: v for k, v in self.costs.items() if k[0] == at}
+            self.costs[key] = await sync_to_async(run_costs)(self.key, params)
+        return self.costs[key]
 
     @classmethod
     def group_of(cls, key: str) -> str:
@@ -73,6 +84,7 @@ class RunConsumer(LiveConsumer):
         self.run_id = self.scope["url_route"]["kwargs"]["run_id"]
         self.username = self.user.get_username() if getattr(self.user, "is_authenticated", False) else ""
         self.flags = await sync_to_async(permission_flags)(self.user)
+        self.params = QueryDict(self.scope.get("query_string", b"").decode(errors="replace"))
         self.sent: Regions = {}
         self.at = ""
 
@@ -81,13 +93,21 @@ class RunConsumer(LiveConsumer):
 
     async def whole(self) -> str | None:
         regions, at, _ = await sync_to_async(render_regions)(self.run_id, self.user)
-        return None if regions is None else self._changed(regions, at)
+        if regions is None:
+            return None
+        changed = self._changed(regions, at)
+        return changed + await self._costs(at) if changed else ""
 
     async def show(self, regions: Regions, at: str) -> None:
-        """What the hub rendered for this kind of viewer: the regions that differ from what this page was sent."""
+        """What the hub rendered for this kind of viewer: the regions that differ from what this page was sent,
+        and the cost section after a commit."""
         changed = self._changed(regions, at)
         if changed:
-            await self.send(text_data=changed)
+            await self.send(text_data=changed + await self._costs(at))
+
+    async def _costs(self, at: str) -> str:
+        assert isinstance(self.hub, RunHub)
+        return await self.hub.costs_of(at, self.params)
 
     def _changed(self, regions: Regions, at: str) -> str:
         """The regions that differ from what this page was last sent (all of them the first time); a render of an

@@ -1,5 +1,5 @@
-"""The workflow page's live counts: `/ws/workflows/<name>/` sends them on connect and after each commit of any of
-the workflow's runs (runs start and end while the page is open)."""
+"""The workflow page's live counts and "Recent runs": `/ws/workflows/<name>/` sends them on connect and after each
+commit of any of the workflow's runs (runs start and end while the page is open)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ __all__ = ["WorkflowConsumer"]
 
 
 class WorkflowConsumer(LiveConsumer):
-    """`/ws/workflows/<name>/`: one hub per workflow (its group `workflow-<name>`), the counts read at each notice."""
+    """`/ws/workflows/<name>/`: one hub per workflow (its group `workflow-<name>`), the counts and recent runs read
+    at each notice."""
 
     async def opened(self) -> None:
         self.workflow = self.scope["url_route"]["kwargs"]["name"]

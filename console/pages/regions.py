@@ -10,14 +10,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import QueryDict
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from console.access import can
-from console.pages.runview import run_page
+from console.pages.costs import cost_section
+from console.pages.runview import machine_of, run_page
 from engine.models import Run
 from engine.runtime.cache import LRU
 
-__all__ = ["REGIONS", "Regions", "permission_flags", "render_regions", "run_regions", "live_counts", "workflow_stats"]
+__all__ = [
+    "REGIONS",
+    "Regions",
+    "permission_flags",
+    "render_regions",
+    "run_regions",
+    "live_counts",
+    "recent_runs",
+    "workflow_stats",
+    "run_costs",
+]
 
 REGIONS: tuple[str, ...] = ("_status", "_lit", "_context", "_gates", "_inputs", "_seats", "_now", "_output", "_turns")
 REGIONS += ("_summary", "_steps")  # the history's size and newest steps (console/pages/feeds.py)
@@ -55,12 +68,30 @@ def run_regions(run_id: str, user: Any) -> str | None:
     return None if regions is None else "".join(regions.values())
 
 
+def run_costs(run_id: str, params: QueryDict) -> str:
+    """A run's section "Cost and time per state" as out-of-band HTML, sorted as the page asked (`params`: the
+    page's own; the graph's heat is drawn with the page, only the table follows)."""
+    run = Run.objects.filter(id=run_id).first()
+    if run is None:
+        return ""
+    section = cost_section(params, run, machine_of(run.workflow), "", reverse("console:run", args=[run.id]))
+    return render_to_string("console/_costs.html", {**section, "run": run, "oob": True})
+
+
 def live_counts(workflow: str) -> dict[str, int]:
     """A workflow's live runs and their open Gates, as the workflow page shows them."""
     views = list(Run.objects.filter(workflow=workflow, status__in=Run.LIVE).values_list("view", flat=True))
     return {"live_runs": len(views), "open_gates": sum(len((view or {}).get("gates", [])) for view in views)}
 
 
+def recent_runs(workflow: str) -> list[Run]:
+    """The workflow page's "Recent runs": its ten newest."""
+    return list(Run.objects.filter(workflow=workflow).order_by("-created_at", "id")[:10])
+
+
 def workflow_stats(workflow: str) -> str:
-    """The workflow page's live counts as out-of-band HTML."""
-    return render_to_string("console/_workflow_stats.html", {**live_counts(workflow), "name": workflow, "oob": True})
+    """The workflow page's live parts as out-of-band HTML: its counts and its recent runs."""
+    context = {**live_counts(workflow), "name": workflow, "runs": recent_runs(workflow), "oob": True}
+    return render_to_string("console/_workflow_stats.html", context) + render_to_string(
+        "console/_recent_runs.html", context
+    )

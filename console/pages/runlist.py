@@ -1,18 +1,26 @@
-"""One row of the runs list: the run, and what the list says of it beyond its fields: a fork or an import, when it
-ended and how long it took (for a live run, how long so far)."""
+"""The runs list: one page of a search's runs (`runs_list`, read alike by the page and its live socket), and each
+row: the run, and what the list says of it beyond its fields: a fork or an import, when it ended and how long it
+took (for a live run, how long so far)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Max, QuerySet
+from django.http import QueryDict
+from django.template.loader import render_to_string
 from django.utils import timezone
 
+from console.pages.links import query_with
 from engine.models import Run
+from engine.web import search as run_search
 
-__all__ = ["RunRow", "run_rows", "duration_text"]
+__all__ = ["RunRow", "run_rows", "duration_text", "runs_list", "runs_fragment", "PAGE_SIZE"]
+
+PAGE_SIZE = 25
 
 
 @dataclass(frozen=True)
@@ -53,3 +61,31 @@ def run_rows(runs: QuerySet[Run]) -> list[RunRow]:
         ended = None if live else max(last, run.created_at)
         rows.append(RunRow(run, ended, duration_text(((ended or now) - run.created_at).total_seconds()), live))
     return rows
+
+
+def runs_list(params: QueryDict) -> dict[str, Any]:
+    """The list's part of the page for these parameters (the search's filters and `page`): its rows, the match
+    count and the pages; the page past the last shows the last."""
+    search = run_search.parse(params)
+    rows = search.apply(Run.objects.all())
+    count = rows.count()
+    pages = max(1, math.ceil(count / PAGE_SIZE))
+    try:
+        page = min(max(int(params.get("page", "1")), 1), pages)
+    except ValueError:
+        page = 1
+    shown = run_rows(rows.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])
+    return {
+        "runs": shown,
+        "count": count,
+        "page": page,
+        "pages": pages,
+        "search": search,
+        "search_active": search.active,
+        "query": query_with(params, page=None),
+    }
+
+
+def runs_fragment(params: QueryDict) -> str:
+    """The list and its match count as out-of-band HTML, for the live socket of `/runs/`."""
+    return render_to_string("console/runs/_live.html", {**runs_list(params), "oob": True})

@@ -6,7 +6,6 @@ engine's words (as the form's region for htmx, else as the whole page with statu
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -22,9 +21,8 @@ from console.access import needs, readers_only
 from console.pages.costs import cost_section
 from console.pages.folds import graph_context
 from console.pages.forms import EVENT_FIELD, SchemaForm, check, schema_form
-from console.pages.links import query_with
 from console.pages.regions import run_regions
-from console.pages.runlist import run_rows
+from console.pages.runlist import runs_list
 from console.pages.runview import RunPage, gate_key, machine_of, run_page
 from console.pages.search_form import search_context
 from console.views.feeds import deep_link
@@ -32,42 +30,27 @@ from engine.models import Run
 from engine.runtime.admission import check_gate_answer
 from engine.runtime.errors import InputPending, NoHost
 from engine.runtime.registry import workflows
-from engine.web import search as run_search
 from engine.web.answering import answer_refusal, is_operator
 from engine.web.hosting import ready_host
 
-__all__ = ["runs", "run", "answer_gate", "cancel_run", "claim_gate", "form_refused", "PAGE_SIZE"]
-
-PAGE_SIZE = 25
+__all__ = ["runs", "run", "answer_gate", "cancel_run", "claim_gate", "form_refused"]
 
 
 @readers_only
 def runs(request: HttpRequest) -> HttpResponse:
     """Every run, or those a search matches (engine/web/search.py: every filter a query on the server, in the URL)."""
-    search = run_search.parse(request.GET)
-    rows = search.apply(Run.objects.all())
-    count = rows.count()
-    pages = max(1, math.ceil(count / PAGE_SIZE))
-    try:
-        page = min(max(int(request.GET.get("page", "1")), 1), pages)
-    except ValueError:
-        page = 1
-    shown = run_rows(rows.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])
+    listed = runs_list(request.GET)
+    search = listed["search"]
     statuses = dict(Run.objects.values_list("status").annotate(n=Count("id")))
     return render(
         request,
         "console/runs.html",
         {
-            "runs": shown,
-            "count": count,
-            "page": page,
-            "pages": pages,
-            "search": search,
+            **listed,
             "workflow": request.GET.get("workflow", ""),
             "status": request.GET.get("status", ""),
             "workflows": workflows().names(),
             "statuses": [(s, statuses.get(s, 0)) for s in Run.Status.values],
-            "query": query_with(request.GET, page=None),
             **search_context(request.GET, search),
         },
         status=400 if search.errors else 200,

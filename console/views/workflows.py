@@ -19,7 +19,7 @@ from console.access import can, needs, readers_only
 from console.pages.costs import cost_section
 from console.pages.folds import graph_context
 from console.pages.forms import SchemaForm, check, schema_form
-from console.pages.regions import live_counts
+from console.pages.regions import live_counts, recent_runs
 from console.pages.states import menus, state_details
 from engine.models import Run
 from engine.runtime import graph
@@ -106,7 +106,7 @@ def _workflow_context(
         can_start=can(request.user, "start"),
         can_play=can(request.user, "play"),
         agents=sorted(machine.agents),
-        runs=Run.objects.filter(workflow=loaded.name).order_by("-created_at")[:10],
+        runs=recent_runs(loaded.name),
     )
     context.update(
         cost_section(

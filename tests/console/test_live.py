@@ -64,6 +64,7 @@ def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(
                 "run-context",
                 "run-summary",
                 "run-steps-head",
+                "costs",
             ):
                 assert f'id="{region}"' in first
             assert first.count('hx-swap-oob="true"') == 9

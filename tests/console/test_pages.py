@@ -132,9 +132,9 @@ def test_the_runs_list_filters_by_workflow_and_status_and_counts(observer: Any, 
 
 
 def test_the_runs_list_pages(observer: Any, runs: dict[str, str], monkeypatch: Any) -> None:
-    import console.views.runs
+    import console.pages.runlist
 
-    monkeypatch.setattr(console.views.runs, "PAGE_SIZE", 4)
+    monkeypatch.setattr(console.pages.runlist, "PAGE_SIZE", 4)
     client = logged_in(observer)
     first, second = client.get("/runs/").content.decode(), client.get("/runs/?page=2").content.decode()
     assert "page 1 of 2" in first and "page 2 of 2" in second

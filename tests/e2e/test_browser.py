@@ -649,3 +649,16 @@ def test_replay_steps_swap_the_panes_without_a_reload_and_follow_the_arrow_keys(
     same_document(page)
     page.go_back()
     expect(page.locator("#step-words")).to_contain_text("got reply")
+
+
+def test_the_runs_list_follows_a_new_run_without_a_reload(page: Page, server: LiveServer) -> None:
+    page.goto(f"{server.url}/runs/?workflow=notes")
+    mark_document(page)
+    page.wait_for_function("() => window.__ws.opens > 0")
+    run_id = waiting_run(server, "The runs list follows live.")
+    badge = page.locator(f"#runs tr#run-{run_id} td:nth-child(3) .badge")
+    expect(badge).to_have_text("waiting")
+    reply_through_api(server, run_id, "Ops")
+    expect(badge).to_have_text("done")
+    expect(page.locator(f"#runs tr#run-{run_id} td.ended")).not_to_have_text("live")
+    same_document(page)
