@@ -67,7 +67,7 @@ def test_a_run_page_socket_sends_the_whole_view_then_fragments_as_the_run_moves(
                 "costs",
             ):
                 assert f'id="{region}"' in first
-            assert first.count('hx-swap-oob="true"') == 9
+            assert first.count('hx-swap-oob="true"') == 10
             if 'id="run-status-badge">waiting<' not in first:
                 await receive_until(socket, 'id="run-status-badge">waiting<')
             await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Ops"})
