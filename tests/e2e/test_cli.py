@@ -145,7 +145,7 @@ def test_run_follows_a_notes_run_through_its_gate_to_the_end(live: LiveServer) -
         "it with:",
         f"  jr2 send {run_id} {SEND_REPLY}",
         "status: waiting",
-        'the Gate writing.asking got reply {text: "Ops people"}',
+        'the Gate writing.asking got reply {text: "Ops people"} from e2e (from the CLI)',
         'writer picked done {notes: "## What\'s new\\n\\n- One fix.\\n- Two fix.\\n\\n_W…"}: ended',
         "state: notes.published",
         "Turn turn-1 of writer ended",
@@ -178,7 +178,7 @@ def test_run_exits_3_when_the_run_it_follows_is_cancelled(live: LiveServer) -> N
     assert code == 3, follow.lines
     assert json.loads(out) == {"id": run_id, "workflow": "notes", "status": "cancelled", "output": None, "reason": ""}
     assert follow.lines[-4:] == [
-        "the run was cancelled",
+        "the run was cancelled by e2e (from the CLI)",
         "Turn turn-1 of writer ended",
         "Gate writing.asking closed",
         "status: cancelled",
@@ -496,7 +496,8 @@ def test_replay_against_an_edited_guard_names_the_first_divergence(live: LiveSer
     assert proc.returncode == 1, proc.stderr
     line = only_line(proc.stdout)
     assert line.startswith(
-        f'step {gate}: the Gate writing.asking got reply {{text: "Ops"}}: now produces different '
+        f'step {gate}: the Gate writing.asking got reply {{text: "Ops"}} from e2e (through the API): now produces '
+        "different "
         'outputs (now: the Gate writing.asking closes; the pick ask is answered "The editor '
         'replied: Ops" (allowed then: ask); then in notes.writing.drafting)'
     ), line
@@ -532,7 +533,8 @@ def test_replay_of_a_changed_shape_needs_against_current(live: LiveServer, tmp_p
     assert replayed.returncode == 1, replayed.stderr
     line = only_line(replayed.stdout)
     assert line.startswith(
-        f'step {gate}: the Gate writing.asking got reply {{text: "Ops"}}: now produces different '
+        f'step {gate}: the Gate writing.asking got reply {{text: "Ops"}} from e2e (through the API): now produces '
+        "different "
         "outputs (now: the Gate writing.asking closes; writer's Turn ends; "
     ), line
     assert "the run ends done" in line and "then in notes.published" in line
