@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.utils.dateparse import parse_date, parse_datetime
 
 from engine.core.journal.entries import Entry, JournalError
-from engine.models import JournalEntry, Seat
+from engine.models import GateLinkUse, JournalEntry, Seat
 
 __all__ = ["AuditFilter", "AuditRow", "audit", "add_source", "csv_text", "read_filter", "LIMIT", "COLUMNS"]
 
@@ -190,4 +190,37 @@ def _seats(which: AuditFilter) -> list[AuditRow]:
                         f"{name} {verb} the seat of {seat.agent}",
                     )
                 )
+    return out
+
+
+@add_source
+def _link_uses(which: AuditFilter) -> list[AuditRow]:
+    """Every use of a one-tap link: opened, answered, or refused (then the link may be unknown)."""
+    where = _timed(Q(), which, "at")
+    if which.user:
+        where &= Q(link__user__username=which.user)
+    if which.workflow:
+        where &= Q(link__record__workflow=which.workflow)
+    out = []
+    uses = GateLinkUse.objects.filter(where).select_related("link__user", "link__record").order_by("-at", "-id")
+    for use in uses[: which.limit]:
+        link = use.link
+        name = link.user.get_username() if link is not None else ""
+        record = link.record if link is not None else None
+        gate = record.gate if record is not None else ""
+        words = f"{name or 'someone'} {use.action} the one-tap link" + (f" of the Gate {gate}" if gate else "")
+        if use.detail:
+            words += f": {use.detail}"
+        out.append(
+            AuditRow(
+                use.at,
+                name,
+                f"link {use.action}",
+                record.workflow if record is not None else "",
+                record.run_id if record is not None else "",
+                gate,
+                "link",
+                words,
+            )
+        )
     return out

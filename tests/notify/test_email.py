@@ -17,6 +17,7 @@ from django.test import AsyncClient
 from engine.models import EmailNotice, GateLink, GateLinkUse, GateRecord, JournalEntry
 from engine.outbox import digest
 from engine.runtime.host import Host
+from engine.web.audit import AuditFilter, audit
 from tests.notify.receivers import Mailbox
 from tests.runtime.hosting import hosted, status, until
 from workflows import escalation
@@ -106,6 +107,14 @@ def test_the_assigned_user_gets_the_gate_by_email_and_its_link_answers_it(mailbo
             ("answered", "approve"),
             ("refused", "This Gate has closed by ann: there is nothing left to answer."),
         ]
+        trail = await host.db(lambda: audit(AuditFilter(user="ann")))
+        links = [(r.action, r.door, r.run, r.target) for r in trail if r.action.startswith("link ")]
+        assert sorted(links) == [
+            ("link answered", "link", run_id, "review"),
+            ("link opened", "link", run_id, "review"),
+            ("link refused", "link", run_id, "review"),
+        ]
+        assert any(r.action == "answer" and r.door == "link" for r in trail)
 
     hosted({"escalation": escalation.machine}, body)
 
