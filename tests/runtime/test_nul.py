@@ -5,7 +5,6 @@ Before, a door holding NUL crashed the commit on PostgreSQL."""
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -44,10 +43,6 @@ def test_a_door_holding_nul_is_refused_naming_the_field_and_writes_no_run() -> N
     hosted({"notes": notes.machine}, body)
 
 
-@pytest.mark.skipif(
-    "postgres" in os.environ.get("DATABASE_URL", ""),
-    reason="fails on PostgreSQL since the merges of stop 26; issues 20 and 21 are open for it",
-)
 def test_a_gate_answer_or_a_pick_holding_nul_is_refused_and_changes_nothing_then_a_good_one_goes_through() -> None:
     pat = User.objects.create_user("pat")
 

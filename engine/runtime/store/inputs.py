@@ -13,6 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from engine.core.text import without_nul
 from engine.models import GateRecord, JournalEntry, Run, RunInput
 from engine.runtime.errors import InputSettled
 from engine.runtime.store.ops import Op
@@ -180,7 +181,7 @@ def _settle(input_id: int, kind: str, gate: str, outcome: Any, owner: str, now: 
         reason = f"{reason}: {why_closed(run_id, gate)}"
     return (
         RunInput.objects.filter(id=input_id, status=RunInput.Status.PENDING).update(
-            status=status, reason=reason, outcome=outcome, answered_by=owner, answered_at=now
+            status=status, reason=without_nul(reason), outcome=without_nul(outcome), answered_by=owner, answered_at=now
         )
         == 1
     )
@@ -189,7 +190,7 @@ def _settle(input_id: int, kind: str, gate: str, outcome: Any, owner: str, now: 
 def _refuse(input_id: int, reason: str, owner: str, now: dt.datetime) -> bool:
     return (
         RunInput.objects.filter(id=input_id, status=RunInput.Status.PENDING).update(
-            status=RunInput.Status.REFUSED, reason=reason, answered_by=owner, answered_at=now
+            status=RunInput.Status.REFUSED, reason=without_nul(reason), answered_by=owner, answered_at=now
         )
         == 1
     )
