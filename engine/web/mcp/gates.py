@@ -16,10 +16,8 @@ from typing import Any
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from mcp.server.lowlevel import Server
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.types import ASGIApp
 
 from engine.models import Run
 from engine.runtime.assignment import may_answer
@@ -27,8 +25,8 @@ from engine.runtime.view import RunView
 from engine.web import api
 from engine.web.mcp.api_calls import call_async, refused, request_as, result
 from engine.web.mcp.arguments import parsed, tool
-from engine.web.mcp.auth import Caller, Refused
-from engine.web.mcp.mount import CALLER, Managed, McpRoute, security
+from engine.web.mcp.auth import Caller
+from engine.web.mcp.mount import CALLER, McpRoute, one_server
 
 __all__ = ["ROUTE", "TOOLS", "open_gates"]
 
@@ -127,18 +125,6 @@ def _server() -> Server[Any]:
     )
 
 
-_managed: Managed | None = None
-
-
-async def resolve(found: re.Match[str], caller: Caller) -> ASGIApp | Refused:
-    global _managed
-    if _managed is None:
-        _managed = Managed(
-            _server(),
-            session_idle_timeout=float(getattr(settings, "JR2_MCP_IDLE_SECONDS", 600)),
-            security_settings=security(list(settings.ALLOWED_HOSTS)),
-        )
-    return _managed
-
-
-ROUTE = McpRoute(re.compile(r"/mcp/gates/?"), "engine.answer_gate", "answer Gates", resolve, name="/mcp/gates/")
+ROUTE = McpRoute(
+    re.compile(r"/mcp/gates/?"), "engine.answer_gate", "answer Gates", one_server(_server), name="/mcp/gates/"
+)

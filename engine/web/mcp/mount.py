@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
@@ -94,6 +95,24 @@ def security(allowed_hosts: list[str]) -> TransportSecuritySettings:
         allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
         allowed_origins=[f"{scheme}://{h}{port}" for scheme in ("http", "https") for h in hosts for port in ("", ":*")],
     )
+
+
+def one_server(build: Callable[[], Server[Any]]) -> Callable[[re.Match[str], Caller], Awaitable[ASGIApp]]:
+    """A route's `resolve` for a server that every caller shares (the Gates and the operations servers): built and
+    managed on the first request, with the idle timeout and the DNS-rebinding protection every MCP server has."""
+    managed: Managed | None = None
+
+    async def resolve(found: re.Match[str], caller: Caller) -> ASGIApp:
+        nonlocal managed
+        if managed is None:
+            managed = Managed(
+                build(),
+                session_idle_timeout=float(getattr(settings, "JR2_MCP_IDLE_SECONDS", 600)),
+                security_settings=security(list(settings.ALLOWED_HOSTS)),
+            )
+        return managed
+
+    return resolve
 
 
 async def respond(send: Send, status: int, detail: str, headers: dict[str, str] | None = None) -> None:

@@ -12,16 +12,14 @@ import re
 from typing import Any
 
 import mcp_types as types
-from django.conf import settings
 from mcp.server.lowlevel import Server
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.types import ASGIApp
 
 from engine.web import api
 from engine.web.mcp.api_calls import call_async, call_sync, refused, request_as, result
 from engine.web.mcp.arguments import parsed, tool
-from engine.web.mcp.auth import Caller, Refused
-from engine.web.mcp.mount import CALLER, Managed, McpRoute, security
+from engine.web.mcp.auth import Caller
+from engine.web.mcp.mount import CALLER, McpRoute, one_server
 from engine.web.search import FILTERS
 
 __all__ = ["ROUTE", "TOOLS"]
@@ -146,18 +144,4 @@ def _server() -> Server[Any]:
     )
 
 
-_managed: Managed | None = None
-
-
-async def resolve(found: re.Match[str], caller: Caller) -> ASGIApp | Refused:
-    global _managed
-    if _managed is None:
-        _managed = Managed(
-            _server(),
-            session_idle_timeout=float(getattr(settings, "JR2_MCP_IDLE_SECONDS", 600)),
-            security_settings=security(list(settings.ALLOWED_HOSTS)),
-        )
-    return _managed
-
-
-ROUTE = McpRoute(re.compile(r"/mcp/?"), "", "use jr2's runs", resolve, name="/mcp/")
+ROUTE = McpRoute(re.compile(r"/mcp/?"), "", "use jr2's runs", one_server(_server), name="/mcp/")
