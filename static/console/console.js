@@ -66,25 +66,49 @@
   var playTimer = null;
   var keyTarget = null;  // the step the arrow keys last asked for, until it is shown
   var bound = new WeakSet();  // the sliders whose controls are bound (a restored page brings new ones)
+  var inFlight = false;  // one step at a time: htmx drops a second request to the same panes
+  var pending = null;  // the step asked for while another was on its way; fetched when that one is shown
 
-  function replayStep(url) {
+  function stepOf(url) {
+    return url.searchParams.get("step");
+  }
+
+  function historySource() {
+    var source = document.getElementById("replay-history");
+    if (source === null) {
+      source = document.createElement("span");
+      source.id = "replay-history";
+      source.hidden = true;
+      source.setAttribute("hx-push-url", "true");
+      document.body.appendChild(source);
+    }
+    return source;
+  }
+
+  function replayStep(url, tries) {
     if (!window.htmx) { window.location.assign(url.toString()); return; }
-    window.htmx.ajax("GET", url.toString(), { target: "#replay-panes", select: "#replay-panes", swap: "outerHTML show:none" })
-      .then(function () {
-        // as htmx writes its own entries, so that back and forward restore these steps too
-        window.history.pushState({ htmx: true }, "", url.toString());
-        var panes = document.getElementById("replay-panes");
-        replayControls();
-        if (keyTarget === null || !panes) return;
-        if (String(keyTarget) === panes.dataset.step) {
-          keyTarget = null;
-        } else {
-          // a key pressed while this step was on its way (htmx drops a second request to the same panes): go on
-          var next = new URL(window.location.href);
-          next.searchParams.set("step", String(keyTarget));
-          replayStep(next);
-        }
-      });
+    if (inFlight) { pending = url; return; }
+    inFlight = true;
+    var done = function () {
+      inFlight = false;
+      var panes = document.getElementById("replay-panes");
+      var shown = panes !== null && panes.dataset.step === stepOf(url);
+      replayControls();
+      var next = pending;
+      pending = null;
+      if (next !== null) { replayStep(next); return; }
+      if (!shown && (tries || 0) < 20) {
+        // another request (a boosted step link) held the panes: ask again once the event loop has turned
+        window.setTimeout(function () { replayStep(url, (tries || 0) + 1); }, 50);
+        return;
+      }
+      keyTarget = null;
+    };
+    // htmx pushes the step's URL itself (the source says hx-push-url), so that its history cache, which back and
+    // forward restore from, keeps each step under its own URL
+    window.htmx.ajax("GET", url.toString(), {
+      source: historySource(), target: "#replay-panes", select: "#replay-panes", swap: "outerHTML show:none",
+    }).then(done, done);
   }
 
   function replayControls() {

@@ -615,7 +615,6 @@ def test_the_clicked_state_is_marked_and_kept_in_the_url(page: Page, server: Liv
         (SHOTS / "graph-guards.png").write_bytes(image)
 
 
-@pytest.mark.skip(reason="chromium closes mid-test since the merges of stop 26 (issue 21 is open for it)")
 def test_replay_steps_swap_the_panes_without_a_reload_and_follow_the_arrow_keys(page: Page, server: LiveServer) -> None:
     """Next, previous, a step of the list and ← → swap the replay's panes in place (the document is never
     reloaded), each step's URL is kept, and the browser's back button goes to the step before."""
@@ -652,7 +651,6 @@ def test_replay_steps_swap_the_panes_without_a_reload_and_follow_the_arrow_keys(
     expect(page.locator("#step-words")).to_contain_text("got reply")
 
 
-@pytest.mark.skip(reason="runs after the replay test whose chromium closes (issue 21 is open for it)")
 def test_the_runs_list_follows_a_new_run_without_a_reload(page: Page, server: LiveServer) -> None:
     page.goto(f"{server.url}/runs/?workflow=notes")
     mark_document(page)
