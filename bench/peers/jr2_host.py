@@ -9,8 +9,10 @@ bench/runtime.py's `gate_pass` drives it (its helpers, reused): all N runs start
 - PostgreSQL: a fresh database on the server DATABASE_URL names, jr2/settings.py's defaults.
 
 DEBUG off, as in production. `Host.start_run` returns once the run's start is committed; `Host.deliver` once the
-Gate answer is journaled and applied. A run waits once its driver's status is `waiting` (checked in the database
-afterwards: each at its Gate).
+Gate answer is journaled and applied. With all N answers sent at once, the last ones wait longer than the default
+`JR2_RELAY_WAIT` (2 s), after which `deliver` answers "kept, pending" (InputPending) instead of the delivery: the
+bench sets it to 600 s, so that every answer's latency runs to its delivery and every outcome is checked. A run
+waits once its driver's status is `waiting` (checked in the database afterwards: each at its Gate).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ from bench.peers.common import (
     vm_rss_kib,
 )
 from bench.runtime import answer_all, check_gate_runs, gate_runs_to_waiting, new_host, runs_ended, setup_django, until
+
+#: Every `Host.deliver` waits for its delivery (see above): read by jr2/settings.py, so set before Django starts.
+os.environ["JR2_RELAY_WAIT"] = "600"
 
 
 def setup_postgres(url: str) -> None:
