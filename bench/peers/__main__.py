@@ -94,7 +94,7 @@ def cpu_ms(phase: dict[str, Any], runs: int) -> str:
     if phase.get("server_cpu_s") is None:
         return f"{client:.1f}"
     server = phase["server_cpu_s"] / runs * 1e3
-    return f"{client + server:.1f} ({client:.1f}+{server:.1f})"
+    return f"{client + server:.1f} ({client:.1f} + {server:.1f})"
 
 
 def cell(rounds: list[dict[str, Any]], show: Any) -> str:
@@ -109,23 +109,20 @@ def rows_per_run(r: dict[str, Any]) -> str:
 
 
 def table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """One row per engine and store; each cell "round 1 / round 2"."""
     lines = [
-        "| engine and store | start → all waiting: wall s | CPU ms per run | p50 / p95 ms per start "
-        "| answer → all done: wall s | CPU ms per run | p50 / p95 ms per answer | RSS per waiting run, KiB "
-        "| rows per run |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| engine and store | start → all waiting, wall s | CPU ms per run | p50 ms per start | p95 ms per start "
+        "| answer → all done, wall s | CPU ms per run | p50 ms per answer | p95 ms per answer "
+        "| RSS per waiting run, KiB | rows per run |",
+        "| --- |" + " ---: |" * 10,
     ]
     for key, rounds in results.items():
         cols = [key]
         for phase in ("start", "answer"):
             cols.append(cell(rounds, lambda r, p=phase: f"{r[p]['wall_s']:.2f}"))
             cols.append(cell(rounds, lambda r, p=phase: cpu_ms(r[p], r["runs"])))
-            cols.append(
-                cell(
-                    rounds,
-                    lambda r, p=phase: f"{r[p]['call_s']['p50'] * 1e3:.1f} / {r[p]['call_s']['p95'] * 1e3:.1f}",
-                )
-            )
+            for q in ("p50", "p95"):
+                cols.append(cell(rounds, lambda r, p=phase, q=q: f"{r[p]['call_s'][q] * 1e3:.1f}"))
         cols.append(cell(rounds, lambda r: f"{r['rss_per_waiting_kib']:.1f}"))
         cols.append(cell(rounds, rows_per_run))
         lines.append("| " + " | ".join(cols) + " |")
