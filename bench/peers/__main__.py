@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         if r is not None:
             print(f"- {name}: {r['versions']}; {r['config']}. Acknowledged: {r['acknowledged']}.")
     print(
-        f'\nRounds: {rounds}, each engine\'s cells "round 1 / round 2". {meta["wall_s"]:.0f} s in all; load '
+        f'\n{rounds} round(s), each cell "round 1 / round 2 / ...". {meta["wall_s"]:.0f} s in all; load '
         f"average {meta['load_average_before']} before, {meta['load_average_after']} after, on {meta['cpus']} CPUs."
     )
     voids = [f"{name} round {i + 1}" for name, rs in results.items() for i, r in enumerate(rs) if r.get("void")]

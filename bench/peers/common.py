@@ -13,8 +13,10 @@ import argparse
 import gc
 import json
 import os
+import shutil
 import sqlite3
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -112,6 +114,10 @@ def pg_rows(url: str) -> Callable[[], int]:
     return count
 
 
+#: The databases this process made, dropped when it ends (`run_module`).
+_MADE: list[tuple[str, str]] = []
+
+
 def fresh_pg_database(url: str, prefix: str) -> str:
     """A new empty database on the server `url` names; its URL."""
     import psycopg
@@ -119,7 +125,17 @@ def fresh_pg_database(url: str, prefix: str) -> str:
     name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(url, autocommit=True) as db:
         db.execute(f'CREATE DATABASE "{name}"')
+    _MADE.append((url, name))
     return url.rsplit("/", 1)[0] + "/" + name
+
+
+def _drop_made() -> None:
+    import psycopg
+
+    while _MADE:
+        url, name = _MADE.pop()
+        with psycopg.connect(url, autocommit=True) as db:
+            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 class PgServer:
@@ -219,17 +235,22 @@ def engine_args(prog: str, stores: tuple[str, ...]) -> argparse.Namespace:
     ap.add_argument("--label", default="r1", help="the round, in the replies")
     ap.add_argument("--json", type=Path, required=True, help="where the Result goes")
     args = ap.parse_args()
+    args.tmp = Path(tempfile.mkdtemp(prefix="peers-"))  # the module's scratch folder, removed by `run_module`
     if args.store == "postgres" and not os.environ.get("DATABASE_URL", "").startswith(("postgres", "postgresql")):
         ap.error("--store postgres needs DATABASE_URL (run under scripts/services run)")
     return args
 
 
 def run_module(args: argparse.Namespace, measure: Callable[[argparse.Namespace], Result]) -> int:
-    """Measure, and write the Result (a wrong output is kept as `wrong`, and exits 1)."""
+    """Measure, and write the Result (a wrong output is kept as `wrong`, and exits 1); then remove the scratch
+    folder (`args.tmp`) and the databases made."""
     try:
         result = measure(args)
     except WrongResult as err:
         result = Result("", args.store, args.runs, "", "", "", wrong=str(err))
+    finally:
+        shutil.rmtree(args.tmp, ignore_errors=True)
+        _drop_made()
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(asdict(result), indent=2, default=str))
     return 1 if result.wrong else 0

@@ -25,7 +25,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-import tempfile
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -69,12 +68,12 @@ def sqlite_engine(path: Path) -> Any:
     return engine
 
 
-def launch(store: str) -> tuple[Any, Meter, Meter, str]:
+def launch(store: str, tmp: Path) -> tuple[Any, Meter, Meter, str]:
     from dbos import DBOS
 
     config: dict[str, Any] = {"name": "bench-peers", "run_admin_server": False, "log_level": "WARNING"}
     if store == "sqlite":
-        path = Path(tempfile.mkdtemp(prefix="peers-dbos-")) / "dbos.sqlite3"
+        path = tmp / "dbos.sqlite3"
         config["system_database_url"] = f"sqlite:///{path}"
         config["system_database_engine"] = sqlite_engine(path)
         meters = (Meter(sqlite_rows(path)), Meter(sqlite_rows(path)))
@@ -108,7 +107,7 @@ def launch(store: str) -> tuple[Any, Meter, Meter, str]:
 def measure(args: Any) -> Result:
     from dbos import DBOS
 
-    notes, start, answer, said = launch(args.store)
+    notes, start, answer, said = launch(args.store, args.tmp)
 
     def asked(handle: Any) -> None:
         question = DBOS.get_event(handle.workflow_id, "question", timeout_seconds=WAIT_S)

@@ -21,8 +21,6 @@ import asyncio
 import gc
 import os
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from bench.peers.common import (
@@ -102,7 +100,7 @@ async def drive(runs: int, label: str, start: Meter, answer: Meter) -> float:
 
 def measure(args: Any) -> Result:
     if args.store == "sqlite":
-        path = Path(tempfile.mkdtemp(prefix="peers-jr2-")) / "jr2.sqlite3"
+        path = args.tmp / "jr2.sqlite3"
         setup_django(path, debug=False)
         start, answer = Meter(sqlite_rows(path)), Meter(sqlite_rows(path))
         config = "the in-process Host on a SQLite file: WAL, synchronous=NORMAL, IMMEDIATE (jr2/settings.py)"

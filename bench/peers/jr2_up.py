@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from bench.console import Server
@@ -40,7 +38,7 @@ async def drive(server: Server, runs: int, label: str) -> dict[str, Any]:
 
 
 def measure(args: Any) -> Result:
-    server = Server(Path(tempfile.mkdtemp(prefix="peers-jr2-up-")), debug=False)
+    server = Server(args.tmp, debug=False)
     server.start()
     try:
         out = asyncio.run(drive(server, args.runs, args.label))

@@ -21,9 +21,7 @@ import gc
 import os
 import sqlite3
 import sys
-import tempfile
 from functools import partial
-from pathlib import Path
 from typing import Any, TypedDict
 
 from bench.peers.common import (
@@ -115,7 +113,7 @@ def measure(args: Any) -> Result:
     if args.store == "sqlite":
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        path = Path(tempfile.mkdtemp(prefix="peers-langgraph-")) / "checkpoints.sqlite3"
+        path = args.tmp / "checkpoints.sqlite3"
         conn = sqlite3.connect(path, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
