@@ -111,6 +111,9 @@ class Actor:
         self._status = NOT_STARTED
         self._starting = False
         self._mailbox: Mailbox[Event] = Mailbox(self._process)
+        self._running: Callable[[], bool] = self.status_is_running  # bound once: asked before every event
+        self.sink: Callable[[ExecutableAction], None] = self._execute_action
+        self.scope: Any = None  # the Scope of this actor's macrosteps (StateMachine.transition_in)
         self._observers = Observers()
         self._deferred: list[Callable[[], None]] = []
         self._scheduler = Scheduler(self.clock, self.system.lock, self._fire)
@@ -200,7 +203,7 @@ class Actor:
 
     def send(self, event: Any) -> None:
         """Deliver an event. A bad event raises at once (TypeError/EventError); a stopped actor ignores events."""
-        self._send(to_event(event))
+        self._send(event if type(event) is Event else to_event(event))
 
     def stop(self) -> Actor:
         if self.parent is not None:
@@ -233,7 +236,7 @@ class Actor:
         """Process queued events one at a time. Re-entrant sends (from this actor's own actions) only queue;
         a timer thread waits for the lock, then drains what it queued."""
         with self.system.lock:
-            self._mailbox.run(lambda: self._status == RUNNING)
+            self._mailbox.run(self._running)
 
     def _process(self, event: Event) -> None:
         try:
