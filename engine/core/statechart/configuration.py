@@ -63,7 +63,7 @@ class Configuration:
 
 def configuration_of(machine: StateMachine, nodes: tuple[StateNode, ...]) -> Configuration | None:
     """The interned Configuration of `nodes`; None for a machine with history, or once the machine keeps too many."""
-    if machine.has_history:
+    if not machine.caches_configurations:
         return None
     known = machine.configurations
     config = known.get(nodes)

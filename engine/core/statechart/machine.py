@@ -63,6 +63,9 @@ class StateMachine:
         self.configurations: dict[tuple[StateNode, ...], Configuration] = {}
         self.has_history = any(n.type == "history" for n in nodes)
         self.has_always = any(n.always for n in nodes)
+        # what each configuration selects and steps to is kept (configuration.py) unless history makes exits and
+        # entries depend on more than the active nodes; set False to take the general path every time
+        self.caches_configurations = not self.has_history
         if not self.has_history:
             for node in nodes:
                 for t in node.all_transitions():

@@ -30,7 +30,6 @@ from engine.core.statechart.selection import (
 from engine.core.statechart.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from engine.core.statechart.configuration import Step
     from engine.core.statechart.machine import StateMachine
     from engine.core.statechart.nodes import StateNode, Transition
 
@@ -310,7 +309,16 @@ def microstep(
             key = transitions[0] if len(transitions) == 1 else tuple(transitions)
             step = steps[key] if key in steps else configuration.learn_step(snapshot, transitions, key)
             if step is not None:
-                return _take_step(step, snapshot, event, scope)
+                # the exits and entries were worked out before: only the actions run
+                for node, actions in step.exits:
+                    snapshot = resolve_actions(snapshot, event, scope, actions, ("exit", node))
+                for t in step.transitions:
+                    if t.actions:
+                        snapshot = resolve_actions(snapshot, event, scope, t.actions, ("transition", t))
+                for node, actions in step.entries:
+                    snapshot = _run_entry(snapshot, event, scope, node, actions)
+                target = step.target
+                return snapshot if target is None else snapshot.moved(target)
     active = dict.fromkeys(snapshot.nodes)
     history_value = snapshot.history_value
     filtered = remove_conflicting_transitions(transitions, active, history_value)
@@ -337,19 +345,6 @@ def microstep(
     return snapshot.replace(nodes=nodes, history_value=history_value)
 
 
-def _take_step(step: Step, snapshot: Snapshot, event: Event, scope: Scope) -> Snapshot:
-    """A microstep whose exits and entries were worked out before: only its actions run."""
-    for node, actions in step.exits:
-        snapshot = resolve_actions(snapshot, event, scope, actions, ("exit", node))
-    for t in step.transitions:
-        if t.actions:
-            snapshot = resolve_actions(snapshot, event, scope, t.actions, ("transition", t))
-    for node, actions in step.entries:
-        snapshot = _run_entry(snapshot, event, scope, node, actions)
-    target = step.target
-    return snapshot if target is None else snapshot.moved(target)
-
-
 def _stop_children(snapshot: Snapshot, event: Event, scope: Scope) -> Snapshot:
     if not snapshot.children:
         return snapshot
@@ -370,7 +365,11 @@ def macrostep(
         return snapshot
     next_event = event
     if etype != INIT:
-        transitions = select_transitions(snapshot, event)
+        configuration = snapshot.configuration
+        if configuration is not None:
+            transitions = configuration.select(snapshot, event)
+        else:
+            transitions = select_transitions(snapshot, event)
         if not transitions and etype.startswith("xstate.error.actor"):
             # xstate 5.33: the machine fails, and its children are stopped and leave `children` first
             snapshot = _stop_children(snapshot, event, scope).replace(status="error", error=event.get("error"))
@@ -392,7 +391,7 @@ def macrostep(
                 "coming to rest; a cycle of eventless transitions or raised events (such as A -> B -> C -> A) is the "
                 "usual cause"
             )
-        enabled = select_eventless_transitions(snapshot, next_event) if select_eventless else []
+        enabled = select_eventless_transitions(snapshot, next_event) if select_eventless else ()
         previous = snapshot if enabled else None
         if not enabled:
             if not queue:
