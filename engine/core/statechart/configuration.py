@@ -62,7 +62,8 @@ class Configuration:
 
 
 def configuration_of(machine: StateMachine, nodes: tuple[StateNode, ...]) -> Configuration | None:
-    """The interned Configuration of `nodes`; None for a machine with history, or once the machine keeps too many."""
+    """The interned Configuration of `nodes`; None when the machine does not cache (it has history states, or
+    `caches_configurations` was turned off) or already keeps `MAX_CONFIGURATIONS`."""
     if not machine.caches_configurations:
         return None
     known = machine.configurations
@@ -97,6 +98,7 @@ class _Branch:
         return found
 
     def select_unguarded(self) -> list[Transition]:
+        """`select` when no candidate below has a guard: each state's first candidate answers (worked out once)."""
         found: list[Transition] = []
         for kid in self.kids:
             found.extend(kid.select_unguarded())
@@ -105,10 +107,13 @@ class _Branch:
         return [self.candidates[0]]
 
     def guarded(self) -> bool:
+        """Whether a guard below decides, so the selection must be made again on every event."""
         return any(t.guard is not None for t in self.candidates) or any(kid.guarded() for kid in self.kids)
 
 
 def _branch(node: StateNode, adjacency: dict[StateNode, list[StateNode]], event_type: str) -> _Branch | None:
+    """The states under (and including) `node` that selection would ask about `event_type`; None if none can take
+    it, so the event selects nothing there."""
     kids = adjacency.get(node)
     asked: list[StateNode] = []
     if kids:
@@ -135,6 +140,7 @@ class Selection:
 
     @classmethod
     def build(cls, snapshot: Snapshot, event_type: str) -> Selection:
+        """Work out, from the snapshot's configuration, how `event_type` selects transitions there."""
         branch = _branch(snapshot.machine.root, snapshot.adjacency, event_type)
         if branch is None:
             return cls((), None)
