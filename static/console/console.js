@@ -65,7 +65,6 @@
   // URL kept in the history; the slider, play and the arrow keys (← previous, → next) go the same way.
   var playTimer = null;
   var keyTarget = null;  // the step the arrow keys last asked for, until it is shown
-  var bound = new WeakSet();  // the sliders whose controls are bound (a restored page brings new ones)
   var inFlight = false;  // one step at a time: htmx drops a second request to the same panes
   var pending = null;  // the step asked for while another was on its way; fetched when that one is shown
 
@@ -111,41 +110,47 @@
     }).then(done, done);
   }
 
+  // The play timer of the panes shown: a step ahead after 1/speed seconds, while the URL says play.
   function replayControls() {
     var slider = document.getElementById("step-slider");
     if (playTimer !== null) { window.clearTimeout(playTimer); playTimer = null; }
-    if (!slider || bound.has(slider)) return;
-    bound.add(slider);  // once per swapped-in panes (afterSettle and replayStep may both get here)
+    if (!slider) return;
     var url = new URL(window.location.href);
-    slider.addEventListener("change", function () {
-      url.searchParams.set("step", slider.value);
-      url.searchParams.delete("play");
-      replayStep(url);
-    });
-    var play = document.getElementById("play");
-    var speed = document.getElementById("play-speed");
     var playing = url.searchParams.get("play");
-    if (playing) {
-      speed.value = playing;
-      play.textContent = "\u23F8 pause";
-      var step = parseInt(slider.value, 10);
-      if (step < parseInt(slider.max, 10)) {
-        playTimer = window.setTimeout(function () {
-          playTimer = null;
-          url.searchParams.set("step", String(step + 1));
-          replayStep(url);
-        }, 1000 / parseFloat(playing));
-      }
-    }
-    play.addEventListener("click", function () {
-      if (url.searchParams.get("play")) {
-        url.searchParams.delete("play");
-      } else {
-        url.searchParams.set("play", speed.value);
-        if (parseInt(slider.value, 10) >= parseInt(slider.max, 10)) url.searchParams.set("step", "1");
-      }
+    if (!playing) return;
+    document.getElementById("play-speed").value = playing;
+    document.getElementById("play").textContent = "\u23F8 pause";
+    var step = parseInt(slider.value, 10);
+    if (step >= parseInt(slider.max, 10)) return;
+    playTimer = window.setTimeout(function () {
+      playTimer = null;
+      url.searchParams.set("step", String(step + 1));
       replayStep(url);
-    });
+    }, 1000 / parseFloat(playing));
+  }
+
+  // The slider and play are listened to on the document, so panes just swapped in answer at once (a listener
+  // bound after htmx settles missed a slider moved in between).
+  function replayChange(event) {
+    if (!event.target || event.target.id !== "step-slider") return;
+    var url = new URL(window.location.href);
+    url.searchParams.set("step", event.target.value);
+    url.searchParams.delete("play");
+    replayStep(url);
+  }
+
+  function replayPlay(event) {
+    var play = event.target.closest && event.target.closest("#play");
+    if (!play) return;
+    var url = new URL(window.location.href);
+    var slider = document.getElementById("step-slider");
+    if (url.searchParams.get("play")) {
+      url.searchParams.delete("play");
+    } else {
+      url.searchParams.set("play", document.getElementById("play-speed").value);
+      if (parseInt(slider.value, 10) >= parseInt(slider.max, 10)) url.searchParams.set("step", "1");
+    }
+    replayStep(url);
   }
 
   // ← and → step the replay, unless a field has the keyboard or a modifier is held (the browser's own keys).
@@ -175,8 +180,10 @@
     stateClicks();
     replayControls();
     document.addEventListener("keydown", replayKeys);
+    document.addEventListener("change", replayChange);
+    document.addEventListener("click", replayPlay);
   });
-  // A boosted step link swapped the panes in: bind the new controls.
+  // A boosted step link swapped the panes in: go on playing from it.
   document.addEventListener("htmx:afterSettle", function () {
     if (document.getElementById("replay-panes")) replayControls();
   });
