@@ -216,7 +216,7 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
     posted_s = time.monotonic() - t0
     await until_count(http, token, "waiting", n, bad0, 120 + n * 0.5)
     waiting_s = time.monotonic() - t0
-    start_cpu = cpu(hosts) - cpu0
+    start_cpu, start_all_cpu = cpu(hosts) - cpu0, cpu(server.pids) - all_cpu0
     await asyncio.sleep(1.0)
     rss1 = rss(hosts)
     rss1_all = {pid: proc_rss_kib(pid) for pid in server.pids}
@@ -243,13 +243,13 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
 
         return go
 
-    cpu1 = cpu(hosts)
+    cpu1, all_cpu1 = cpu(hosts), cpu(server.pids)
     t1 = time.monotonic()
     await bounded(concurrency, [answer(run_id) for run_id in run_ids])
     answered_s = time.monotonic() - t1
     await until_count(http, token, "done", done0 + n, bad0, 120 + n * 0.5)
     done_s = time.monotonic() - t1
-    answer_cpu = cpu(hosts) - cpu1
+    answer_cpu, answer_all_cpu = cpu(hosts) - cpu1, cpu(server.pids) - all_cpu1
     all_cpu = cpu(server.pids) - all_cpu0
 
     async def checked(run_id: str) -> None:
@@ -278,6 +278,8 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
         "host_cpu_start_s": start_cpu,
         "host_cpu_answer_s": answer_cpu,
         "all_processes_cpu_s": all_cpu,
+        "all_processes_cpu_start_s": start_all_cpu,
+        "all_processes_cpu_answer_s": answer_all_cpu,
         "runs_by_holder": holders,
     }
 
@@ -328,10 +330,12 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
                 f"answer; {r['kib_per_waiting_run']:.1f} KiB per waiting run",
                 flush=True,
             )
+            out["live"] = []
+            if args.no_pages:
+                return out
             session = await login(clients[0])
             live_args = argparse.Namespace(settle=args.settle, gap=args.gap, open_at_once=args.open_at_once)
             await live_round(server, http, session, 1, len(server.endpoints), "one", "warm-up", live_args)
-            out["live"] = []
             for runs, mode in parse_configs(args.live):
                 rounds = []
                 for i in range(args.rounds):
@@ -426,13 +430,22 @@ def table(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         "CPU of the run-hosting processes: starting / answering",
         lambda g: f"{g['runs']['host_cpu_start_s']:.1f} s / {g['runs']['host_cpu_answer_s']:.1f} s",
     )
-    for i, (runs, mode) in enumerate(parse_configs(args.live)):
+    row(
+        "CPU of all the jr2 processes per run: starting / answering",
+        lambda g: (
+            f"{g['runs']['all_processes_cpu_start_s'] / n * 1e3:.1f} ms / "
+            f"{g['runs']['all_processes_cpu_answer_s'] / n * 1e3:.1f} ms"
+        ),
+    )
+    for i, (runs, mode) in enumerate(parse_configs(args.live) if not args.no_pages else []):
         what = (
             f"{args.pages} pages on 1 run: one commit to all, commit -> fragment p50 / p95"
             if runs == 1
             else f"{args.pages} pages on {runs} runs, {MODES[mode]}: commit -> fragment p50 / p95"
         )
         row(what, partial(latency, i))
+    if args.no_pages:
+        return lines
     row(
         f"opening {args.pages} pages, {args.open_at_once or 'all'} at a time (first round)",
         lambda g: s(g["live"][0]["rounds"][0]["connect_s"]),
@@ -463,6 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         help="pages opening at once at most (default 50; 0: all at once, as bench.console opens them: "
         "on a loaded machine daphne then drops handshakes that wait over its 5 s)",
     )
+    ap.add_argument("--no-pages", action="store_true", help="the runs round alone, no open pages")
     ap.add_argument("--webs", type=int, default=2, help="jr2 web processes of the fleet (default 2)")
     ap.add_argument("--workers", type=int, default=3, help="jr2 worker processes of the fleet (default 3)")
     ap.add_argument("--only", default="embedded,fleet", help="which systems (default embedded,fleet)")
