@@ -35,19 +35,21 @@ INSTALLED_APPS = [
     "console",
 ]
 
+# Django's own middleware in the lean shapes of engine/web/middleware.py: hooks without I/O on the event loop, and
+# what serves browsers only (session, CSRF, the session's user, messages) skipped by a bearer API call.
 MIDDLEWARE = [
     "engine.web.middleware.ApiJsonErrors",
-    "django.middleware.security.SecurityMiddleware",
+    "engine.web.middleware.Security",
     "engine.web.middleware.ContentSecurityPolicy",
     "engine.web.middleware.RefuseNul",
     # Static files, served under ASGI by servestatic, after the middleware above: they get the security headers too.
     "servestatic.middleware.ServeStaticMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "engine.web.middleware.Sessions",
+    "engine.web.middleware.Common",
+    "engine.web.middleware.Csrf",
+    "engine.web.middleware.Authentication",
+    "engine.web.middleware.Messages",
+    "engine.web.middleware.FrameOptions",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
