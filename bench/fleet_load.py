@@ -91,7 +91,14 @@ class FleetServer(Server):
         self.log = tmp / "web-0.log"
 
     def start(self) -> None:
+        import psycopg
+
         self.prepare()
+        with psycopg.connect(self.env["DATABASE_URL"]) as conn:
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        status = Path(f"/proc/{row[0]}/status").read_text()
+        self.postmaster = int(next(x.split()[1] for x in status.splitlines() if x.startswith("PPid:")))
         self.fleet.start(*self.sizes)
         deadline = time.monotonic() + 120
         for worker in self.fleet.workers:
@@ -126,6 +133,39 @@ class FleetServer(Server):
         server, name = self.env["DATABASE_URL"].rsplit("/", 1)
         with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def database_cpu_s(postmaster: int) -> float:
+    """The CPU of a PostgreSQL server: its postmaster, its live processes, and those that ended (a connection's
+    backend exits with it), which the postmaster has reaped (cutime + cstime)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    mine = _stat(postmaster)
+    total = sum(int(x) for x in mine[11:15])
+    for task in Path(f"/proc/{postmaster}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                total += sum(int(x) for x in _stat(int(child))[11:13])
+            except FileNotFoundError:
+                pass
+    return total / tick
+
+
+def server_cpu(server: Server) -> dict[str, float]:
+    """The database's and Redis's CPU so far (the fleet only): PostgreSQL's from /proc, Redis's from INFO."""
+    if not isinstance(server, FleetServer):
+        return {}
+    import redis
+
+    info = redis.Redis.from_url(server.env["REDIS_URL"]).info("cpu")
+    return {"postgres": database_cpu_s(server.postmaster), "redis": info["used_cpu_user"] + info["used_cpu_sys"]}
+
+
+def delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {k: after[k] - before[k] for k in after}
 
 
 def run_pids(server: Server) -> list[int]:
@@ -202,8 +242,9 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
     done0, bad0 = await count(http, token, "done"), await count(http, token, ENDED_BADLY)
     expect(await count(http, token, "running,waiting"), 0, "live notes runs before the round")
     await asyncio.sleep(1.0)  # the last round's work settled
-    rss0, cpu0, all_cpu0 = rss(hosts), cpu(hosts), cpu(server.pids)
+    rss0, cpu0, all_cpu0, servers0 = rss(hosts), cpu(hosts), cpu(server.pids), server_cpu(server)
     post_s: list[float] = []
+    by_pid_start = {pid: proc_cpu_s(pid) for pid in server.pids}
 
     async def start() -> str:
         t = time.monotonic()
@@ -217,6 +258,8 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
     await until_count(http, token, "waiting", n, bad0, 120 + n * 0.5)
     waiting_s = time.monotonic() - t0
     start_cpu, start_all_cpu = cpu(hosts) - cpu0, cpu(server.pids) - all_cpu0
+    servers1 = server_cpu(server)
+    by_pid0 = {pid: proc_cpu_s(pid) for pid in server.pids}
     await asyncio.sleep(1.0)
     rss1 = rss(hosts)
     rss1_all = {pid: proc_rss_kib(pid) for pid in server.pids}
@@ -243,13 +286,16 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
 
         return go
 
-    cpu1, all_cpu1 = cpu(hosts), cpu(server.pids)
+    cpu1, all_cpu1, servers2 = cpu(hosts), cpu(server.pids), server_cpu(server)
+    by_pid1 = {pid: proc_cpu_s(pid) for pid in server.pids}
     t1 = time.monotonic()
     await bounded(concurrency, [answer(run_id) for run_id in run_ids])
     answered_s = time.monotonic() - t1
     await until_count(http, token, "done", done0 + n, bad0, 120 + n * 0.5)
     done_s = time.monotonic() - t1
     answer_cpu, answer_all_cpu = cpu(hosts) - cpu1, cpu(server.pids) - all_cpu1
+    servers3 = server_cpu(server)
+    by_pid2 = {pid: proc_cpu_s(pid) for pid in server.pids}
     all_cpu = cpu(server.pids) - all_cpu0
 
     async def checked(run_id: str) -> None:
@@ -280,6 +326,10 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
         "all_processes_cpu_s": all_cpu,
         "all_processes_cpu_start_s": start_all_cpu,
         "all_processes_cpu_answer_s": answer_all_cpu,
+        "cpu_start_s_by_pid": delta(by_pid0, by_pid_start),
+        "cpu_answer_s_by_pid": delta(by_pid2, by_pid1),
+        "servers_cpu_start_s": delta(servers1, servers0),
+        "servers_cpu_answer_s": delta(servers3, servers2),
         "runs_by_holder": holders,
     }
 
@@ -435,6 +485,13 @@ def table(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         lambda g: (
             f"{g['runs']['all_processes_cpu_start_s'] / n * 1e3:.1f} ms / "
             f"{g['runs']['all_processes_cpu_answer_s'] / n * 1e3:.1f} ms"
+        ),
+    )
+    row(
+        "CPU of PostgreSQL / Redis per run: starting; answering",
+        lambda g: "; ".join(
+            " / ".join(f"{v / n * 1e3:.1f} ms" for v in g["runs"][phase].values()) or "(none)"
+            for phase in ("servers_cpu_start_s", "servers_cpu_answer_s")
         ),
     )
     for i, (runs, mode) in enumerate(parse_configs(args.live) if not args.no_pages else []):

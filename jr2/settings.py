@@ -35,21 +35,22 @@ INSTALLED_APPS = [
     "console",
 ]
 
-# Django's own middleware in the lean shapes of engine/web/middleware.py: hooks without I/O on the event loop, and
-# what serves browsers only (session, CSRF, the session's user, messages) skipped by a bearer API call.
+# Some of Django's own middleware in the lean shapes of engine/web/middleware.py: hooks without I/O on the event
+# loop, and what serves browsers only (session, the session's user, messages) skipped by a bearer API call. The
+# security, CSRF and frame-options middleware are Django's, by name, for `check --deploy`.
 MIDDLEWARE = [
     "engine.web.middleware.ApiJsonErrors",
-    "engine.web.middleware.Security",
+    "django.middleware.security.SecurityMiddleware",
     "engine.web.middleware.ContentSecurityPolicy",
     "engine.web.middleware.RefuseNul",
     # Static files, served under ASGI by servestatic, after the middleware above: they get the security headers too.
     "servestatic.middleware.ServeStaticMiddleware",
     "engine.web.middleware.Sessions",
     "engine.web.middleware.Common",
-    "engine.web.middleware.Csrf",
+    "django.middleware.csrf.CsrfViewMiddleware",
     "engine.web.middleware.Authentication",
     "engine.web.middleware.Messages",
-    "engine.web.middleware.FrameOptions",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
