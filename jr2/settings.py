@@ -35,9 +35,9 @@ INSTALLED_APPS = [
     "console",
 ]
 
-# Some of Django's own middleware in the lean shapes of engine/web/middleware.py: hooks without I/O on the event
-# loop, and what serves browsers only (session, the session's user, messages) skipped by a bearer API call. The
-# security, CSRF and frame-options middleware are Django's, by name, for `check --deploy`.
+# Served in lean shapes (engine/web/middleware.py, `LeanAsgiHandler`): hooks without I/O on the event loop, and what
+# serves browsers only (session, CSRF, the session's user, messages) skipped by a bearer API call. Named here as
+# Django's own, which `check --deploy` and the admin's checks look for.
 MIDDLEWARE = [
     "engine.web.middleware.ApiJsonErrors",
     "django.middleware.security.SecurityMiddleware",
@@ -45,11 +45,11 @@ MIDDLEWARE = [
     "engine.web.middleware.RefuseNul",
     # Static files, served under ASGI by servestatic, after the middleware above: they get the security headers too.
     "servestatic.middleware.ServeStaticMiddleware",
-    "engine.web.middleware.Sessions",
-    "engine.web.middleware.Common",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "engine.web.middleware.Authentication",
-    "engine.web.middleware.Messages",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]

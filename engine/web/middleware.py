@@ -3,13 +3,13 @@ page, a wrong method, a CSRF refusal, a page not found, is given again as JSON);
 Content-Security-Policy (`JR2_CSP`), which allows no inline script; and an address holding the NUL character is
 refused before any view looks it up (PostgreSQL cannot compare text with NUL: it would be a 500 there).
 
-Django's own middleware, in the lean shapes jr2/settings.py lists: under ASGI a Django middleware runs each hook
-through `sync_to_async` (a hop to the request's thread and back), so those whose hooks do no I/O (Common, the lazy
-`request.user`) run them on the event loop instead (`_Inline`), and an API call with a bearer token skips what
-serves browsers only (`_NotForApi`: the session, the user from the session, messages): the token is its identity,
-and no cookie is read or set for it. Django's security headers, CSRF check and frame options stay exactly Django's
-own classes, so that `manage.py check --deploy` still checks their settings (it looks them up by name); the API's
-operations are CSRF-exempt, so the CSRF check passes a bearer call at once."""
+Django's own middleware, served in lean shapes (`LeanAsgiHandler`, jr2/asgi.py): under ASGI a Django middleware
+runs each hook through `sync_to_async` (a hop to the request's thread and back), so those whose hooks do no I/O (the
+security headers, Common, the frame options, the lazy `request.user`) run them on the event loop instead
+(`_Inline`), and an API call with a bearer token skips what serves browsers only (`_NotForApi`: the session, CSRF,
+the user from the session, messages): the token is its identity, and no cookie is read or set for it (the API's
+operations are CSRF-exempt). settings.MIDDLEWARE keeps Django's names, which `check --deploy` and the admin's checks
+look up: the handler swaps each for its lean shape when it builds its chain (`LEAN`)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,17 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.contrib.auth.middleware import AuthenticationMiddleware
 from django.contrib.messages.middleware import MessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware
+from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
+from django.middleware.csrf import CsrfViewMiddleware
+from django.middleware.security import SecurityMiddleware
 
 from engine.core.text import NUL
 
@@ -34,10 +38,15 @@ __all__ = [
     "RefuseNul",
     "refuse_nul_websockets",
     "bearer_api_call",
+    "Security",
     "Sessions",
     "Common",
+    "Csrf",
     "Authentication",
     "Messages",
+    "FrameOptions",
+    "LEAN",
+    "LeanAsgiHandler",
 ]
 
 WHY = {
@@ -193,12 +202,26 @@ class _NotForApi:
         return await super().__acall__(request)  # type: ignore[misc,no-any-return]
 
 
+class Security(_Inline, SecurityMiddleware):
+    """Django's SecurityMiddleware (headers, HTTPS redirect), on the event loop."""
+
+
 class Sessions(_NotForApi, SessionMiddleware):
     """Django's SessionMiddleware; not for bearer API calls."""
 
 
 class Common(_Inline, CommonMiddleware):
     """Django's CommonMiddleware (the slash redirect, Content-Length), on the event loop."""
+
+
+class Csrf(_NotForApi, CsrfViewMiddleware):
+    """Django's CSRF check; not for bearer API calls (the API's operations are CSRF-exempt: no cookie
+    authenticates them)."""
+
+    async def process_view(self, request: HttpRequest, callback: Any, args: Any, kwargs: Any) -> HttpResponse | None:
+        if bearer_api_call(request):
+            return None
+        return await sync_to_async(super().process_view, thread_sensitive=True)(request, callback, args, kwargs)
 
 
 class Authentication(_NotForApi, _Inline, AuthenticationMiddleware):
@@ -208,3 +231,32 @@ class Authentication(_NotForApi, _Inline, AuthenticationMiddleware):
 
 class Messages(_NotForApi, MessageMiddleware):
     """Django's MessageMiddleware; not for bearer API calls."""
+
+
+class FrameOptions(_Inline, XFrameOptionsMiddleware):
+    """Django's X-Frame-Options header, on the event loop."""
+
+
+#: Django's middleware (as settings.MIDDLEWARE names them) -> its lean shape here.
+LEAN = {
+    "django.middleware.security.SecurityMiddleware": f"{__name__}.Security",
+    "django.contrib.sessions.middleware.SessionMiddleware": f"{__name__}.Sessions",
+    "django.middleware.common.CommonMiddleware": f"{__name__}.Common",
+    "django.middleware.csrf.CsrfViewMiddleware": f"{__name__}.Csrf",
+    "django.contrib.auth.middleware.AuthenticationMiddleware": f"{__name__}.Authentication",
+    "django.contrib.messages.middleware.MessageMiddleware": f"{__name__}.Messages",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware": f"{__name__}.FrameOptions",
+}
+
+
+class LeanAsgiHandler(ASGIHandler):
+    """Django's ASGI handler, its chain built from settings.MIDDLEWARE with each of Django's middleware in its lean
+    shape (`LEAN`); the settings themselves keep Django's names."""
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        named = settings.MIDDLEWARE
+        settings.MIDDLEWARE = [LEAN.get(path, path) for path in named]
+        try:
+            super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = named
