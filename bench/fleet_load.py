@@ -359,6 +359,9 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
 
     server.start()
     out: dict[str, Any] = {"processes": len(server.pids), "pages_on": [e.url for e in server.endpoints]}
+    out["roles"] = {pid: "worker" if pid in run_pids(server) else "web" for pid in server.pids}
+    if not isinstance(server, FleetServer):
+        out["roles"] = {pid: "up" for pid in server.pids}
     try:
         clients = [
             httpx.AsyncClient(
