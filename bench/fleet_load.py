@@ -85,7 +85,10 @@ class FleetServer(Server):
         # every worker must be its own host (its owner id from its pid); the processes import this checkout's code
         for name in ("JR2_SQLITE_PATH", "JR2_HOST_ID"):
             self.env.pop(name, None)
-        self.env.update(DATABASE_URL=database_url, REDIS_URL=redis_url, PYTHONPATH=str(ROOT))
+        # the processes run in `tmp` (bench/soak.py's Fleet), so the workflows folder is named, not found beside them
+        self.env.update(
+            DATABASE_URL=database_url, REDIS_URL=redis_url, PYTHONPATH=str(ROOT), JR2_WORKFLOWS=str(ROOT / "workflows")
+        )
         self.fleet = Fleet(tmp, self.env)
         self.sizes = (webs, workers)
         self.log = tmp / "web-0.log"
