@@ -72,6 +72,7 @@ from bench.runtime import WrongResult, expect  # noqa: E402
 from bench.soak import Fleet  # noqa: E402
 
 T = TypeVar("T")
+K = TypeVar("K")
 ENDED_BADLY = "failed,cancelled,drifted"
 
 
@@ -167,7 +168,7 @@ def server_cpu(server: Server) -> dict[str, float]:
     return {"postgres": database_cpu_s(server.postmaster), "redis": info["used_cpu_user"] + info["used_cpu_sys"]}
 
 
-def delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+def delta(after: dict[K, float], before: dict[K, float]) -> dict[K, float]:
     return {k: after[k] - before[k] for k in after}
 
 
