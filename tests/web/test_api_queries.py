@@ -1,12 +1,11 @@
 """The database work of the API's hot path, counted: what one start of a run and one Gate answer cost in queries, the
 web edge's own (the token, the permissions, the reads the views make) apart from the host's (its steps). Ceilings
 that fail when the path does work twice or needlessly again: a token read and written on every call, a permission
-read per call, a Run row read whole to give its status, a thread and a connection made per request.
+read per call, the Run row read again after the step to give its status.
 
 Counted on every connection the calls use (the requests' threads and the host's database thread), each query put to
 the web edge when it comes from engine/web or from a request's thread, to the test when from its own polls, else
-to the host. The speed is measured in
-bench/fleet_load.py (docs/benchmarks.md, "A lean HTTP path"), never here."""
+to the host. The speed is measured in bench/fleet_load.py (docs/benchmarks.md, "A lean HTTP path"), never here."""
 
 from __future__ import annotations
 
