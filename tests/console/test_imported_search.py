@@ -3,10 +3,7 @@ written at import (engine/runtime/index.py's `index_import`); its open Gates sta
 
 from __future__ import annotations
 
-import os
 from typing import Any
-
-import pytest
 
 from engine.models import GateRecord, Run, RunMark, RunText
 from engine.web import search
