@@ -3,6 +3,7 @@
     scripts/services run python -m bench.fleet_load             # the full run (`make bench-fleet`)
     scripts/services run python -m bench.fleet_load --quick     # a smoke run: 100 runs, 100 pages
     python -m bench.fleet_load --only embedded                  # the embedded default alone (no services needed)
+    scripts/services run python -m bench.fleet_load --pages-only --live 10:all --rounds 3   # ten Gates at once
 
 Two systems, each started fresh, each measured the same way, all through HTTP and websockets as a client sees them:
 
@@ -319,15 +320,16 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
             rss_idle = {pid: proc_rss_kib(pid) for pid in server.pids}
             print(f"  {name}: warm-up, {args.warmup} runs", flush=True)
             out["warmup"] = await runs_round(server, http, args.warmup, args.concurrency, "warm-up")
-            print(f"  {name}: {args.runs} runs at once", flush=True)
-            out["runs"] = await runs_round(server, http, args.runs, args.concurrency, "load")
-            r = out["runs"]
             out["rss_idle_kib_by_pid"] = rss_idle
-            print(
-                f"    all waiting in {r['all_waiting_s']:.1f} s, all done {r['all_done_s']:.1f} s after the first "
-                f"answer; {r['kib_per_waiting_run']:.1f} KiB per waiting run",
-                flush=True,
-            )
+            if not args.pages_only:
+                print(f"  {name}: {args.runs} runs at once", flush=True)
+                out["runs"] = await runs_round(server, http, args.runs, args.concurrency, "load")
+                r = out["runs"]
+                print(
+                    f"    all waiting in {r['all_waiting_s']:.1f} s, all done {r['all_done_s']:.1f} s after the "
+                    f"first answer; {r['kib_per_waiting_run']:.1f} KiB per waiting run",
+                    flush=True,
+                )
             session = await login(clients[0])
             live_args = argparse.Namespace(settle=args.settle, gap=args.gap, open_at_once=args.open_at_once)
             await live_round(server, http, session, 1, len(server.endpoints), "one", "warm-up", live_args)
@@ -394,6 +396,14 @@ def table(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
     def row(what: str, cell: Callable[[dict[str, Any]], str]) -> None:
         lines.append(f"| {what} | " + " | ".join(cell(got[k]) for k in systems) + " |")
 
+    if not args.pages_only:
+        runs_rows(row, args)
+    pages_rows(row, args)
+    return lines
+
+
+def runs_rows(row: Callable[[str, Callable[[dict[str, Any]], str]], None], args: argparse.Namespace) -> None:
+    """The table's rows of the runs part."""
     n = args.runs
     row(f"{n:,} runs: every start POST answered ({args.concurrency} in flight)", lambda g: s(g["runs"]["posted_s"]))
     row(
@@ -426,6 +436,10 @@ def table(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         "CPU of the run-hosting processes: starting / answering",
         lambda g: f"{g['runs']['host_cpu_start_s']:.1f} s / {g['runs']['host_cpu_answer_s']:.1f} s",
     )
+
+
+def pages_rows(row: Callable[[str, Callable[[dict[str, Any]], str]], None], args: argparse.Namespace) -> None:
+    """The table's rows of the pages part."""
     for i, (runs, mode) in enumerate(parse_configs(args.live)):
         what = (
             f"{args.pages} pages on 1 run: one commit to all, commit -> fragment p50 / p95"
@@ -437,7 +451,6 @@ def table(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         f"opening {args.pages} pages, {args.open_at_once or 'all'} at a time (first round)",
         lambda g: s(g["live"][0]["rounds"][0]["connect_s"]),
     )
-    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -462,6 +475,11 @@ def main(argv: list[str] | None = None) -> int:
         default=50,
         help="pages opening at once at most (default 50; 0: all at once, as bench.console opens them: "
         "on a loaded machine daphne then drops handshakes that wait over its 5 s)",
+    )
+    ap.add_argument(
+        "--pages-only",
+        action="store_true",
+        help="skip the runs part: only the warm-up and the page rounds (with --live 10:all: ten Gates at once)",
     )
     ap.add_argument("--webs", type=int, default=2, help="jr2 web processes of the fleet (default 2)")
     ap.add_argument("--workers", type=int, default=3, help="jr2 worker processes of the fleet (default 3)")

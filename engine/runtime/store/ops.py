@@ -4,6 +4,7 @@ Effect's progress...), applied inside the step's transaction (engine/runtime/sto
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +12,7 @@ from django.db import transaction
 from django.db.models import F
 
 from engine.models import EffectRecord, ModelCall, Seat, TurnMessage, TurnRecord
+from engine.runtime.store import rows
 
 __all__ = [
     "Op",
@@ -21,6 +23,8 @@ __all__ = [
     "Message",
     "CallStarted",
     "CallFinished",
+    "CallMade",
+    "folded",
     "EffectOpened",
     "EffectChanged",
 ]
@@ -146,14 +150,20 @@ class Message(Op):
     content: list[dict[str, Any]]
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        TurnMessage.objects.create(
-            run_id=run_id,
-            turn_id=_turn_row(run_id, self.turn),
-            conversation=self.conversation,
-            seq=self.seq,
-            role=self.role,
-            kind=self.kind,
-            content=self.content,
+        rows.insert(
+            TurnMessage,
+            [
+                {
+                    "run_id": run_id,
+                    "turn_id": _turn_row(run_id, self.turn),
+                    "conversation": self.conversation,
+                    "seq": self.seq,
+                    "role": self.role,
+                    "kind": self.kind,
+                    "content": self.content,
+                }
+            ],
+            now,
         )
 
 
@@ -167,16 +177,19 @@ class CallStarted(Op):
     messages: int
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        ModelCall.objects.create(
-            run_id=run_id,
-            turn_id=_turn_row(run_id, self.turn),
-            seq=self.seq,
-            model=self.model,
-            scripted=self.scripted,
-            request=self.request,
-            messages=self.messages,
-            started_at=now,
-        )
+        rows.insert(ModelCall, [self.row(run_id, now)], now)
+
+    def row(self, run_id: str, now: dt.datetime) -> dict[str, Any]:
+        return {
+            "run_id": run_id,
+            "turn_id": _turn_row(run_id, self.turn),
+            "seq": self.seq,
+            "model": self.model,
+            "scripted": self.scripted,
+            "request": self.request,
+            "messages": self.messages,
+            "started_at": now,
+        }
 
 
 @dataclass
@@ -192,26 +205,65 @@ class CallFinished(Op):
     latency_ms: float | None = None
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        tokens = {
+        ModelCall.objects.filter(run_id=run_id, seq=self.seq).update(**self.changes(now))
+        self.count_tokens(run_id)
+
+    def changes(self, now: dt.datetime) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "response": self.response,
+            "tool_calls": self.tool_calls,
+            "stop_reason": self.stop_reason,
+            "error": self.error,
+            "latency_ms": self.latency_ms,
+            "finished_at": now,
+            **self.tokens(),
+        }
+
+    def tokens(self) -> dict[str, int]:
+        return {
             "input_tokens": self.usage.get("input", 0),
             "output_tokens": self.usage.get("output", 0),
             "cache_read_tokens": self.usage.get("cache_read", 0),
             "cache_write_tokens": self.usage.get("cache_write", 0),
         }
-        ModelCall.objects.filter(run_id=run_id, seq=self.seq).update(
-            status=self.status,
-            response=self.response,
-            tool_calls=self.tool_calls,
-            stop_reason=self.stop_reason,
-            error=self.error,
-            latency_ms=self.latency_ms,
-            finished_at=now,
-            **tokens,
-        )
+
+    def count_tokens(self, run_id: str) -> None:
+        """The Turn's record adds the call's tokens."""
+        tokens = self.tokens()
         if any(tokens.values()):
             TurnRecord.objects.filter(run_id=run_id, turn=self.turn).update(
                 **{name: F(name) + value for name, value in tokens.items()}
             )
+
+
+@dataclass
+class CallMade(Op):
+    """A model call that started and finished within one commit: its row written once, whole."""
+
+    started: CallStarted
+    finished: CallFinished
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        rows.insert(ModelCall, [{**self.started.row(run_id, now), **self.finished.changes(now)}], now)
+        self.finished.count_tokens(run_id)
+
+
+def folded(ops: Iterable[Op]) -> list[Op]:
+    """The ops as they are written: a call's start and its end in the same commit become one row (`CallMade`),
+    where the start was."""
+    ops = list(ops)
+    ends = {op.seq: op for op in ops if isinstance(op, CallFinished)}
+    if not ends:
+        return ops
+    starts = {op.seq for op in ops if isinstance(op, CallStarted) and op.seq in ends}
+    if not starts:
+        return ops
+    return [
+        CallMade(op, ends[op.seq]) if isinstance(op, CallStarted) and op.seq in starts else op
+        for op in ops
+        if not (isinstance(op, CallFinished) and op.seq in starts)
+    ]
 
 
 @dataclass

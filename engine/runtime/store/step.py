@@ -14,7 +14,8 @@ from django.utils import timezone
 from engine.core.journal.entries import Entry
 from engine.models import JournalEntry, Run, RunSnapshot
 from engine.runtime.errors import LeaseLost
-from engine.runtime.store.ops import Op
+from engine.runtime.store import rows
+from engine.runtime.store.ops import Op, folded
 
 __all__ = ["Step", "commit", "write", "commit_group", "GROUPED"]
 
@@ -65,22 +66,25 @@ def _write_step(step: Step) -> dt.datetime:
             fields["seq"] = step.last_seq
         if not _held(step.run_id, step.owner).update(updated_at=now, **fields):
             _lost(step.run_id, step.owner)
-    if step.entries:
-        JournalEntry.objects.bulk_create(
-            JournalEntry(
-                run_id=step.run_id,
-                seq=step.first_seq + i,
-                kind=entry.kind,
-                entry=entry.to_json(),
-                out=getattr(entry, "out", None) or "",
-                at=now,
-            )
+    rows.insert(
+        JournalEntry,
+        [
+            {
+                "run_id": step.run_id,
+                "seq": step.first_seq + i,
+                "kind": entry.kind,
+                "entry": entry.to_json(),
+                "out": getattr(entry, "out", None) or "",
+                "at": now,
+            }
             for i, entry in enumerate(step.entries)
-        )
-    for op in step.ops:
+        ],
+        now,
+    )
+    for op in folded(step.ops):
         op.apply(step.run_id, now)
     if step.snapshot is not None:
-        RunSnapshot.objects.create(run_id=step.run_id, seq=step.last_seq, data=step.snapshot)
+        rows.insert(RunSnapshot, [{"run_id": step.run_id, "seq": step.last_seq, "data": step.snapshot}], now)
     return now
 
 
@@ -95,7 +99,7 @@ def _write_records(run_id: str, ops: Iterable[Op], owner: str | None = None) -> 
     now = timezone.now()
     if not _held(run_id, owner).update(updated_at=now):
         _lost(run_id, owner)
-    for op in ops:
+    for op in folded(ops):
         op.apply(run_id, now)
     return now
 
