@@ -75,7 +75,7 @@ class Indexed(Op):
         if self.first:
             rows.insert(RunText, [{"run_id": run_id, "input": words(self.door), "output": words(self.output)}], now)
         elif self.output is not None:
-            RunText.objects.filter(run_id=run_id).update(output=words(self.output))
+            rows.update(RunText, {"output": words(self.output)}, {"run_id": run_id})
 
     def _states(self, run_id: str) -> list[dict[str, Any]]:
         """Deletes the marks of the states the run left; the marks of those it entered and passed, to insert."""
@@ -94,13 +94,17 @@ class Indexed(Op):
         answered = answered_gates(self.entries)
         for gate in (was - set(after)) | (set(answered) & was):
             entry = answered.get(gate)
-            GateRecord.objects.filter(run_id=run_id, gate=gate, closed_at=None).update(
-                closed_at=now,
-                event=entry.event if entry else "",
-                answered_by=(entry.by or "") if entry else "",
-                answered_door=(entry.door or "") if entry else "",
-                claimed_by="",
-                claimed_until=None,
+            rows.update(
+                GateRecord,
+                {
+                    "closed_at": now,
+                    "event": entry.event if entry else "",
+                    "answered_by": (entry.by or "") if entry else "",
+                    "answered_door": (entry.door or "") if entry else "",
+                    "claimed_by": "",
+                    "claimed_until": None,
+                },
+                {"run_id": run_id, "gate": gate, "closed_at": None},
             )
         opened = (set(after) - was) | (set(answered) & set(after))
         if opened:

@@ -4,6 +4,7 @@ Effect's progress...), applied inside the step's transaction (engine/runtime/sto
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,13 +38,29 @@ _turn_rows: dict[tuple[str, str], int] = {}
 _TURN_ROWS_MAX = 10_000  # a bound for Turns that never close here (their host stopped): past it, start afresh
 
 
+#: Per thread, the ids of Turn rows written by the transaction under way, for its own messages and calls;
+#: emptied when it ends (`forget_uncommitted`), committed or not.
+_local = threading.local()
+
+
+def _uncommitted() -> dict[tuple[str, str], int]:
+    if not hasattr(_local, "rows"):
+        _local.rows = {}
+    return _local.rows  # type: ignore[no-any-return]
+
+
 def _turn_row(run_id: str, turn: str) -> int:
     key = (run_id, turn)
-    row = _turn_rows.get(key)
+    row = _turn_rows.get(key) or _uncommitted().get(key)
     if row is None:
         row = TurnRecord.objects.only("id").get(run_id=run_id, turn=turn).id
         _remember_turn_row(key, row)
     return row
+
+
+def forget_uncommitted() -> None:
+    """The transaction ended: what it wrote is remembered (on commit) or never was."""
+    _uncommitted().clear()
 
 
 def _remember_turn_row(key: tuple[str, str], row: int) -> None:
@@ -76,21 +93,26 @@ class TurnOpened(Op):
     system: str
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        record = TurnRecord.objects.create(
-            run_id=run_id,
-            turn=self.turn,
-            agent=self.agent,
-            state=self.state,
-            model=self.model,
-            declared_model=self.declared_model,
-            scripted=self.scripted,
-            dials=self.dials,
-            conversation=self.conversation,
-            prompt=self.prompt,
-            system=self.system,
-            started_at=now,
+        row = rows.insert_one(
+            TurnRecord,
+            {
+                "run_id": run_id,
+                "turn": self.turn,
+                "agent": self.agent,
+                "state": self.state,
+                "model": self.model,
+                "declared_model": self.declared_model,
+                "scripted": self.scripted,
+                "dials": self.dials,
+                "conversation": self.conversation,
+                "prompt": self.prompt,
+                "system": self.system,
+                "started_at": now,
+            },
+            now,
         )
-        _remember_turn_row((run_id, self.turn), record.id)
+        _uncommitted()[(run_id, self.turn)] = row
+        _remember_turn_row((run_id, self.turn), row)
 
 
 @dataclass
@@ -100,8 +122,10 @@ class TurnClosed(Op):
     reason: str = ""
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        TurnRecord.objects.filter(run_id=run_id, turn=self.turn, status=TurnRecord.Status.OPEN).update(
-            status=self.status, reason=self.reason, ended_at=now, pending_call=""
+        rows.update(
+            TurnRecord,
+            {"status": self.status, "reason": self.reason, "ended_at": now, "pending_call": ""},
+            {"run_id": run_id, "turn": self.turn, "status": TurnRecord.Status.OPEN},
         )
         transaction.on_commit(lambda: _turn_rows.pop((run_id, self.turn), None))
 
@@ -124,7 +148,7 @@ class TurnChanged(Op):
         if self.conversation is not None:
             changes["conversation"] = self.conversation
         if changes:
-            TurnRecord.objects.filter(run_id=run_id, turn=self.turn).update(**changes)
+            rows.update(TurnRecord, changes, {"run_id": run_id, "turn": self.turn})
 
 
 @dataclass
@@ -205,7 +229,7 @@ class CallFinished(Op):
     latency_ms: float | None = None
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        ModelCall.objects.filter(run_id=run_id, seq=self.seq).update(**self.changes(now))
+        rows.update(ModelCall, self.changes(now), {"run_id": run_id, "seq": self.seq})
         self.count_tokens(run_id)
 
     def changes(self, now: dt.datetime) -> dict[str, Any]:

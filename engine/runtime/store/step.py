@@ -15,7 +15,7 @@ from engine.core.journal.entries import Entry
 from engine.models import JournalEntry, Run, RunSnapshot
 from engine.runtime.errors import LeaseLost
 from engine.runtime.store import rows
-from engine.runtime.store.ops import Op, folded
+from engine.runtime.store.ops import Op, folded, forget_uncommitted
 
 __all__ = ["Step", "commit", "write", "commit_group", "GROUPED"]
 
@@ -43,8 +43,11 @@ class Step:
 def commit(step: Step) -> dt.datetime:
     """Write a step: journal entries, the Run's new state, its records and maybe a snapshot, all or nothing. Returns
     the commit's time, which is the Run row's `updated_at` after it (what a live page keys its view on)."""
-    with transaction.atomic():
-        return _write_step(step)
+    try:
+        with transaction.atomic():
+            return _write_step(step)
+    finally:
+        forget_uncommitted()
 
 
 def _write_step(step: Step) -> dt.datetime:
@@ -64,7 +67,7 @@ def _write_step(step: Step) -> dt.datetime:
         fields = dict(step.run)
         if step.entries:
             fields["seq"] = step.last_seq
-        if not _held(step.run_id, step.owner).update(updated_at=now, **fields):
+        if not rows.update(Run, {"updated_at": now, **fields}, _lease(step.run_id, step.owner)):
             _lost(step.run_id, step.owner)
     rows.insert(
         JournalEntry,
@@ -91,13 +94,16 @@ def _write_step(step: Step) -> dt.datetime:
 def write(run_id: str, ops: Iterable[Op], owner: str | None = None) -> dt.datetime:
     """Records that change nothing in the run's Session (a model call, a refusal of a malformed tool call). The Run
     row's `updated_at` moves too, so a live page knows its view is older."""
-    with transaction.atomic():
-        return _write_records(run_id, ops, owner)
+    try:
+        with transaction.atomic():
+            return _write_records(run_id, ops, owner)
+    finally:
+        forget_uncommitted()
 
 
 def _write_records(run_id: str, ops: Iterable[Op], owner: str | None = None) -> dt.datetime:
     now = timezone.now()
-    if not _held(run_id, owner).update(updated_at=now):
+    if not rows.update(Run, {"updated_at": now}, _lease(run_id, owner)):
         _lost(run_id, owner)
     for op in folded(ops):
         op.apply(run_id, now)
@@ -122,6 +128,8 @@ def commit_group(calls: Sequence[tuple[Callable[..., dt.datetime], tuple[Any, ..
                 return [GROUPED[fn](*args) for fn, args in calls]
         except Exception:
             pass  # nothing of the group was written: each call again, alone
+        finally:
+            forget_uncommitted()
     out: list[dt.datetime | Exception] = []
     for fn, args in calls:
         try:
@@ -131,10 +139,9 @@ def commit_group(calls: Sequence[tuple[Callable[..., dt.datetime], tuple[Any, ..
     return out
 
 
-def _held(run_id: str, owner: str | None) -> Any:
-    """The Run row, as long as `owner` (when given) still holds its lease."""
-    rows = Run.objects.filter(id=run_id)
-    return rows if owner is None else rows.filter(lease_owner=owner)
+def _lease(run_id: str, owner: str | None) -> dict[str, str]:
+    """The Run row, as long as `owner` (when given) still holds its lease (fencing)."""
+    return {"id": run_id} if owner is None else {"id": run_id, "lease_owner": owner}
 
 
 def _lost(run_id: str, owner: str | None) -> None:
