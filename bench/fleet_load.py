@@ -86,7 +86,14 @@ class FleetServer(Server):
         # every worker must be its own host (its owner id from its pid); the processes import this checkout's code
         for name in ("JR2_SQLITE_PATH", "JR2_HOST_ID"):
             self.env.pop(name, None)
-        self.env.update(DATABASE_URL=database_url, REDIS_URL=redis_url, PYTHONPATH=str(ROOT))
+        # the processes run in `tmp`: they find the workflows of this checkout by name, not by their folder
+        self.env.update(
+            DATABASE_URL=database_url,
+            REDIS_URL=redis_url,
+            PYTHONPATH=str(ROOT),
+            JR2_WORKFLOWS=str(ROOT / "workflows"),
+            JR2_RELAY_WAIT="60",
+        )
         self.fleet = Fleet(tmp, self.env)
         self.sizes = (webs, workers)
         self.log = tmp / "web-0.log"
@@ -306,6 +313,9 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
     """Both parts on one started system."""
     import httpx
 
+    # a Gate answer's POST waits for its commit up to 60 s (the soak's setting), not 2 s: on a loaded machine a
+    # worker may take longer to claim a run, and a 202 ("kept, pending") would void the round
+    server.env["JR2_RELAY_WAIT"] = "60"
     server.start()
     out: dict[str, Any] = {"processes": len(server.pids), "pages_on": [e.url for e in server.endpoints]}
     try:
