@@ -30,6 +30,8 @@ the same Turn loop as real ones. Three measurements:
    whole journal is applied, and `Session.replay` of the whole journal in memory. Target: < 200 ms with the
    snapshot. Every taken-up Session must equal a full replay of the journal (`to_json()`), and the last one is
    answered and must finish with the count it had.
+6. Ten Gates answered at once (`ten`), 8 rounds, with 500 other notes runs waiting: per answer, `host.deliver` until
+   its committed result, and per round until all ten runs are done. Target: p95 < 100 ms per answer.
 4. The Anthropic provider's prompt caching on one Turn of 20 picks, against the local fake server, whose prompt
    cache is computed from the breakpoints each request carries: input tokens at full price and tokens read from the
    cache, with the conversation's moving breakpoint ("after") and without it ("before"). See bench/prompt_cache.py.
@@ -332,6 +334,7 @@ def spread(values: list[float]) -> dict[str, float]:
         "n": len(s),
         "p50": percentile(s, 50),
         "p90": percentile(s, 90),
+        "p95": percentile(s, 95),
         "p99": percentile(s, 99),
         "max": s[-1] if s else float("nan"),
         "mean": statistics.fmean(s) if s else float("nan"),
@@ -705,6 +708,41 @@ async def answer_all(host: Any, replies: dict[str, str], timeout: float) -> None
     await runs_ended(host, replies, timeout)
 
 
+async def measure_ten(args: argparse.Namespace) -> dict[str, Any]:
+    """Ten Gates answered at once, `--ten-rounds` times, on one Host with `--ten-waiting` notes runs waiting: per
+    answer, the time from `host.deliver` to its committed result; per round, until all ten runs are done (their
+    writers' last steps committed). The host's share of bench/fleet_load.py's "ten Gates at once", without pages."""
+    from workflows import notes
+
+    host = new_host({"notes": notes.machine}, "bench-ten", args.snapshot_every)
+    await host.start()
+    told: list[float] = []
+    done: list[float] = []
+    try:
+        run_ids = await gate_runs_to_waiting(host, args.ten_waiting, 60 + args.ten_waiting * 0.2)
+        for r in range(args.ten_rounds):
+            batch = run_ids[r * 10 : (r + 1) * 10]
+            tasks = [host.drivers[x].task for x in batch]
+
+            async def answer(run_id: str) -> None:
+                t0 = time.perf_counter()
+                delivery = await host.deliver(
+                    run_id, "gate", gate="writing.asking", event="reply", params={"text": f"Ten {run_id}"}
+                )
+                expect(delivery.outcome, "delivered", f"the Gate answer to run {run_id}")
+                told.append(time.perf_counter() - t0)
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(answer(x) for x in batch))
+            await asyncio.gather(*(t for t in tasks if t is not None), return_exceptions=True)
+            done.append(time.perf_counter() - t0)
+            await host.db(check_gate_runs, batch, "done", {x: f"Ten {x}" for x in batch})
+            await asyncio.sleep(0.3)
+    finally:
+        await host.stop()
+    return {"waiting": args.ten_waiting, "rounds": args.ten_rounds, "told_s": spread(told), "done_s": spread(done)}
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # 3. Resuming a run with a long journal
 # ----------------------------------------------------------------------------------------------------------------
@@ -1063,6 +1101,18 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
                 "Largest traced allocations with every run waiting, by file: "
                 + "; ".join(f"{f} {size / n / 1024:,.1f} KiB/run" for f, size, _ in traced["traced_top_files"][:6])
             )
+    ten = results.get("ten")
+    if ten:
+        t, d = ten["told_s"], ten["done_s"]
+        ok = t["p95"] < 0.100
+        if not ok:
+            missed.append("ten Gates at once")
+        print(f"\n### 6. Ten Gates answered at once, {ten['rounds']} rounds, {ten['waiting']} runs waiting\n")
+        print("| | p50 | p95 | max | target | |")
+        print("| --- | ---: | ---: | ---: | --- | --- |")
+        row = f"| answer -> its commit | {ms(t['p50'])} | {ms(t['p95'])} | {ms(t['max'])}"
+        print(f"{row} | p95 < 100 ms | {verdict(ok)} |")
+        print(f"| the round's ten runs all done | {ms(d['p50'])} | {ms(d['p95'])} | {ms(d['max'])} | | |")
     resume = results.get("resume")
     if resume:
         f = resume["facts"]
@@ -1133,14 +1183,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="picks,gates,resume,cache,tracing",
-        help="which measurements (default picks,gates,resume,cache,tracing)",
+        default="picks,gates,ten,resume,cache,tracing",
+        help="which measurements (default picks,gates,ten,resume,cache,tracing)",
     )
     ap.add_argument(
         "--profile",
         action="store_true",
         help="cProfile the pick loop and one resume; time the database calls of a pick",
     )
+    ap.add_argument("--ten-waiting", type=int, default=500, help="runs waiting for `ten` (default 500)")
+    ap.add_argument("--ten-rounds", type=int, default=8, help="rounds of ten answers for `ten` (default 8)")
     ap.add_argument("--no-tracemalloc", action="store_true", help="skip the Gate runs' second pass, under tracemalloc")
     ap.add_argument("--debug", action="store_true", help="run with Django's DEBUG on (it logs every query)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed, too")
@@ -1194,6 +1246,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  to waiting {plain['to_waiting_s']:.2f} s, to done {plain['to_done_s']:.2f} s", flush=True)
             traced = None if args.no_tracemalloc else await gate_pass(args, args.gate_runs, traced=True)
             results["gates"] = {"plain": plain, "traced": traced}
+        if "ten" in only:
+            print(f"6. ten Gates at once, {args.ten_waiting} runs waiting", flush=True)
+            results["ten"] = await measure_ten(args)
         if "resume" in only:
             print(f"3. resuming a run with a {args.entries:,}-entry journal", flush=True)
             results["resume"] = await measure_resume(args)
