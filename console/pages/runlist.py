@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Max, QuerySet
+from django.db.models import Count, Max, QuerySet, Window
 from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -52,10 +52,11 @@ def duration_text(seconds: float) -> str:
 
 
 def run_rows(runs: QuerySet[Run]) -> list[RunRow]:
-    """The page's runs (already sliced) with their end time, from the journal (an import keeps its times)."""
+    """The page's runs (already sliced, each annotated with `last_at`, its last journal entry's time) with their
+    end time, from the journal (an import keeps its times)."""
     now = timezone.now()
     rows = []
-    for run in runs.annotate(last_at=Max("journal__at")):
+    for run in runs:
         live = run.status in Run.LIVE
         last = getattr(run, "last_at", None) or run.updated_at
         ended = None if live else max(last, run.created_at)
@@ -74,7 +75,12 @@ def runs_list(params: QueryDict) -> dict[str, Any]:
         page = min(max(int(params.get("page", "1")), 1), pages)
     except ValueError:
         page = 1
-    shown = run_rows(rows.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])
+    counted = rows.annotate(last_at=Max("journal__at"), matched=Window(Count("id")))
+    shown = run_rows(counted.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])
+    if shown:
+        # a run that started or ended between the two reads: the count the rows were read with is the one shown
+        count = shown[0].run.matched
+        pages = max(1, math.ceil(count / PAGE_SIZE))
     return {
         "runs": shown,
         "count": count,

@@ -25,13 +25,15 @@ TAKEN_PICKS = ("answered", "outstanding", "ended")
 
 
 def words(value: Any) -> str:
-    """The values of a JSON value as lines of text, case-folded; keys and punctuation are left out."""
+    """The values of a JSON value as lines of text, case-folded; keys and punctuation are left out. An object's
+    values come in the order of their keys, so a value read back from PostgreSQL's jsonb (which orders keys its own
+    way) gives the same text as the value first written."""
     out: list[str] = []
 
     def walk(item: Any) -> None:
         if isinstance(item, Mapping):
-            for inner in item.values():
-                walk(inner)
+            for key in sorted(item):
+                walk(item[key])
         elif isinstance(item, (list, tuple)):
             for inner in item:
                 walk(inner)

@@ -65,63 +65,92 @@
   // URL kept in the history; the slider, play and the arrow keys (← previous, → next) go the same way.
   var playTimer = null;
   var keyTarget = null;  // the step the arrow keys last asked for, until it is shown
-  var bound = new WeakSet();  // the sliders whose controls are bound (a restored page brings new ones)
+  var inFlight = false;  // one step at a time: htmx drops a second request to the same panes
+  var pending = null;  // the step asked for while another was on its way; fetched when that one is shown
 
-  function replayStep(url) {
-    if (!window.htmx) { window.location.assign(url.toString()); return; }
-    window.htmx.ajax("GET", url.toString(), { target: "#replay-panes", select: "#replay-panes", swap: "outerHTML show:none" })
-      .then(function () {
-        // as htmx writes its own entries, so that back and forward restore these steps too
-        window.history.pushState({ htmx: true }, "", url.toString());
-        var panes = document.getElementById("replay-panes");
-        replayControls();
-        if (keyTarget === null || !panes) return;
-        if (String(keyTarget) === panes.dataset.step) {
-          keyTarget = null;
-        } else {
-          // a key pressed while this step was on its way (htmx drops a second request to the same panes): go on
-          var next = new URL(window.location.href);
-          next.searchParams.set("step", String(keyTarget));
-          replayStep(next);
-        }
-      });
+  function stepOf(url) {
+    return url.searchParams.get("step");
   }
 
+  function historySource() {
+    var source = document.getElementById("replay-history");
+    if (source === null) {
+      source = document.createElement("span");
+      source.id = "replay-history";
+      source.hidden = true;
+      source.setAttribute("hx-push-url", "true");
+      document.body.appendChild(source);
+    }
+    return source;
+  }
+
+  function replayStep(url, tries) {
+    if (!window.htmx) { window.location.assign(url.toString()); return; }
+    if (inFlight) { pending = url; return; }
+    inFlight = true;
+    var done = function () {
+      inFlight = false;
+      var panes = document.getElementById("replay-panes");
+      var shown = panes !== null && panes.dataset.step === stepOf(url);
+      replayControls();
+      var next = pending;
+      pending = null;
+      if (next !== null) { replayStep(next); return; }
+      if (!shown && (tries || 0) < 20) {
+        // another request (a boosted step link) held the panes: ask again once the event loop has turned
+        window.setTimeout(function () { replayStep(url, (tries || 0) + 1); }, 50);
+        return;
+      }
+      keyTarget = null;
+    };
+    // htmx pushes the step's URL itself (the source says hx-push-url), so that its history cache, which back and
+    // forward restore from, keeps each step under its own URL
+    window.htmx.ajax("GET", url.toString(), {
+      source: historySource(), target: "#replay-panes", select: "#replay-panes", swap: "outerHTML show:none",
+    }).then(done, done);
+  }
+
+  // The play timer of the panes shown: a step ahead after 1/speed seconds, while the URL says play.
   function replayControls() {
     var slider = document.getElementById("step-slider");
     if (playTimer !== null) { window.clearTimeout(playTimer); playTimer = null; }
-    if (!slider || bound.has(slider)) return;
-    bound.add(slider);  // once per swapped-in panes (afterSettle and replayStep may both get here)
+    if (!slider) return;
     var url = new URL(window.location.href);
-    slider.addEventListener("change", function () {
-      url.searchParams.set("step", slider.value);
-      url.searchParams.delete("play");
-      replayStep(url);
-    });
-    var play = document.getElementById("play");
-    var speed = document.getElementById("play-speed");
     var playing = url.searchParams.get("play");
-    if (playing) {
-      speed.value = playing;
-      play.textContent = "\u23F8 pause";
-      var step = parseInt(slider.value, 10);
-      if (step < parseInt(slider.max, 10)) {
-        playTimer = window.setTimeout(function () {
-          playTimer = null;
-          url.searchParams.set("step", String(step + 1));
-          replayStep(url);
-        }, 1000 / parseFloat(playing));
-      }
-    }
-    play.addEventListener("click", function () {
-      if (url.searchParams.get("play")) {
-        url.searchParams.delete("play");
-      } else {
-        url.searchParams.set("play", speed.value);
-        if (parseInt(slider.value, 10) >= parseInt(slider.max, 10)) url.searchParams.set("step", "1");
-      }
+    if (!playing) return;
+    document.getElementById("play-speed").value = playing;
+    document.getElementById("play").textContent = "\u23F8 pause";
+    var step = parseInt(slider.value, 10);
+    if (step >= parseInt(slider.max, 10)) return;
+    playTimer = window.setTimeout(function () {
+      playTimer = null;
+      url.searchParams.set("step", String(step + 1));
       replayStep(url);
-    });
+    }, 1000 / parseFloat(playing));
+  }
+
+  // The slider and play are listened to on the document, so panes just swapped in answer at once (a listener
+  // bound after htmx settles missed a slider moved in between).
+  function replayChange(event) {
+    if (!event.target || event.target.id !== "step-slider") return;
+    var url = new URL(window.location.href);
+    url.searchParams.set("step", event.target.value);
+    url.searchParams.delete("play");
+    replayStep(url);
+  }
+
+  function replayPlay(event) {
+    var play = event.target.closest && event.target.closest("#play");
+    if (!play) return;
+    var url = new URL(window.location.href);
+    var slider = document.getElementById("step-slider");
+    if (url.searchParams.get("play")) {
+      url.searchParams.delete("play");
+    } else {
+      url.searchParams.set("play", document.getElementById("play-speed").value);
+      if (parseInt(slider.value, 10) >= parseInt(slider.max, 10)) url.searchParams.set("step", "1");
+    }
+    replayStep(url);
   }
 
   // ← and → step the replay, unless a field has the keyboard or a modifier is held (the browser's own keys).
@@ -151,8 +180,10 @@
     stateClicks();
     replayControls();
     document.addEventListener("keydown", replayKeys);
+    document.addEventListener("change", replayChange);
+    document.addEventListener("click", replayPlay);
   });
-  // A boosted step link swapped the panes in: bind the new controls.
+  // A boosted step link swapped the panes in: go on playing from it.
   document.addEventListener("htmx:afterSettle", function () {
     if (document.getElementById("replay-panes")) replayControls();
   });

@@ -28,10 +28,6 @@ def index_of(run_id: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.skipif(
-    "postgres" in os.environ.get("DATABASE_URL", ""),
-    reason="fails on PostgreSQL since the merges of stop 26; issue 21 is open for it",
-)
 def test_an_imported_run_has_the_records_of_the_run_it_was(runs: dict[str, str]) -> None:
     for key in ("done", "waiting", "triage"):
         run_id = runs[key]

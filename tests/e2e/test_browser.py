@@ -615,7 +615,6 @@ def test_the_clicked_state_is_marked_and_kept_in_the_url(page: Page, server: Liv
         (SHOTS / "graph-guards.png").write_bytes(image)
 
 
-@pytest.mark.skip(reason="chromium closes mid-test since the merges of stop 26 (issue 21 is open for it)")
 def test_replay_steps_swap_the_panes_without_a_reload_and_follow_the_arrow_keys(page: Page, server: LiveServer) -> None:
     """Next, previous, a step of the list and ← → swap the replay's panes in place (the document is never
     reloaded), each step's URL is kept, and the browser's back button goes to the step before."""
@@ -652,7 +651,34 @@ def test_replay_steps_swap_the_panes_without_a_reload_and_follow_the_arrow_keys(
     expect(page.locator("#step-words")).to_contain_text("got reply")
 
 
-@pytest.mark.skip(reason="runs after the replay test whose chromium closes (issue 21 is open for it)")
+def test_replay_plays_to_the_last_step_and_pauses(page: Page, server: LiveServer) -> None:
+    """Play steps the replay on its own at the chosen speed, in place, until the last step; pause stops it."""
+    run_id = waiting_run(server, "Play.")
+    reply_through_api(server, run_id, "Watchers.")
+    server.wait_for(run_id, "done")
+    page.goto(f"{server.url}/runs/{run_id}/replay/?step=1")
+    where = page.locator("#replay-controls")
+    total = int(page.locator("#step-slider").get_attribute("max") or 0)
+    mark_document(page)
+    page.locator("#play-speed").select_option("4")
+    page.get_by_role("button", name="▶ play").click()
+    expect(where).to_contain_text("step 2 of")
+    expect(page.get_by_role("button", name="⏸ pause")).to_be_visible()
+    expect(where).to_contain_text(f"step {total} of {total}", timeout=30_000)
+    page.wait_for_timeout(600)
+    expect(where).to_contain_text(f"step {total} of {total}")
+    page.locator("#step-slider").fill("2")
+    expect(where).to_contain_text(f"step 2 of {total}")
+    page.get_by_role("button", name="▶ play").click()
+    expect(where).to_contain_text(f"step 3 of {total}")
+    page.get_by_role("button", name="⏸ pause").click()
+    expect(page.get_by_role("button", name="▶ play")).to_be_visible()
+    shown = page.locator("#replay-panes").get_attribute("data-step")
+    page.wait_for_timeout(800)
+    assert page.locator("#replay-panes").get_attribute("data-step") == shown, "pause stopped the steps"
+    same_document(page)
+
+
 def test_the_runs_list_follows_a_new_run_without_a_reload(page: Page, server: LiveServer) -> None:
     page.goto(f"{server.url}/runs/?workflow=notes")
     mark_document(page)

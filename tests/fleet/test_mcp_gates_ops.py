@@ -5,10 +5,6 @@ streamable HTTP client."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,42 +15,9 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from bench.soak import Fleet
-from tests.live_server import ROOT, api_client, copy_workflows, migrate, run_when, server_env
+from tests.live_server import api_client, run_when
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    env = server_env(
-        tmp_path,
-        copy_workflows(tmp_path / "workflows"),
-        {"JR2_SCRIPTED": "1", "JR2_LEASE_SECONDS": "2", "JR2_SCAN_SECONDS": "0.2"},
-    )
-    fleet = Fleet(tmp_path, env)
-    migrate(env)
-    made = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "manage.py"),
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model\n"
-            "from django.contrib.auth.models import Group\n"
-            "get_user_model().objects.create_user('player').groups.add(Group.objects.get(name='operators'))\n",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert made.returncode == 0, made.stdout + made.stderr
-    fleet.env["TOKEN"] = fleet.jr2("token", "create", "player").strip()
-    fleet.start(webs=1, workers=1)
-    try:
-        yield fleet
-    finally:
-        fleet.stop()
 
 
 async def call(web: str, path: str, token: str, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
@@ -74,8 +37,8 @@ async def call(web: str, path: str, token: str, *calls: tuple[str, dict[str, Any
     return out
 
 
-def test_a_web_process_answers_gates_and_runs_runs_a_worker_drives(fleet: Fleet) -> None:
-    web, token = fleet.webs[0].url, fleet.env["TOKEN"]
+def test_a_web_process_answers_gates_and_runs_runs_a_worker_drives(player_fleet: Fleet) -> None:
+    web, token = player_fleet.webs[0].url, player_fleet.env["TOKEN"]
     [first, second] = anyio.run(
         call,
         web,

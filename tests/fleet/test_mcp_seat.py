@@ -4,11 +4,6 @@ SDK's streamable HTTP client."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-
 import anyio
 import httpx2
 import mcp_types as types
@@ -17,58 +12,25 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from bench.soak import Fleet
-from tests.live_server import ROOT, api_client, copy_workflows, migrate, run_when, server_env
+from tests.live_server import api_client, run_when
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    env = server_env(
-        tmp_path,
-        copy_workflows(tmp_path / "workflows"),
-        {"JR2_SCRIPTED": "1", "JR2_LEASE_SECONDS": "2", "JR2_SCAN_SECONDS": "0.2"},
-    )
-    fleet = Fleet(tmp_path, env)
-    migrate(env)
-    made = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "manage.py"),
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model\n"
-            "from django.contrib.auth.models import Group\n"
-            "get_user_model().objects.create_user('player').groups.add(Group.objects.get(name='operators'))\n",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert made.returncode == 0, made.stdout + made.stderr
-    fleet.env["TOKEN"] = fleet.jr2("token", "create", "player").strip()
-    fleet.start(webs=1, workers=1)
-    try:
-        yield fleet
-    finally:
-        fleet.stop()
 
 
 def text(result: types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-def test_a_web_process_serves_the_seat_of_a_run_a_worker_drives(fleet: Fleet) -> None:
-    web = fleet.webs[0].url
-    with api_client(web, fleet.env["TOKEN"], timeout=60) as client:
+def test_a_web_process_serves_the_seat_of_a_run_a_worker_drives(player_fleet: Fleet) -> None:
+    web = player_fleet.webs[0].url
+    with api_client(web, player_fleet.env["TOKEN"], timeout=60) as client:
         made = client.post("/api/workflows/notes/runs?play=writer", json={"changes": "- faster search"})
         assert made.status_code == 201, made.text
         run_id = made.json()["id"]
         run_when(client, run_id, lambda run: bool(run["turns"]), what="opened no Turn")
 
         async def play() -> None:
-            headers = {"Authorization": f"Bearer {fleet.env['TOKEN']}"}
+            headers = {"Authorization": f"Bearer {player_fleet.env['TOKEN']}"}
             async with (
                 httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=400)) as http,
                 streamable_http_client(f"{web}/mcp/runs/{run_id}/seats/writer/", http_client=http) as (read, write),

@@ -115,3 +115,9 @@ def test_a_run_whose_open_turn_waits_on_the_person_in_its_seat_is_waiting() -> N
 def test_words_are_the_values_case_folded() -> None:
     assert words({"a": "Hello", "b": [1, {"c": "WORLD"}], "d": None}) == "hello\n1\nworld"
     assert words(None) == ""
+
+
+def test_words_do_not_depend_on_the_order_of_an_objects_keys() -> None:
+    """PostgreSQL's jsonb gives an object's keys back in its own order: an imported run's text must match."""
+    assert words({"topic": "export crash", "notes": "it crashes."}) == "it crashes.\nexport crash"
+    assert words({"notes": "it crashes.", "topic": "export crash"}) == "it crashes.\nexport crash"

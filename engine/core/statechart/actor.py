@@ -111,6 +111,9 @@ class Actor:
         self._status = NOT_STARTED
         self._starting = False
         self._mailbox: Mailbox[Event] = Mailbox(self._process)
+        self._running: Callable[[], bool] = self.status_is_running  # bound once: asked before every event
+        self.sink: Callable[[ExecutableAction], None] = self._execute_action
+        self.scope: Any = None  # the Scope of this actor's macrosteps (StateMachine.transition_in)
         self._observers = Observers()
         self._deferred: list[Callable[[], None]] = []
         self._scheduler = Scheduler(self.clock, self.system.lock, self._fire)
@@ -199,8 +202,22 @@ class Actor:
         return self
 
     def send(self, event: Any) -> None:
-        """Deliver an event. A bad event raises at once (TypeError/EventError); a stopped actor ignores events."""
-        self._send(to_event(event))
+        """Deliver an event. A bad event raises at once (TypeError/EventError); a stopped actor ignores events.
+
+        The event joins the mailbox; a running actor then processes it (under the system's lock, so a timer
+        thread waits its turn). A send from this actor's own actions only queues: the loop already running takes
+        it after the current event."""
+        if type(event) is not Event:
+            event = to_event(event)
+        if self._status == STOPPED:
+            return
+        mailbox = self._mailbox
+        mailbox.push(event)
+        if self._status == RUNNING and not self._starting:
+            with self.system.lock:
+                mailbox.run(self._running)
+
+    _send = _deliver = send  # what the engine itself sends with (children, timers, promises)
 
     def stop(self) -> Actor:
         if self.parent is not None:
@@ -220,20 +237,11 @@ class Actor:
 
     # -- the mailbox ---------------------------------------------------------------------------------------
 
-    def _send(self, event: Any) -> None:
-        if self._status == STOPPED:
-            return
-        self._mailbox.push(event if type(event) is Event else to_event(event))
-        if self._status == RUNNING and not self._starting:
-            self._drain()
-
-    _deliver = _send
-
     def _drain(self) -> None:
         """Process queued events one at a time. Re-entrant sends (from this actor's own actions) only queue;
         a timer thread waits for the lock, then drains what it queued."""
         with self.system.lock:
-            self._mailbox.run(lambda: self._status == RUNNING)
+            self._mailbox.run(self._running)
 
     def _process(self, event: Event) -> None:
         try:

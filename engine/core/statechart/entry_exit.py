@@ -6,14 +6,17 @@ not exit the source unless `reenter: True`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from engine.core.statechart.actions.spawn import SpawnChild
+from engine.core.statechart.actions.stop import stop_child
 from engine.core.statechart.selection import effective_targets, history_default_targets, transition_domain
 
 if TYPE_CHECKING:
+    from engine.core.statechart.actions.base import BuiltinAction
     from engine.core.statechart.nodes import StateNode, Transition
 
-__all__ = ["compute_entry_set", "initial_state_nodes"]
+__all__ = ["compute_entry_set", "initial_state_nodes", "entry_actions_of", "exit_actions_of"]
 
 HistoryValue = dict[str, tuple["StateNode", ...]]
 
@@ -145,3 +148,33 @@ def _add_entry_set(
             ancestors.append(domain)
         reentrancy = None if (t.source.parent is None and t.reenter) else domain
         _add_ancestors(to_enter, history_value, default_entry, ancestors, reentrancy)
+
+
+def exit_actions_of(node: StateNode) -> tuple[Any, ...]:
+    """A state's exit actions, then stopping what it invokes (built once per state)."""
+    actions = node.exit_actions
+    if actions is None:
+        actions = node.exit_actions = (*node.exit, *(stop_child(inv_id) for inv_id in node.invoke_ids))
+    return actions
+
+
+def entry_actions_of(node: StateNode) -> tuple[Any, ...]:
+    """A state's entry actions, then spawning what it invokes (built once per state)."""
+    actions = node.entry_actions
+    if actions is None:
+        actions = node.entry_actions = (*node.entry, *(_invoke_spawn(inv) for inv in node.invoke))
+    return actions
+
+
+def _invoke_spawn(inv: Any) -> BuiltinAction:
+    """The spawn action of an invoke (built once per invoke)."""
+    if inv.spawn is None:
+        inv.spawn = SpawnChild(
+            inv.src,
+            id=inv.id,
+            input=inv.input,
+            system_id=inv.system_id,
+            sync_snapshot=inv.on_snapshot is not None,
+            state=inv,
+        )
+    return inv.spawn

@@ -45,12 +45,12 @@ class Event(dict):
 def to_event(event: Any) -> Event:
     """Normalise `"TYPE"` or `{"type": "TYPE", ...}` into an Event, refusing anything else with a clear message."""
     cls = type(event)
-    if cls is Event or isinstance(event, Event):
-        return event
     if cls is dict:
         etype = event.get("type")
         if type(etype) is str and etype != WILDCARD:
             return Event(event)
+    elif cls is Event or isinstance(event, Event):
+        return event
     if isinstance(event, str):
         if event == WILDCARD:
             raise EventError("an event cannot have the wildcard type '*'")

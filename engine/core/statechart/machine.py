@@ -22,6 +22,7 @@ from engine.core.statechart.snapshot import Snapshot
 if TYPE_CHECKING:
     from engine.core.statechart.actor import Actor
     from engine.core.statechart.clock import Clock
+    from engine.core.statechart.configuration import Configuration
     from engine.core.statechart.nodes import InvokeDef, Transition
 
 __all__ = ["StateMachine", "create_machine", "Implementations", "get_microsteps", "get_initial_microsteps"]
@@ -59,8 +60,12 @@ class StateMachine:
         self._self_ref = ActorRef(self.id, None, self)
         nodes = list(self.id_map.values())
         self.adjacency_cache: dict[tuple[StateNode, ...], dict[StateNode, list[StateNode]]] = {}
+        self.configurations: dict[tuple[StateNode, ...], Configuration] = {}
         self.has_history = any(n.type == "history" for n in nodes)
         self.has_always = any(n.always for n in nodes)
+        # what each configuration selects and steps to is kept (configuration.py) unless history makes exits and
+        # entries depend on more than the active nodes; set False to take the general path every time
+        self.caches_configurations = not self.has_history
         if not self.has_history:
             for node in nodes:
                 for t in node.all_transitions():
@@ -176,7 +181,7 @@ class StateMachine:
         return steps
 
     def get_transition_data(self, snapshot: Snapshot, event: Event) -> list[Transition]:
-        return select_transitions(snapshot, event)
+        return list(select_transitions(snapshot, event))
 
     def _adopt(self, snapshot: Any) -> Snapshot:
         """The snapshot, checked to be this machine's (one of a `provide`d twin is re-resolved onto this one)."""
@@ -219,12 +224,18 @@ class StateMachine:
     def get_initial_snapshot(self, actor: Actor, input: Any) -> Snapshot:
         """An actor's first snapshot; one that fails on the way is in status "error" and keeps the pre-initial
         value and context, as in xstate 5.33 (the pure `initial_transition` raises instead)."""
-        return initial_snapshot(
-            self, input, Scope(self, actor, actor.system, actor._execute_action), errors_as_snapshot=True
-        )
+        return initial_snapshot(self, input, Scope(self, actor, actor.system, actor.sink), errors_as_snapshot=True)
 
     def transition_in(self, snapshot: Snapshot, event: Event, actor: Actor) -> Snapshot:
-        return macrostep(snapshot, event, Scope(self, actor, actor.system, actor._execute_action))
+        """One macrostep of a running actor. Its mailbox runs one event at a time, so the actor keeps one Scope
+        for all of them, emptied of what a failed or finished macrostep may have left."""
+        scope = actor.scope
+        if scope is None:
+            scope = actor.scope = Scope(self, actor, actor.system, actor.sink)
+        elif scope.internal_queue or scope.retries:
+            scope.internal_queue.clear()
+            scope.retries.clear()
+        return macrostep(snapshot, event, scope)
 
     def get_persisted_snapshot(self, snapshot: Snapshot, actor: Actor | None = None) -> dict[str, Any]:
         return snapshot.to_json()

@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from engine.core.statechart.actions.assign import Assign
 from engine.core.statechart.actions.base import BuiltinAction, ExecutableAction
-from engine.core.statechart.actions.spawn import SpawnChild
 from engine.core.statechart.actions.stop import stop_child
 from engine.core.statechart.callables import call_with
-from engine.core.statechart.entry_exit import compute_entry_set, initial_state_nodes
+from engine.core.statechart.entry_exit import compute_entry_set, entry_actions_of, exit_actions_of, initial_state_nodes
 from engine.core.statechart.errors import ImplementationError, StatechartError
 from engine.core.statechart.events import INIT, STOP, Event, done_state_event, init_event
 from engine.core.statechart.guards import evaluate_guard
@@ -196,9 +195,7 @@ def _exit_states(
                 changed = dict(history_value)
             changed[history.id] = remembered
     for node in to_exit:
-        actions = node.exit_actions
-        if actions is None:
-            actions = node.exit_actions = (*node.exit, *(stop_child(inv_id) for inv_id in node.invoke_ids))
+        actions = exit_actions_of(node)
         if actions:
             snapshot = resolve_actions(snapshot, event, scope, actions, ("exit", node))
         del active[node]
@@ -237,19 +234,11 @@ def _enter_states(
     completed: set[StateNode] = set()
     for node in sorted(to_enter, key=lambda n: n.order):
         active[node] = None
-        actions: Any = node.entry_actions
-        if actions is None:
-            actions = node.entry_actions = (*node.entry, *(_invoke_spawn(inv) for inv in node.invoke))
+        actions: Any = entry_actions_of(node)
         if node in default_entry and node.initial is not None and node.initial.actions:
             actions = (*actions, *node.initial.actions)
         if actions:
-            scope.deferred_actor_ids = node.invoke_ids
-            try:
-                snapshot = resolve_actions(snapshot, event, scope, actions, ("entry", node))
-            finally:
-                scope.deferred_actor_ids = ()
-            if scope.retries:
-                _retry_send_targets(snapshot, scope)
+            snapshot = _run_entry(snapshot, event, scope, node, actions)
         if node.type != "final":
             continue
         parent = node.parent
@@ -274,6 +263,18 @@ def _enter_states(
     return snapshot
 
 
+def _run_entry(snapshot: Snapshot, event: Event, scope: Scope, node: StateNode, actions: Any) -> Snapshot:
+    """Resolve one state's entry actions; a `send_to` among them may name a child this very state invokes."""
+    scope.deferred_actor_ids = node.invoke_ids
+    try:
+        snapshot = resolve_actions(snapshot, event, scope, actions, ("entry", node))
+    finally:
+        scope.deferred_actor_ids = ()
+    if scope.retries:
+        _retry_send_targets(snapshot, scope)
+    return snapshot
+
+
 def _retry_send_targets(snapshot: Snapshot, scope: Scope) -> None:
     """A `send_to` in an entry that named a child this state invokes now names that very child (xstate's
     `retryResolve`): the event reaches it, or nobody once it has stopped, never a later child with the same id."""
@@ -284,20 +285,6 @@ def _retry_send_targets(snapshot: Snapshot, scope: Scope) -> None:
         if timer is not None:
             timer.target = ref
     scope.retries.clear()
-
-
-def _invoke_spawn(inv: Any) -> BuiltinAction:
-    """The spawn action of an invoke (built once per invoke)."""
-    if inv.spawn is None:
-        inv.spawn = SpawnChild(
-            inv.src,
-            id=inv.id,
-            input=inv.input,
-            system_id=inv.system_id,
-            sync_snapshot=inv.on_snapshot is not None,
-            state=inv,
-        )
-    return inv.spawn
 
 
 def _machine_output(snapshot: Snapshot, event: Event, scope: Scope, completion: StateNode) -> Any:
@@ -315,6 +302,23 @@ def microstep(
 ) -> Snapshot:
     if not transitions:
         return snapshot
+    if not is_initial and snapshot.status == "active":
+        configuration = snapshot.configuration
+        if configuration is not None:
+            steps = configuration.steps
+            key = transitions[0] if len(transitions) == 1 else tuple(transitions)
+            step = steps[key] if key in steps else configuration.learn_step(snapshot, transitions, key)
+            if step is not None:
+                # the exits and entries were worked out before: only the actions run
+                for node, actions in step.exits:
+                    snapshot = resolve_actions(snapshot, event, scope, actions, ("exit", node))
+                for t in step.transitions:
+                    if t.actions:
+                        snapshot = resolve_actions(snapshot, event, scope, t.actions, ("transition", t))
+                for node, actions in step.entries:
+                    snapshot = _run_entry(snapshot, event, scope, node, actions)
+                target = step.target
+                return snapshot if target is None else snapshot.moved(target)
     active = dict.fromkeys(snapshot.nodes)
     history_value = snapshot.history_value
     filtered = remove_conflicting_transitions(transitions, active, history_value)
@@ -361,7 +365,11 @@ def macrostep(
         return snapshot
     next_event = event
     if etype != INIT:
-        transitions = select_transitions(snapshot, event)
+        configuration = snapshot.configuration
+        if configuration is not None:
+            transitions = configuration.select(snapshot, event)
+        else:
+            transitions = select_transitions(snapshot, event)
         if not transitions and etype.startswith("xstate.error.actor"):
             # xstate 5.33: the machine fails, and its children are stopped and leave `children` first
             snapshot = _stop_children(snapshot, event, scope).replace(status="error", error=event.get("error"))
@@ -371,7 +379,7 @@ def macrostep(
         snapshot = microstep(transitions, snapshot, event, scope)
         if on_microstep:
             on_microstep(snapshot)
-    select_eventless = True
+    select_eventless = scope.machine.has_always
     limit = scope.machine.max_iterations
     iterations = 0
     queue = scope.internal_queue
@@ -383,7 +391,7 @@ def macrostep(
                 "coming to rest; a cycle of eventless transitions or raised events (such as A -> B -> C -> A) is the "
                 "usual cause"
             )
-        enabled = select_eventless_transitions(snapshot, next_event) if select_eventless else []
+        enabled = select_eventless_transitions(snapshot, next_event) if select_eventless else ()
         previous = snapshot if enabled else None
         if not enabled:
             if not queue:
@@ -391,7 +399,7 @@ def macrostep(
             next_event = queue.pop(0)
             enabled = select_transitions(snapshot, next_event)
         snapshot = microstep(enabled, snapshot, next_event, scope)
-        select_eventless = snapshot is not previous
+        select_eventless = snapshot is not previous and scope.machine.has_always
         if on_microstep:
             on_microstep(snapshot)
     if snapshot.status != "active":

@@ -23,9 +23,7 @@ class Mailbox(Generic[T]):
         self._process = process
         self._queue: deque[T] = deque()
         self.busy = False
-
-    def push(self, item: T) -> None:
-        self._queue.append(item)
+        self.push: Callable[[T], None] = self._queue.append  # bound once: it runs for every event
 
     def clear(self) -> None:
         self._queue.clear()

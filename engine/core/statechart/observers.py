@@ -87,6 +87,8 @@ class Observers:
         return Subscription(unsubscribe)
 
     def next(self, snapshot: Any) -> None:
+        if not self._observers:
+            return
         for observer in list(self._observers):
             if observer.next:
                 safe(observer.next, snapshot)

@@ -12,6 +12,8 @@ from engine.core.statechart.errors import GuardError, ImplementationError, State
 from engine.core.statechart.guards import evaluate_guard, guard_name
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from engine.core.statechart.events import Event
     from engine.core.statechart.nodes import StateNode, Transition
     from engine.core.statechart.snapshot import Snapshot
@@ -82,8 +84,12 @@ def _transition_node(
     return [t] if t is not None else []
 
 
-def select_transitions(snapshot: Snapshot, event: Event) -> list[Transition]:
-    """Transitions enabled by `event`, children before parents (xstate's `getTransitionData`)."""
+def select_transitions(snapshot: Snapshot, event: Event) -> Sequence[Transition]:
+    """Transitions enabled by `event`, children before parents (xstate's `getTransitionData`). Do not change
+    what it returns: in a cached configuration it is shared by every event of that type."""
+    configuration = snapshot.configuration
+    if configuration is not None:
+        return configuration.select(snapshot, event)
     return _transition_node(snapshot.machine.root, snapshot.adjacency, snapshot, event)
 
 

@@ -5,17 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from engine.core.statechart.configuration import configuration_of
 from engine.core.statechart.encoding import snapshot_to_json
 from engine.core.statechart.entry_exit import initial_state_nodes
 from engine.core.statechart.events import Event, to_event
 from engine.core.statechart.nodes import to_state_path
 
 if TYPE_CHECKING:
+    from engine.core.statechart.configuration import Configuration
     from engine.core.statechart.machine import StateMachine
     from engine.core.statechart.nodes import StateNode
     from engine.core.statechart.refs import ActorRef
 
 __all__ = ["Snapshot", "Timer", "matches_state", "to_state_value"]
+
+
+_UNKNOWN: Any = object()  # a snapshot's configuration not looked up yet
 
 
 class Timer:
@@ -93,6 +98,7 @@ class Snapshot:
         "_node_set",
         "_tags",
         "_adjacency",
+        "_configuration",
     )
 
     def __init__(
@@ -122,6 +128,7 @@ class Snapshot:
         self._node_set: frozenset[StateNode] | None = None
         self._tags: frozenset[str] | None = None
         self._adjacency: dict[StateNode, list[StateNode]] | None = None
+        self._configuration: Any = _UNKNOWN
 
     def replace(self, **changes: Any) -> Snapshot:
         new = Snapshot.__new__(Snapshot)
@@ -139,10 +146,29 @@ class Snapshot:
         new._node_set = self._node_set
         new._tags = self._tags
         new._adjacency = self._adjacency
+        new._configuration = self._configuration
         for name, value in changes.items():
             setattr(new, name, value)
         if new.nodes is not self.nodes:
             new._value = new._node_set = new._tags = new._adjacency = None
+            new._configuration = _UNKNOWN
+        return new
+
+    def moved(self, configuration: Configuration) -> Snapshot:
+        """This snapshot in another (interned) configuration: `replace(nodes=...)` without the generic copy."""
+        new = Snapshot.__new__(Snapshot)
+        new.machine = self.machine
+        new.nodes = configuration.nodes
+        new.context = self.context
+        new.status = self.status
+        new.output = self.output
+        new.error = self.error
+        new.children = self.children
+        new.history_value = self.history_value
+        new.timers = self.timers
+        new.seq = self.seq
+        new._value = new._node_set = new._tags = new._adjacency = None
+        new._configuration = configuration
         return new
 
     # -- derived views ---------------------------------------------------------------------------------------
@@ -174,6 +200,14 @@ class Snapshot:
             if len(cache) < 4096:
                 cache[self.nodes] = adjacency
         return self._adjacency
+
+    @property
+    def configuration(self) -> Configuration | None:
+        """The interned configuration whose selections and steps are cached (None: this machine is not cached)."""
+        configuration = self._configuration
+        if configuration is _UNKNOWN:
+            configuration = self._configuration = configuration_of(self.machine, self.nodes)
+        return configuration
 
     @property
     def value(self) -> Any:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.core.statechart.actions.base import BuiltinAction
-from engine.core.statechart.callables import call_with
+from engine.core.statechart.callables import accepts, call_with
 from engine.core.statechart.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -24,13 +24,24 @@ class Assign(BuiltinAction):
         if not callable(assignment) and not isinstance(assignment, Mapping):
             raise ConfigError(f"assign takes a dict of updaters or a callable; got {assignment!r}")
         self.assignment = assignment
+        self._reads_spawn: bool | None = None
+
+    def reads_spawn(self) -> bool:
+        """Whether an updater names `spawn` (only then is a Spawner made for it, on every resolve)."""
+        if self._reads_spawn is None:
+            if callable(self.assignment) and not isinstance(self.assignment, Mapping):
+                updaters: list[Any] = [self.assignment]
+            else:
+                updaters = [v for v in self.assignment.values() if callable(v)]
+            self._reads_spawn = any(accepts(fn, "spawn") for fn in updaters)
+        return self._reads_spawn
 
     def resolve(
         self, scope: Scope, snapshot: Snapshot, args: dict[str, Any], params: Any
     ) -> tuple[Snapshot, Any, list[Any] | None]:
         if snapshot.context is None:
             raise ConfigError("cannot assign to an undefined context; give the machine a `context`")
-        spawner = scope.spawner(snapshot, args["event"])
+        spawner = scope.spawner(snapshot, args["event"]) if self.reads_spawn() else None
         call_args = {**args, "spawn": spawner, "params": params}
         if callable(self.assignment) and not isinstance(self.assignment, Mapping):
             partial = call_with(self.assignment, **call_args)
@@ -44,6 +55,8 @@ class Assign(BuiltinAction):
                 for key, value in self.assignment.items()
             }
         context = {**snapshot.context, **partial}
+        if spawner is None:
+            return snapshot.replace(context=context), None, None
         snapshot = snapshot.replace(context=context, children=spawner.children_with(snapshot.children))
         return snapshot, None, None
 
