@@ -73,6 +73,7 @@ from bench.runtime import WrongResult, expect  # noqa: E402
 from bench.soak import Fleet  # noqa: E402
 
 T = TypeVar("T")
+K = TypeVar("K")
 ENDED_BADLY = "failed,cancelled,drifted"
 
 
@@ -86,7 +87,7 @@ class FleetServer(Server):
         # every worker must be its own host (its owner id from its pid); the processes import this checkout's code
         for name in ("JR2_SQLITE_PATH", "JR2_HOST_ID"):
             self.env.pop(name, None)
-        # the processes run in `tmp`: they find the workflows of this checkout by name, not by their folder
+        # the processes run in `tmp` (bench/soak.py's Fleet), so the workflows folder is named, not found beside them
         self.env.update(
             DATABASE_URL=database_url,
             REDIS_URL=redis_url,
@@ -99,7 +100,14 @@ class FleetServer(Server):
         self.log = tmp / "web-0.log"
 
     def start(self) -> None:
+        import psycopg
+
         self.prepare()
+        with psycopg.connect(self.env["DATABASE_URL"]) as conn:
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        status = Path(f"/proc/{row[0]}/status").read_text()
+        self.postmaster = int(next(x.split()[1] for x in status.splitlines() if x.startswith("PPid:")))
         self.fleet.start(*self.sizes)
         deadline = time.monotonic() + 120
         for worker in self.fleet.workers:
@@ -134,6 +142,39 @@ class FleetServer(Server):
         server, name = self.env["DATABASE_URL"].rsplit("/", 1)
         with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def database_cpu_s(postmaster: int) -> float:
+    """The CPU of a PostgreSQL server: its postmaster, its live processes, and those that ended (a connection's
+    backend exits with it), which the postmaster has reaped (cutime + cstime)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    mine = _stat(postmaster)
+    total = sum(int(x) for x in mine[11:15])
+    for task in Path(f"/proc/{postmaster}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                total += sum(int(x) for x in _stat(int(child))[11:13])
+            except FileNotFoundError:
+                pass
+    return total / tick
+
+
+def server_cpu(server: Server) -> dict[str, float]:
+    """The database's and Redis's CPU so far (the fleet only): PostgreSQL's from /proc, Redis's from INFO."""
+    if not isinstance(server, FleetServer):
+        return {}
+    import redis
+
+    info = redis.Redis.from_url(server.env["REDIS_URL"]).info("cpu")
+    return {"postgres": database_cpu_s(server.postmaster), "redis": info["used_cpu_user"] + info["used_cpu_sys"]}
+
+
+def delta(after: dict[K, float], before: dict[K, float]) -> dict[K, float]:
+    return {k: after[k] - before[k] for k in after}
 
 
 def run_pids(server: Server) -> list[int]:
@@ -210,8 +251,9 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
     done0, bad0 = await count(http, token, "done"), await count(http, token, ENDED_BADLY)
     expect(await count(http, token, "running,waiting"), 0, "live notes runs before the round")
     await asyncio.sleep(1.0)  # the last round's work settled
-    rss0, cpu0, all_cpu0 = rss(hosts), cpu(hosts), cpu(server.pids)
+    rss0, cpu0, all_cpu0, servers0 = rss(hosts), cpu(hosts), cpu(server.pids), server_cpu(server)
     post_s: list[float] = []
+    by_pid_start = {pid: proc_cpu_s(pid) for pid in server.pids}
 
     async def start() -> str:
         t = time.monotonic()
@@ -224,7 +266,9 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
     posted_s = time.monotonic() - t0
     await until_count(http, token, "waiting", n, bad0, 120 + n * 0.5)
     waiting_s = time.monotonic() - t0
-    start_cpu = cpu(hosts) - cpu0
+    start_cpu, start_all_cpu = cpu(hosts) - cpu0, cpu(server.pids) - all_cpu0
+    servers1 = server_cpu(server)
+    by_pid0 = {pid: proc_cpu_s(pid) for pid in server.pids}
     await asyncio.sleep(1.0)
     rss1 = rss(hosts)
     rss1_all = {pid: proc_rss_kib(pid) for pid in server.pids}
@@ -251,13 +295,16 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
 
         return go
 
-    cpu1 = cpu(hosts)
+    cpu1, all_cpu1, servers2 = cpu(hosts), cpu(server.pids), server_cpu(server)
+    by_pid1 = {pid: proc_cpu_s(pid) for pid in server.pids}
     t1 = time.monotonic()
     await bounded(concurrency, [answer(run_id) for run_id in run_ids])
     answered_s = time.monotonic() - t1
     await until_count(http, token, "done", done0 + n, bad0, 120 + n * 0.5)
     done_s = time.monotonic() - t1
-    answer_cpu = cpu(hosts) - cpu1
+    answer_cpu, answer_all_cpu = cpu(hosts) - cpu1, cpu(server.pids) - all_cpu1
+    servers3 = server_cpu(server)
+    by_pid2 = {pid: proc_cpu_s(pid) for pid in server.pids}
     all_cpu = cpu(server.pids) - all_cpu0
 
     async def checked(run_id: str) -> None:
@@ -286,6 +333,12 @@ async def runs_round(server: Server, http: Any, n: int, concurrency: int, label:
         "host_cpu_start_s": start_cpu,
         "host_cpu_answer_s": answer_cpu,
         "all_processes_cpu_s": all_cpu,
+        "all_processes_cpu_start_s": start_all_cpu,
+        "all_processes_cpu_answer_s": answer_all_cpu,
+        "cpu_start_s_by_pid": delta(by_pid0, by_pid_start),
+        "cpu_answer_s_by_pid": delta(by_pid2, by_pid1),
+        "servers_cpu_start_s": delta(servers1, servers0),
+        "servers_cpu_answer_s": delta(servers3, servers2),
         "runs_by_holder": holders,
     }
 
@@ -318,6 +371,9 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
     server.env["JR2_RELAY_WAIT"] = "60"
     server.start()
     out: dict[str, Any] = {"processes": len(server.pids), "pages_on": [e.url for e in server.endpoints]}
+    out["roles"] = {pid: "worker" if pid in run_pids(server) else "web" for pid in server.pids}
+    if not isinstance(server, FleetServer):
+        out["roles"] = {pid: "up" for pid in server.pids}
     try:
         clients = [
             httpx.AsyncClient(
@@ -340,10 +396,12 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
                     f"first answer; {r['kib_per_waiting_run']:.1f} KiB per waiting run",
                     flush=True,
                 )
+            out["live"] = []
+            if args.no_pages:
+                return out
             session = await login(clients[0])
             live_args = argparse.Namespace(settle=args.settle, gap=args.gap, open_at_once=args.open_at_once)
             await live_round(server, http, session, 1, len(server.endpoints), "one", "warm-up", live_args)
-            out["live"] = []
             for runs, mode in parse_configs(args.live):
                 rounds = []
                 for i in range(args.rounds):
@@ -408,12 +466,24 @@ def table(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
 
     if not args.pages_only:
         runs_rows(row, args)
-    pages_rows(row, args)
+    for i, (runs, mode) in enumerate(parse_configs(args.live) if not args.no_pages else []):
+        what = (
+            f"{args.pages} pages on 1 run: one commit to all, commit -> fragment p50 / p95"
+            if runs == 1
+            else f"{args.pages} pages on {runs} runs, {MODES[mode]}: commit -> fragment p50 / p95"
+        )
+        row(what, partial(latency, i))
+    if args.no_pages:
+        return lines
+    row(
+        f"opening {args.pages} pages, {args.open_at_once or 'all'} at a time (first round)",
+        lambda g: s(g["live"][0]["rounds"][0]["connect_s"]),
+    )
     return lines
 
 
 def runs_rows(row: Callable[[str, Callable[[dict[str, Any]], str]], None], args: argparse.Namespace) -> None:
-    """The table's rows of the runs part."""
+    """The table's rows of the runs part (left out with --pages-only)."""
     n = args.runs
     row(f"{n:,} runs: every start POST answered ({args.concurrency} in flight)", lambda g: s(g["runs"]["posted_s"]))
     row(
@@ -446,20 +516,19 @@ def runs_rows(row: Callable[[str, Callable[[dict[str, Any]], str]], None], args:
         "CPU of the run-hosting processes: starting / answering",
         lambda g: f"{g['runs']['host_cpu_start_s']:.1f} s / {g['runs']['host_cpu_answer_s']:.1f} s",
     )
-
-
-def pages_rows(row: Callable[[str, Callable[[dict[str, Any]], str]], None], args: argparse.Namespace) -> None:
-    """The table's rows of the pages part."""
-    for i, (runs, mode) in enumerate(parse_configs(args.live)):
-        what = (
-            f"{args.pages} pages on 1 run: one commit to all, commit -> fragment p50 / p95"
-            if runs == 1
-            else f"{args.pages} pages on {runs} runs, {MODES[mode]}: commit -> fragment p50 / p95"
-        )
-        row(what, partial(latency, i))
     row(
-        f"opening {args.pages} pages, {args.open_at_once or 'all'} at a time (first round)",
-        lambda g: s(g["live"][0]["rounds"][0]["connect_s"]),
+        "CPU of all the jr2 processes per run: starting / answering",
+        lambda g: (
+            f"{g['runs']['all_processes_cpu_start_s'] / n * 1e3:.1f} ms / "
+            f"{g['runs']['all_processes_cpu_answer_s'] / n * 1e3:.1f} ms"
+        ),
+    )
+    row(
+        "CPU of PostgreSQL / Redis per run: starting; answering",
+        lambda g: "; ".join(
+            " / ".join(f"{v / n * 1e3:.1f} ms" for v in g["runs"][phase].values()) or "(none)"
+            for phase in ("servers_cpu_start_s", "servers_cpu_answer_s")
+        ),
     )
 
 
@@ -486,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         help="pages opening at once at most (default 50; 0: all at once, as bench.console opens them: "
         "on a loaded machine daphne then drops handshakes that wait over its 5 s)",
     )
+    ap.add_argument("--no-pages", action="store_true", help="the runs round alone, no open pages")
     ap.add_argument(
         "--pages-only",
         action="store_true",

@@ -29,7 +29,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
+        from engine.web import tokens
+
         queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        tokens.forget()  # this process refuses them at once; others within JR2_TOKEN_CACHE_SECONDS
 
 
 @admin.register(Run)

@@ -383,6 +383,16 @@ SETTINGS: tuple[Setting, ...] = (
         "Security",
     ),
     Setting(
+        "JR2_TOKEN_CACHE_SECONDS",
+        "float",
+        2.0,
+        "How long a web process trusts an API token it has checked (seconds) before it reads the token, its user "
+        "and their permissions from the database again: a token revoked, a user deactivated or a permission "
+        "changed elsewhere is refused at most this long after; at once in the process that changed it. 0: read "
+        "them on every call.",
+        "Security",
+    ),
+    Setting(
         "JR2_BEHIND_PROXY",
         "flag",
         False,

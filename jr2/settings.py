@@ -35,6 +35,9 @@ INSTALLED_APPS = [
     "console",
 ]
 
+# Served in lean shapes (engine/web/middleware.py, `LeanAsgiHandler`): hooks without I/O on the event loop, and what
+# serves browsers only (session, CSRF, the session's user, messages) skipped by a bearer API call. Named here as
+# Django's own, which `check --deploy` and the admin's checks look for.
 MIDDLEWARE = [
     "engine.web.middleware.ApiJsonErrors",
     "django.middleware.security.SecurityMiddleware",

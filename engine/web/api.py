@@ -13,17 +13,16 @@ changes something, and on reads unless `JR2_OPEN_READS` is on. A token carries i
 from __future__ import annotations
 
 import datetime as dt
-import hmac
 import math
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.utils import timezone
 from ninja import NinjaAPI, Query, Schema
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
@@ -32,13 +31,14 @@ from pydantic import Field, StrictBool, StrictStr, ValidationError
 
 from engine import __version__
 from engine.core.blank import BLANK_REFUSED, blank_fields, blank_text
-from engine.models import ApiToken, JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
+from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime import store
 from engine.runtime.admission import check_gate_answer
 from engine.runtime.errors import HostError, InputPending, NoHost, RunNotHosted
+from engine.runtime.host import current_host
 from engine.runtime.registry import workflows
 from engine.runtime.view import RunView
-from engine.web import ratelimit
+from engine.web import ratelimit, tokens
 from engine.web import search as run_search
 from engine.web.answering import answer_refusal, door_of, is_operator
 from engine.web.api_schemas import (
@@ -61,6 +61,8 @@ from engine.web.audit import audit, csv_text, read_filter
 from engine.web.hosting import ready_host
 
 __all__ = ["api"]
+
+T = TypeVar("T")
 
 api = NinjaAPI(
     title="jr2",
@@ -85,33 +87,57 @@ class TokenAuth(HttpBearer):
     """A bearer token from `jr2 token create`; the request acts as its user.
 
     Tokens are stored as SHA-256 hashes (a token has 256 random bits, so a fast hash is enough); the record is found
-    by its prefix and the hashes are compared with `hmac.compare_digest`, in constant time. Wrong tokens are counted
-    per address (`JR2_RATE_TOKEN`, failures/seconds): past the limit every call with a token is refused with 429
-    until the window ends."""
+    by its prefix and the hashes are compared with `hmac.compare_digest`, in constant time, then trusted for
+    `JR2_TOKEN_CACHE_SECONDS` in this process (engine/web/tokens.py: how revocation is honoured). Wrong tokens are
+    counted per address (`JR2_RATE_TOKEN`, failures/seconds): past the limit every call with a token is refused
+    with 429 until the window ends."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        who = ratelimit.client_ip(request)
-        rate = getattr(settings, "JR2_RATE_TOKEN", "60/60")
-        wait = ratelimit.blocked("token", who, rate)
+        self._refuse_blocked(request)
+        found = tokens.trusted(token) or tokens.look_up(token)
+        if found is None:
+            return self._wrong(request)
+        tokens.touch(found[1])
+        request.user = found[0]
+        return found[0]
+
+    @staticmethod
+    def _refuse_blocked(request: HttpRequest) -> None:
+        wait = ratelimit.blocked("token", ratelimit.client_ip(request), _token_rate())
         if wait:
             raise RateLimited(wait)
-        digest = ApiToken.digest(token)
-        record = next(
-            (
-                candidate
-                for candidate in ApiToken.objects.select_related("user").filter(
-                    prefix=token[: ApiToken.PREFIX_LENGTH], revoked_at__isnull=True
-                )
-                if hmac.compare_digest(candidate.key_hash, digest)
-            ),
-            None,
-        )
-        if record is None or not record.user.is_active:
-            ratelimit.failed("token", who, rate)
+
+    @staticmethod
+    def _wrong(request: HttpRequest) -> None:
+        ratelimit.failed("token", ratelimit.client_ip(request), _token_rate())
+        return None
+
+
+def _token_rate() -> str:
+    return str(getattr(settings, "JR2_RATE_TOKEN", "60/60"))
+
+
+class AsyncTokenAuth(TokenAuth):
+    """The same check for the async operations (starting runs, answering Gates), awaited by django-ninja on the
+    event loop: a token trusted a moment ago costs no thread and no query; only a lookup goes to a thread."""
+
+    is_async = True
+
+    async def __call__(self, request: HttpRequest) -> Any:  # type: ignore[override]
+        header = request.headers.get(self.header, "")
+        scheme, _, token = header.partition(" ")
+        if not header or scheme.lower() != self.openapi_scheme:
             return None
-        ApiToken.objects.filter(pk=record.pk).update(last_used_at=timezone.now())
-        request.user = record.user
-        return record.user
+        self._refuse_blocked(request)
+        found = tokens.trusted(token)
+        if found is None:
+            found = await sync_to_async(tokens.look_up)(token)
+        if found is None:
+            return self._wrong(request)
+        if tokens.due(found[1]):
+            await sync_to_async(tokens.touch)(found[1])
+        request.user = found[0]
+        return found[0]
 
 
 class ReadAuth(TokenAuth):
@@ -125,6 +151,7 @@ class ReadAuth(TokenAuth):
 
 
 WRITE = TokenAuth()
+ASYNC_WRITE = AsyncTokenAuth()
 READ = ReadAuth()
 
 
@@ -306,13 +333,13 @@ def get_workflow(request: HttpRequest, name: str) -> dict[str, Any]:
 
 @api.post(
     "/workflows/{name}/runs",
-    auth=WRITE,
+    auth=ASYNC_WRITE,
     response={201: Created, **errors(400, 401, 403, 404, 409, 429, 503)},
     openapi_extra=_body(DOOR_BODY),
     summary="Start a run; the body is the door input",
 )
 async def start_run(request: HttpRequest, name: str) -> tuple[int, dict[str, Any]]:
-    await sync_to_async(require)(request, "start_run", "start runs")
+    require(request, "start_run", "start runs")
     found = workflows()
     loaded = found.find(name)
     if loaded is None:
@@ -326,15 +353,15 @@ async def start_run(request: HttpRequest, name: str) -> tuple[int, dict[str, Any
             f'the input of workflow "{name}" is not valid: {blank_text(loaded.machine.door, body)}',
             [{"field": field, "message": BLANK_REFUSED} for field in blank],
         )
-    seats = await sync_to_async(_played_seats)(request, loaded.machine)
+    seats = _played_seats(request, loaded.machine)
     host = await _host()
     try:
         run_id = await host.start_run(name, body, user_id=request.user.pk, seats=seats)
     except ValidationError as err:
         detail, errors = door_errors(err)
         raise _Invalid(f'the input of workflow "{name}" is not valid: {detail}', errors) from err
-    run = await sync_to_async(Run.objects.get)(id=run_id)
-    return 201, {"id": run_id, "workflow": name, "status": run.status, "url": f"/api/runs/{run_id}"}
+    status = await _read(_status, run_id)
+    return 201, {"id": run_id, "workflow": name, "status": status, "url": f"/api/runs/{run_id}"}
 
 
 def _played_seats(request: HttpRequest, machine: Any) -> dict[str, tuple[int, str]]:
@@ -600,7 +627,7 @@ def get_journal(request: HttpRequest, run_id: str, after: int = 0, limit: int = 
 
 @api.post(
     "/runs/{run_id}/gates/{path:gate}/events",
-    auth=WRITE,
+    auth=ASYNC_WRITE,
     response={200: Outcome, 202: Accepted, **errors(400, 401, 403, 404, 409, 429, 503)},
     openapi_extra=_body(GATE_BODY),
     summary='Answer an open Gate: the body is {"type": <event>, ...its input}. Checked at once against the run\'s '
@@ -608,14 +635,14 @@ def get_journal(request: HttpRequest, run_id: str, after: int = 0, limit: int = 
     "run",
 )
 async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> Any:
-    await sync_to_async(require)(request, "answer_gate", "answer Gates")
-    run = await sync_to_async(_run)(run_id)
+    require(request, "answer_gate", "answer Gates")
+    run, refused = await _read(_answering, run_id, request.user, gate)
     open_gates = [g["id"] for g in (run.view or {}).get("gates", [])]
     _refuse_imported(run, "its Gates cannot be answered here")
     if not run.live:
         raise HttpError(409, f"run {run_id} has ended ({run.status}); its Gates are closed")
     if gate not in open_gates:
-        if await sync_to_async(_answered)(run, gate):
+        if await _read(_answered, run, gate):
             raise HttpError(
                 409,
                 f'Gate "{gate}" of run {run_id} was already answered (by a concurrent answer, or '
@@ -623,7 +650,6 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> Any:
                 f"{', '.join(open_gates) or 'none'})",
             )
         raise HttpError(404, f'run {run_id} has no open Gate "{gate}" (open Gates: {", ".join(open_gates) or "none"})')
-    refused = await sync_to_async(answer_refusal)(request.user, run.view, gate)
     if refused is not None:
         raise HttpError(*refused)
     body = _json_body(request)
@@ -634,7 +660,7 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> Any:
             'it: {"type": "reply", "text": "..."}',
         )
     event = body.pop("type")
-    blank = await sync_to_async(_blank_answer)(run.workflow, gate, event, body)
+    blank = _blank_answer(run.workflow, gate, event, body)
     if blank:
         raise HttpError(400, f'the input of "{event}" is not valid: {blank}; nothing was delivered')
     host = await _host()
@@ -650,8 +676,7 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> Any:
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
     _refused(run_id, gate, delivery)
-    status = await sync_to_async(lambda: Run.objects.values_list("status", flat=True).get(id=run_id))()
-    return {"outcome": delivery.outcome, "run": run_id, "status": status}
+    return {"outcome": delivery.outcome, "run": run_id, "status": await _read(_status, run_id)}
 
 
 def _refused(run_id: str, gate: str, delivery: Any) -> None:
@@ -675,15 +700,15 @@ def _refused(run_id: str, gate: str, delivery: Any) -> None:
 
 @api.post(
     "/runs/{run_id}/cancel",
-    auth=WRITE,
+    auth=ASYNC_WRITE,
     response={200: Outcome, 202: Accepted, **errors(401, 403, 404, 409, 429, 503)},
     openapi_extra=RATE_LIMITED,
     summary="Cancel a run: 200 when done within JR2_RELAY_WAIT, else 202: kept, and carried out when a worker holds "
     "the run",
 )
 async def cancel_run(request: HttpRequest, run_id: str) -> Any:
-    await sync_to_async(require)(request, "cancel_run", "cancel runs")
-    run = await sync_to_async(_run)(run_id)
+    require(request, "cancel_run", "cancel runs")
+    run = await _read(_run, run_id)
     _refuse_imported(run, "it cannot be cancelled")
     body = _json_body(request)
     reason = body.get("reason", "") if isinstance(body, dict) else None
@@ -698,21 +723,19 @@ async def cancel_run(request: HttpRequest, run_id: str) -> Any:
         await host.cancel(run_id, by=request.user.get_username(), door=door_of(request), reason=reason.strip())
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
-    status = await sync_to_async(lambda: Run.objects.values_list("status", flat=True).get(id=run_id))()
-    return {"outcome": "cancelled", "run": run_id, "status": status}
+    return {"outcome": "cancelled", "run": run_id, "status": await _read(_status, run_id)}
 
 
 @api.post(
     "/runs/{run_id}/gates/{path:gate}/claim",
-    auth=WRITE,
+    auth=ASYNC_WRITE,
     response={200: ClaimOut, 202: Accepted, **errors(401, 403, 404, 409, 429, 503)},
     openapi_extra=RATE_LIMITED,
     summary="Claim an open Gate: for JR2_CLAIM_MINUTES only the caller may answer it (claiming again extends it)",
 )
 async def claim_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str, Any]:
-    await sync_to_async(require)(request, "answer_gate", "claim Gates")
-    run = await sync_to_async(_open_gate_run)(run_id, gate)
-    refused = await sync_to_async(answer_refusal)(request.user, run.view, gate)
+    require(request, "answer_gate", "claim Gates")
+    run, refused = await _read(_claimable, run_id, request.user, gate)
     if refused is not None:
         raise HttpError(*refused)
     return await _claim(request, run_id, gate, "claim")
@@ -720,17 +743,17 @@ async def claim_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str, 
 
 @api.delete(
     "/runs/{run_id}/gates/{path:gate}/claim",
-    auth=WRITE,
+    auth=ASYNC_WRITE,
     response={200: ClaimOut, 202: Accepted, **errors(401, 403, 404, 409, 429, 503)},
     openapi_extra=RATE_LIMITED,
     summary="Release your claim on a Gate; an operator (engine.cancel_run) breaks anyone's",
 )
 async def release_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str, Any]:
-    await sync_to_async(require)(request, "answer_gate", "release claims on Gates")
-    run = await sync_to_async(_open_gate_run)(run_id, gate)
+    require(request, "answer_gate", "release claims on Gates")
+    run = await _read(_open_gate_run, run_id, gate)
     held = RunView.of(run.view).claim(gate, time.time())
     mine = held is None or held.by == request.user.get_username()
-    if not mine and not await sync_to_async(is_operator)(request.user):
+    if not mine and not is_operator(request.user):
         raise HttpError(
             403,
             f'Gate "{gate}" is claimed by {held.by if held else "nobody"}; only they may release it, and only an '
@@ -749,7 +772,9 @@ async def _claim(request: HttpRequest, run_id: str, gate: str, action: str) -> d
     if delivery.outcome == "refused":
         status = {"no-gate": 404, "ended": 409, "claimed": 409, "not-claimed": 409}.get(delivery.code, 400)
         raise HttpError(status, f"{delivery.error}; nothing changed")
-    held = await sync_to_async(lambda: RunView.of(Run.objects.get(id=run_id).view).claim(gate, time.time()))()
+    held = RunView.of(await _read(lambda: Run.objects.values_list("view", flat=True).get(id=run_id))).claim(
+        gate, time.time()
+    )
     words = {"claim": "claimed", "release": "released", "break": "broken"}[action]
     if held is None or action != "claim":
         return {"outcome": words, "run": run_id, "gate": gate, "by": None, "until": None}
@@ -846,7 +871,7 @@ class ForkBody(Schema):
 
 @api.post(
     "/runs/{run_id}/fork",
-    auth=WRITE,
+    auth=ASYNC_WRITE,
     response={201: Forked, **errors(400, 401, 403, 404, 409, 429, 503)},
     openapi_extra=RATE_LIMITED,
     summary="Fork a run from a step: a new run from the Session it had after that journal entry, with its "
@@ -854,14 +879,14 @@ class ForkBody(Schema):
     "(`restart_turns`); the run itself never changes",
 )
 async def fork_run(request: HttpRequest, run_id: str, body: ForkBody) -> tuple[int, dict[str, Any]]:
-    await sync_to_async(require)(request, "start_run", "fork runs")
-    await sync_to_async(_run)(run_id)
+    require(request, "start_run", "fork runs")
+    await _read(_run, run_id)
     host = await _host()
     answer = (body.answer.gate, body.answer.event, body.answer.input) if body.answer is not None else None
     fork_id = await host.fork_run(
         run_id, body.step, context=body.context, answer=answer, restart=body.restart_turns, user_id=request.user.pk
     )
-    run = await sync_to_async(Run.objects.get)(id=fork_id)
+    run = await _read(lambda: Run.objects.get(id=fork_id))
     return 201, {
         "id": fork_id,
         "workflow": run.workflow,
@@ -894,6 +919,32 @@ def export(request: HttpRequest, run_id: str) -> HttpResponse:
 def _refuse_imported(run: Run, what: str) -> None:
     if run.imported:
         raise HttpError(409, f"run {run.id} was imported (from run {run.imported_from}) and is read-only: {what}")
+
+
+async def _read(fn: Callable[..., T], *args: Any) -> T:
+    """A read of the async operations, on the host's database thread (its kept connection) when this process runs
+    a host, else on a thread of the request's own (a connection opened for it): no thread and no connection is
+    made per request."""
+    host = current_host()
+    if host is None or not host.ready.is_set():
+        return await sync_to_async(fn)(*args)
+    return await host.db(fn, *args)
+
+
+def _status(run_id: str) -> str:
+    return str(Run.objects.values_list("status", flat=True).get(id=run_id))
+
+
+def _answering(run_id: str, user: Any, gate: str) -> tuple[Run, tuple[int, str] | None]:
+    """The run a Gate answer is for, and whether `user` may not answer `gate` now (assignment, claim)."""
+    run = _run(run_id)
+    return run, answer_refusal(user, run.view, gate)
+
+
+def _claimable(run_id: str, user: Any, gate: str) -> tuple[Run, tuple[int, str] | None]:
+    """The run whose open `gate` is to be claimed, and whether `user` may not answer it now."""
+    run = _open_gate_run(run_id, gate)
+    return run, answer_refusal(user, run.view, gate)
 
 
 def _run(run_id: str) -> Run:

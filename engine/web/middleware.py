@@ -1,7 +1,15 @@
 """Middleware: under /api/, every error is JSON with a `detail` (a response that Django or a library made as an HTML
 page, a wrong method, a CSRF refusal, a page not found, is given again as JSON); every response carries the
 Content-Security-Policy (`JR2_CSP`), which allows no inline script; and an address holding the NUL character is
-refused before any view looks it up (PostgreSQL cannot compare text with NUL: it would be a 500 there)."""
+refused before any view looks it up (PostgreSQL cannot compare text with NUL: it would be a 500 there).
+
+Django's own middleware, served in lean shapes (`LeanAsgiHandler`, jr2/asgi.py): under ASGI a Django middleware
+runs each hook through `sync_to_async` (a hop to the request's thread and back), so those whose hooks do no I/O (the
+security headers, Common, the frame options, the lazy `request.user`) run them on the event loop instead
+(`_Inline`), and an API call with a bearer token skips what serves browsers only (`_NotForApi`: the session, CSRF,
+the user from the session, messages): the token is its identity, and no cookie is read or set for it (the API's
+operations are CSRF-exempt). settings.MIDDLEWARE keeps Django's names, which `check --deploy` and the admin's checks
+look up: the handler swaps each for its lean shape when it builds its chain (`LEAN`)."""
 
 from __future__ import annotations
 
@@ -10,13 +18,36 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
+from django.contrib.auth.middleware import AuthenticationMiddleware
+from django.contrib.messages.middleware import MessageMiddleware
+from django.contrib.sessions.middleware import SessionMiddleware
+from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware
+from django.middleware.csrf import CsrfViewMiddleware
+from django.middleware.security import SecurityMiddleware
 
 from engine.core.text import NUL
 
-__all__ = ["ApiJsonErrors", "ContentSecurityPolicy", "RefuseNul", "refuse_nul_websockets"]
+__all__ = [
+    "ApiJsonErrors",
+    "ContentSecurityPolicy",
+    "RefuseNul",
+    "refuse_nul_websockets",
+    "bearer_api_call",
+    "Security",
+    "Sessions",
+    "Common",
+    "Csrf",
+    "Authentication",
+    "Messages",
+    "FrameOptions",
+    "LEAN",
+    "LeanAsgiHandler",
+]
 
 WHY = {
     403: "forbidden: {reason}",
@@ -130,3 +161,102 @@ def refuse_nul_websockets(app: Any) -> Any:
         await app(scope, receive, send)
 
     return guarded
+
+
+# -- Django's middleware, lean under ASGI ---------------------------------------------------------------------------
+
+
+def bearer_api_call(request: HttpRequest) -> bool:
+    """A call to the JSON API that carries `Authorization: Bearer ...`: it is authenticated by its token alone."""
+    return request.path.startswith("/api/") and request.headers.get("Authorization", "")[:7].lower() == "bearer "
+
+
+class _Inline:
+    """For a Django middleware whose hooks do no I/O: under ASGI they run on the event loop, not through
+    `sync_to_async` (MiddlewareMixin's way, for hooks that may read the database)."""
+
+    get_response: Callable[[HttpRequest], Any]
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        response = self.process_request(request) if hasattr(self, "process_request") else None
+        response = response or await self.get_response(request)
+        if hasattr(self, "process_response"):
+            response = self.process_response(request, response)
+        return response
+
+
+class _NotForApi:
+    """For a Django middleware that serves browsers only: a bearer API call goes past it untouched."""
+
+    get_response: Callable[[HttpRequest], Any]
+    async_mode: bool
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if not self.async_mode and bearer_api_call(request):
+            return self.get_response(request)
+        return super().__call__(request)  # type: ignore[misc]
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        if bearer_api_call(request):
+            return await self.get_response(request)
+        return await super().__acall__(request)  # type: ignore[misc,no-any-return]
+
+
+class Security(_Inline, SecurityMiddleware):
+    """Django's SecurityMiddleware (headers, HTTPS redirect), on the event loop."""
+
+
+class Sessions(_NotForApi, SessionMiddleware):
+    """Django's SessionMiddleware; not for bearer API calls."""
+
+
+class Common(_Inline, CommonMiddleware):
+    """Django's CommonMiddleware (the slash redirect, Content-Length), on the event loop."""
+
+
+class Csrf(_NotForApi, CsrfViewMiddleware):
+    """Django's CSRF check; not for bearer API calls (the API's operations are CSRF-exempt: no cookie
+    authenticates them)."""
+
+    async def process_view(self, request: HttpRequest, callback: Any, args: Any, kwargs: Any) -> HttpResponse | None:
+        if bearer_api_call(request):
+            return None
+        return await sync_to_async(super().process_view, thread_sensitive=True)(request, callback, args, kwargs)
+
+
+class Authentication(_NotForApi, _Inline, AuthenticationMiddleware):
+    """Django's AuthenticationMiddleware (a lazy `request.user`, read from the session when used), on the event
+    loop; not for bearer API calls, whose token sets `request.user`."""
+
+
+class Messages(_NotForApi, MessageMiddleware):
+    """Django's MessageMiddleware; not for bearer API calls."""
+
+
+class FrameOptions(_Inline, XFrameOptionsMiddleware):
+    """Django's X-Frame-Options header, on the event loop."""
+
+
+#: Django's middleware (as settings.MIDDLEWARE names them) -> its lean shape here.
+LEAN = {
+    "django.middleware.security.SecurityMiddleware": f"{__name__}.Security",
+    "django.contrib.sessions.middleware.SessionMiddleware": f"{__name__}.Sessions",
+    "django.middleware.common.CommonMiddleware": f"{__name__}.Common",
+    "django.middleware.csrf.CsrfViewMiddleware": f"{__name__}.Csrf",
+    "django.contrib.auth.middleware.AuthenticationMiddleware": f"{__name__}.Authentication",
+    "django.contrib.messages.middleware.MessageMiddleware": f"{__name__}.Messages",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware": f"{__name__}.FrameOptions",
+}
+
+
+class LeanAsgiHandler(ASGIHandler):
+    """Django's ASGI handler, its chain built from settings.MIDDLEWARE with each of Django's middleware in its lean
+    shape (`LEAN`); the settings themselves keep Django's names."""
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        named = settings.MIDDLEWARE
+        settings.MIDDLEWARE = [LEAN.get(path, path) for path in named]
+        try:
+            super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = named

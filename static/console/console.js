@@ -175,6 +175,68 @@
     replayStep(url);
   }
 
+  // A live region swapped in while someone fills one of its forms keeps what they typed. The socket sends every
+  // region on connect: a region whose markup is unchanged (its CSRF tokens aside) is not swapped at all, so a
+  // click on its button is not lost either; a changed one gets the edited fields back into the same forms.
+  var keptFields = {};  // region id -> its edited fields, from before its swap to after it
+
+  function fieldKey(field) {
+    var form = field.form;
+    var where = form ? (form.getAttribute("action") || "") + "|" + (form.dataset.event || "") : "";
+    return where + "|" + field.name;
+  }
+
+  function editedFields(region) {
+    var kept = [];
+    region.querySelectorAll("input, textarea, select").forEach(function (field) {
+      if (!field.name || field.type === "hidden" || field.type === "file") return;
+      var box = field.type === "checkbox" || field.type === "radio";
+      var changed = box ? field.checked !== field.defaultChecked
+        : field.tagName === "SELECT"
+          ? Array.prototype.some.call(field.options, function (o) { return o.selected !== o.defaultSelected; })
+          : field.value !== field.defaultValue;
+      if (changed) {
+        kept.push({ key: fieldKey(field), value: field.value, checked: field.checked, box: box,
+          focused: document.activeElement === field });
+      }
+    });
+    return kept;
+  }
+
+  function comparable(node) {
+    var copy = node.cloneNode(true);
+    copy.querySelectorAll('input[name="csrfmiddlewaretoken"]').forEach(function (i) { i.removeAttribute("value"); });
+    return copy;
+  }
+
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    var fragment = event.detail.fragment;
+    if (!event.detail.shouldSwap || !target || !target.id || !target.querySelector) return;
+    if (!target.querySelector("input, textarea, select")) return;
+    var incoming = fragment && fragment.nodeType === 11 ? fragment.firstElementChild : fragment;
+    if (incoming && incoming.nodeType === 1 && comparable(target).isEqualNode(comparable(incoming))) {
+      event.detail.shouldSwap = false;
+      return;
+    }
+    var kept = editedFields(target);
+    if (kept.length) keptFields[target.id] = kept;
+  });
+
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var id = event.detail.target && event.detail.target.id;
+    var kept = id ? keptFields[id] : null;
+    var region = id ? document.getElementById(id) : null;
+    if (!kept || !region) return;
+    delete keptFields[id];
+    region.querySelectorAll("input, textarea, select").forEach(function (field) {
+      var was = kept.find(function (k) { return k.key === fieldKey(field) && (!k.box || k.value === field.value); });
+      if (!was) return;
+      if (was.box) field.checked = was.checked; else if (field.value === field.defaultValue) field.value = was.value;
+      if (was.focused) field.focus();
+    });
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     applyLit();
     stateClicks();

@@ -741,6 +741,13 @@ def test_a_revoked_token_is_401(live: LiveServer, client: httpx.Client) -> None:
     assert revoked.returncode == 0, revoked.stdout + revoked.stderr
     [line] = [line for line in live.jr2("token", "list").stdout.splitlines() if line.rstrip().endswith("soon-revoked")]
     assert "revoked" in line, line
+    # The server trusted the token it checked for JR2_TOKEN_CACHE_SECONDS (2 s; engine/web/tokens.py): revoked in
+    # another process (the CLI), it is refused within that, never later.
+    revoked_at = time.monotonic()
+    with live.client(key) as mine:
+        while mine.get("/api/runs").status_code == 200:
+            assert time.monotonic() - revoked_at < 2.0 + 1.0, "a revoked token still works past the token cache"
+            time.sleep(0.1)
 
     run_id = notes_waiting(live, client)
     before, count = marks(client, run_id), run_count(client)

@@ -132,9 +132,9 @@ def same_document(tab: Page) -> None:
 def settled(tab: Page, quiet_ms: int = 300) -> None:
     """Wait until the run page's websocket is open and has swapped nothing in for `quiet_ms`.
 
-    A live update replaces the Gate and seat regions whole, forms included: a click that lands while they are being
-    swapped is lost and text typed before it is wiped (a known defect of the live page). A person reads the page
-    before acting; the tests wait for it to be quiet the same way."""
+    A live update that changes the Gate or seat region replaces it whole (what was typed in its forms is put back,
+    console.js), so a click that lands while it is being swapped is lost. A person reads the page before acting;
+    the tests wait for it to be quiet the same way."""
     # A function, not an expression: Playwright evals an expression inside the page, which the CSP forbids.
     tab.wait_for_function(
         "quiet => window.__ws.opens > 0 && performance.now() - window.__ws.last > quiet", arg=quiet_ms
@@ -651,6 +651,34 @@ def test_replay_steps_swap_the_panes_without_a_reload_and_follow_the_arrow_keys(
     expect(page.locator("#step-words")).to_contain_text("got reply")
 
 
+def test_what_is_typed_in_a_gate_form_outlives_the_regions_sent_again(page: Page, server: LiveServer) -> None:
+    """A reconnected page gets every region again: the Gate form being filled keeps its text and its focus, and
+    its button still sends what was typed."""
+    run_id = waiting_run(server, "Keep my words.")
+    sockets: list[WebSocketRoute] = []
+
+    def route(ws: WebSocketRoute) -> None:
+        ws.connect_to_server()
+        sockets.append(ws)
+
+    page.route_web_socket(re.compile(r"/ws/runs/"), route)
+    page.goto(f"{server.url}/runs/{run_id}/")
+    mark_document(page)
+    settled(page)
+    text = page.locator("#run-gates form.gate-form[data-event=reply] textarea[name=text]")
+    text.fill("Half of what I meant")
+    sockets[-1].close(code=1006, reason="dropped")
+    page.wait_for_function("() => window.__ws.opens >= 2")
+    settled(page)
+    expect(text).to_have_value("Half of what I meant")
+    expect(text).to_be_focused()
+    text.press_sequentially(", and the rest.")
+    page.locator("#run-gates form.gate-form[data-event=reply]").get_by_role("button", name="Send reply").click()
+    expect(page.locator("#run-status-badge")).to_have_text("done", timeout=20_000)
+    expect(page.locator("#run-output")).to_contain_text("Half of what I meant, and the rest.")
+    same_document(page)
+
+
 def test_replay_plays_to_the_last_step_and_pauses(page: Page, server: LiveServer) -> None:
     """Play steps the replay on its own at the chosen speed, in place, until the last step; pause stops it."""
     run_id = waiting_run(server, "Play.")
@@ -660,17 +688,17 @@ def test_replay_plays_to_the_last_step_and_pauses(page: Page, server: LiveServer
     where = page.locator("#replay-controls")
     total = int(page.locator("#step-slider").get_attribute("max") or 0)
     mark_document(page)
-    page.locator("#play-speed").select_option("4")
+    page.locator("#play-speed").select_option("2")
     page.get_by_role("button", name="▶ play").click()
-    expect(where).to_contain_text("step 2 of")
     expect(page.get_by_role("button", name="⏸ pause")).to_be_visible()
+    page.wait_for_function("() => Number(document.getElementById('replay-panes').dataset.step) > 1")
     expect(where).to_contain_text(f"step {total} of {total}", timeout=30_000)
     page.wait_for_timeout(600)
     expect(where).to_contain_text(f"step {total} of {total}")
     page.locator("#step-slider").fill("2")
     expect(where).to_contain_text(f"step 2 of {total}")
     page.get_by_role("button", name="▶ play").click()
-    expect(where).to_contain_text(f"step 3 of {total}")
+    page.wait_for_function("() => Number(document.getElementById('replay-panes').dataset.step) > 2")
     page.get_by_role("button", name="⏸ pause").click()
     expect(page.get_by_role("button", name="▶ play")).to_be_visible()
     shown = page.locator("#replay-panes").get_attribute("data-step")

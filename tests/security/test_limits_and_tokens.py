@@ -77,10 +77,14 @@ def test_a_token_with_a_known_prefix_but_another_secret_is_refused(site: LiveSer
 
 def test_the_token_check_compares_hashes_in_constant_time() -> None:
     """Read in the source, as a timing test on a shared machine would prove nothing: the lookup is by prefix and the
-    secret's hash is compared with hmac.compare_digest, never with == or a database filter on the hash."""
+    secret's hash is compared with hmac.compare_digest, never with == or a database filter on the hash. (A token
+    checked a moment ago is found again by its SHA-256 digest in the process's memory, engine/web/tokens.py: a
+    lookup keyed by the hash of what the caller sent, which tells a guesser nothing about a real key.)"""
     import inspect
 
+    from engine.web import tokens
     from engine.web.api import TokenAuth
 
-    source = inspect.getsource(TokenAuth.authenticate)
+    source = inspect.getsource(tokens.look_up)
     assert "hmac.compare_digest(" in source and "prefix=" in source and "key_hash=" not in source
+    assert "tokens.look_up" in inspect.getsource(TokenAuth.authenticate)
