@@ -3,6 +3,7 @@
     scripts/services run python -m bench.fleet_load             # the full run (`make bench-fleet`)
     scripts/services run python -m bench.fleet_load --quick     # a smoke run: 100 runs, 100 pages
     python -m bench.fleet_load --only embedded                  # the embedded default alone (no services needed)
+    scripts/services run python -m bench.fleet_load --pages-only --live 10:all --rounds 3   # ten Gates at once
 
 Two systems, each started fresh, each measured the same way, all through HTTP and websockets as a client sees them:
 
@@ -88,7 +89,11 @@ class FleetServer(Server):
             self.env.pop(name, None)
         # the processes run in `tmp` (bench/soak.py's Fleet), so the workflows folder is named, not found beside them
         self.env.update(
-            DATABASE_URL=database_url, REDIS_URL=redis_url, PYTHONPATH=str(ROOT), JR2_WORKFLOWS=str(ROOT / "workflows")
+            DATABASE_URL=database_url,
+            REDIS_URL=redis_url,
+            PYTHONPATH=str(ROOT),
+            JR2_WORKFLOWS=str(ROOT / "workflows"),
+            JR2_RELAY_WAIT="60",
         )
         self.fleet = Fleet(tmp, self.env)
         self.sizes = (webs, workers)
@@ -361,6 +366,9 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
     """Both parts on one started system."""
     import httpx
 
+    # a Gate answer's POST waits for its commit up to 60 s (the soak's setting), not 2 s: on a loaded machine a
+    # worker may take longer to claim a run, and a 202 ("kept, pending") would void the round
+    server.env["JR2_RELAY_WAIT"] = "60"
     server.start()
     out: dict[str, Any] = {"processes": len(server.pids), "pages_on": [e.url for e in server.endpoints]}
     out["roles"] = {pid: "worker" if pid in run_pids(server) else "web" for pid in server.pids}
@@ -378,15 +386,16 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
             rss_idle = {pid: proc_rss_kib(pid) for pid in server.pids}
             print(f"  {name}: warm-up, {args.warmup} runs", flush=True)
             out["warmup"] = await runs_round(server, http, args.warmup, args.concurrency, "warm-up")
-            print(f"  {name}: {args.runs} runs at once", flush=True)
-            out["runs"] = await runs_round(server, http, args.runs, args.concurrency, "load")
-            r = out["runs"]
             out["rss_idle_kib_by_pid"] = rss_idle
-            print(
-                f"    all waiting in {r['all_waiting_s']:.1f} s, all done {r['all_done_s']:.1f} s after the first "
-                f"answer; {r['kib_per_waiting_run']:.1f} KiB per waiting run",
-                flush=True,
-            )
+            if not args.pages_only:
+                print(f"  {name}: {args.runs} runs at once", flush=True)
+                out["runs"] = await runs_round(server, http, args.runs, args.concurrency, "load")
+                r = out["runs"]
+                print(
+                    f"    all waiting in {r['all_waiting_s']:.1f} s, all done {r['all_done_s']:.1f} s after the "
+                    f"first answer; {r['kib_per_waiting_run']:.1f} KiB per waiting run",
+                    flush=True,
+                )
             out["live"] = []
             if args.no_pages:
                 return out
@@ -455,6 +464,26 @@ def table(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
     def row(what: str, cell: Callable[[dict[str, Any]], str]) -> None:
         lines.append(f"| {what} | " + " | ".join(cell(got[k]) for k in systems) + " |")
 
+    if not args.pages_only:
+        runs_rows(row, args)
+    for i, (runs, mode) in enumerate(parse_configs(args.live) if not args.no_pages else []):
+        what = (
+            f"{args.pages} pages on 1 run: one commit to all, commit -> fragment p50 / p95"
+            if runs == 1
+            else f"{args.pages} pages on {runs} runs, {MODES[mode]}: commit -> fragment p50 / p95"
+        )
+        row(what, partial(latency, i))
+    if args.no_pages:
+        return lines
+    row(
+        f"opening {args.pages} pages, {args.open_at_once or 'all'} at a time (first round)",
+        lambda g: s(g["live"][0]["rounds"][0]["connect_s"]),
+    )
+    return lines
+
+
+def runs_rows(row: Callable[[str, Callable[[dict[str, Any]], str]], None], args: argparse.Namespace) -> None:
+    """The table's rows of the runs part (left out with --pages-only)."""
     n = args.runs
     row(f"{n:,} runs: every start POST answered ({args.concurrency} in flight)", lambda g: s(g["runs"]["posted_s"]))
     row(
@@ -501,20 +530,6 @@ def table(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
             for phase in ("servers_cpu_start_s", "servers_cpu_answer_s")
         ),
     )
-    for i, (runs, mode) in enumerate(parse_configs(args.live) if not args.no_pages else []):
-        what = (
-            f"{args.pages} pages on 1 run: one commit to all, commit -> fragment p50 / p95"
-            if runs == 1
-            else f"{args.pages} pages on {runs} runs, {MODES[mode]}: commit -> fragment p50 / p95"
-        )
-        row(what, partial(latency, i))
-    if args.no_pages:
-        return lines
-    row(
-        f"opening {args.pages} pages, {args.open_at_once or 'all'} at a time (first round)",
-        lambda g: s(g["live"][0]["rounds"][0]["connect_s"]),
-    )
-    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -541,6 +556,11 @@ def main(argv: list[str] | None = None) -> int:
         "on a loaded machine daphne then drops handshakes that wait over its 5 s)",
     )
     ap.add_argument("--no-pages", action="store_true", help="the runs round alone, no open pages")
+    ap.add_argument(
+        "--pages-only",
+        action="store_true",
+        help="skip the runs part: only the warm-up and the page rounds (with --live 10:all: ten Gates at once)",
+    )
     ap.add_argument("--webs", type=int, default=2, help="jr2 web processes of the fleet (default 2)")
     ap.add_argument("--workers", type=int, default=3, help="jr2 worker processes of the fleet (default 3)")
     ap.add_argument("--only", default="embedded,fleet", help="which systems (default embedded,fleet)")

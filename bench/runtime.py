@@ -21,6 +21,8 @@ the same Turn loop as real ones. Three measurements:
 2. 1,000 runs of workflows/notes.py (its scripted stand-in writer) started at once in one Host: time until all
    wait at their Gate, memory per waiting run (VmRSS delta, and in a second pass tracemalloc), then every Gate
    answered and the time until all are done. Every run must end `done` with the notes made from its own reply.
+   Per run and phase: process CPU, the database thread's statements (by kind; a BEGIN is a write transaction),
+   rows changed and rows kept (by table), against GATE_TARGETS (`--strict`).
 3. Resuming a run with a 10,000-entry journal: a counter run is driven through a Host until its journal holds
    10,000 entries, then it waits at a Gate; the host stops, and a new Host takes it up (`Host._take_up`: the lease,
    the latest snapshot and the journal tail from SQLite, `Session.restore`, the tail applied, the driver started)
@@ -28,6 +30,8 @@ the same Turn loop as real ones. Three measurements:
    whole journal is applied, and `Session.replay` of the whole journal in memory. Target: < 200 ms with the
    snapshot. Every taken-up Session must equal a full replay of the journal (`to_json()`), and the last one is
    answered and must finish with the count it had.
+6. Ten Gates answered at once (`ten`), 8 rounds, with 500 other notes runs waiting: per answer, `host.deliver` until
+   its committed result, and per round until all ten runs are done. Target: p95 < 100 ms per answer.
 4. The Anthropic provider's prompt caching on one Turn of 20 picks, against the local fake server, whose prompt
    cache is computed from the breakpoints each request carries: input tokens at full price and tokens read from the
    cache, with the conversation's moving breakpoint ("after") and without it ("before"). See bench/prompt_cache.py.
@@ -101,6 +105,9 @@ def setup_django(db_path: Path, debug: bool) -> None:
 
     call_command("migrate", verbosity=0)
     settings.JR2_SCRIPTED = True  # notes' writer plays its scripted stand-in
+    # 1,000 Gate answers at once queue behind each other on the one host: each waits for its own commit, as the
+    # bench counts "all done", instead of being answered "kept, pending" after the API's 2 s.
+    settings.JR2_RELAY_WAIT = 600.0
 
 
 def vm_rss_kib() -> int:
@@ -327,6 +334,7 @@ def spread(values: list[float]) -> dict[str, float]:
         "n": len(s),
         "p50": percentile(s, 50),
         "p90": percentile(s, 90),
+        "p95": percentile(s, 95),
         "p99": percentile(s, 99),
         "max": s[-1] if s else float("nan"),
         "mean": statistics.fmean(s) if s else float("nan"),
@@ -563,6 +571,55 @@ def check_gate_runs(run_ids: list[str], status: str, replies: dict[str, str] | N
             )
 
 
+class DbCounts:
+    """What the host's database thread does: its statements by kind (a `BEGIN` is a write transaction; SQLite
+    runs each statement outside one in a transaction of its own), and the rows they inserted, updated or deleted
+    (SQLite's `total_changes`). Installed on that thread's connection as a Django execute wrapper."""
+
+    def __init__(self) -> None:
+        self.statements: dict[str, int] = defaultdict(int)
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        self.statements[sql.lstrip().split(None, 1)[0].upper()] += 1
+        return execute(sql, params, many, context)
+
+    def install(self) -> None:
+        from django.db import connection
+
+        connection.ensure_connection()
+        connection.execute_wrappers.append(self)
+
+    def remove(self) -> None:
+        from django.db import connection
+
+        connection.execute_wrappers.remove(self)
+
+    def read(self) -> dict[str, Any]:
+        """The counts so far, the rows changed and the rows each table holds."""
+        from django.apps import apps
+        from django.db import connection
+
+        changed = connection.connection.total_changes
+        tables = {m._meta.db_table: m.objects.count() for m in apps.get_app_config("engine").get_models()}
+        return {"statements": dict(self.statements), "rows_changed": changed, "tables": tables}
+
+
+def db_delta(before: dict[str, Any], after: dict[str, Any], runs: int) -> dict[str, Any]:
+    """Per run, between two `DbCounts.read()`s: statements (all, by kind), write transactions, rows changed, rows
+    kept (all, by table). The reads themselves (a COUNT per table) are not counted: they come after `before`."""
+    kinds = set(before["statements"]) | set(after["statements"])
+    statements = {k: (after["statements"].get(k, 0) - before["statements"].get(k, 0)) / runs for k in kinds}
+    tables = {t: (after["tables"][t] - before["tables"].get(t, 0)) / runs for t in after["tables"]}
+    return {
+        "statements": sum(statements.values()),
+        "by_kind": {k: v for k, v in sorted(statements.items()) if v},
+        "transactions": statements.get("BEGIN", 0.0),
+        "rows_changed": (after["rows_changed"] - before["rows_changed"]) / runs,
+        "rows_kept": sum(tables.values()),
+        "by_table": {t: v for t, v in sorted(tables.items()) if v},
+    }
+
+
 async def gate_pass(args: argparse.Namespace, runs: int, traced: bool) -> dict[str, Any]:
     from workflows import notes
 
@@ -575,13 +632,18 @@ async def gate_pass(args: argparse.Namespace, runs: int, traced: bool) -> dict[s
         await answer_all(host, {warm: "Warm"}, 60)
         await host.db(check_gate_runs, [warm], "done", {warm: "Warm"})
 
+        counts = DbCounts()
+        await host.db(counts.install)
         gc.collect()
         if traced:
             tracemalloc.start()
+        read0 = await host.db(counts.read)
         rss0, traced0 = vm_rss_kib(), tracemalloc.get_traced_memory()[0] if traced else 0
-        w0 = time.perf_counter()
+        w0, c0 = time.perf_counter(), time.process_time()
         run_ids = await gate_runs_to_waiting(host, runs, 60 + runs * 0.2)
-        out["to_waiting_s"] = time.perf_counter() - w0
+        out["to_waiting_s"], out["to_waiting_cpu_s"] = time.perf_counter() - w0, time.process_time() - c0
+        read1 = await host.db(counts.read)
+        out["to_waiting_db"] = db_delta(read0, read1, runs)
         gc.collect()
         rss1, traced1 = vm_rss_kib(), tracemalloc.get_traced_memory()[0] if traced else 0
         out["rss_delta_kib"] = rss1 - rss0
@@ -592,9 +654,12 @@ async def gate_pass(args: argparse.Namespace, runs: int, traced: bool) -> dict[s
             out["traced_top_files"] = [(_short_path(s.traceback[0].filename), s.size, s.count) for s in stats]
         await host.db(check_gate_runs, run_ids, "waiting")
         replies = {run_id: f"Reader {i}" for i, run_id in enumerate(run_ids)}
-        w1 = time.perf_counter()
+        read2 = await host.db(counts.read)
+        w1, c1 = time.perf_counter(), time.process_time()
         await answer_all(host, replies, 60 + runs * 0.2)
-        out["to_done_s"] = time.perf_counter() - w1
+        out["to_done_s"], out["to_done_cpu_s"] = time.perf_counter() - w1, time.process_time() - c1
+        out["to_done_db"] = db_delta(read2, await host.db(counts.read), runs)
+        await host.db(counts.remove)
         await host.db(check_gate_runs, run_ids, "done", replies)
         await asyncio.sleep(0)
         await host.db(lambda: None)  # the leases the ended runs handed back (`Host.forget`) are released by now
@@ -620,8 +685,13 @@ def _short_path(filename: str) -> str:
 async def gate_runs_to_waiting(host: Any, runs: int, timeout: float) -> list[str]:
     door = {"changes": CHANGES}
     run_ids = list(await asyncio.gather(*(host.start_run("notes", door) for _ in range(runs))))
-    drivers = [host.drivers[r] for r in run_ids]
-    await until(lambda: all(d.status == "waiting" for d in drivers), timeout, f"{runs} notes runs to wait at a Gate")
+    pending = [host.drivers[r] for r in run_ids]
+
+    def all_waiting() -> bool:  # a notes run waits until it is answered: only the others are looked at again
+        pending[:] = [d for d in pending if d.status != "waiting"]
+        return not pending
+
+    await until(all_waiting, timeout, f"{runs} notes runs to wait at a Gate")
     return run_ids
 
 
@@ -636,6 +706,41 @@ async def answer_all(host: Any, replies: dict[str, str], timeout: float) -> None
     if bad:
         raise WrongResult(f"{len(bad)} Gate answers were not delivered: {bad[0]!r:.200}")
     await runs_ended(host, replies, timeout)
+
+
+async def measure_ten(args: argparse.Namespace) -> dict[str, Any]:
+    """Ten Gates answered at once, `--ten-rounds` times, on one Host with `--ten-waiting` notes runs waiting: per
+    answer, the time from `host.deliver` to its committed result; per round, until all ten runs are done (their
+    writers' last steps committed). The host's share of bench/fleet_load.py's "ten Gates at once", without pages."""
+    from workflows import notes
+
+    host = new_host({"notes": notes.machine}, "bench-ten", args.snapshot_every)
+    await host.start()
+    told: list[float] = []
+    done: list[float] = []
+    try:
+        run_ids = await gate_runs_to_waiting(host, args.ten_waiting, 60 + args.ten_waiting * 0.2)
+        for r in range(args.ten_rounds):
+            batch = run_ids[r * 10 : (r + 1) * 10]
+            tasks = [host.drivers[x].task for x in batch]
+
+            async def answer(run_id: str) -> None:
+                t0 = time.perf_counter()
+                delivery = await host.deliver(
+                    run_id, "gate", gate="writing.asking", event="reply", params={"text": f"Ten {run_id}"}
+                )
+                expect(delivery.outcome, "delivered", f"the Gate answer to run {run_id}")
+                told.append(time.perf_counter() - t0)
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(answer(x) for x in batch))
+            await asyncio.gather(*(t for t in tasks if t is not None), return_exceptions=True)
+            done.append(time.perf_counter() - t0)
+            await host.db(check_gate_runs, batch, "done", {x: f"Ten {x}" for x in batch})
+            await asyncio.sleep(0.3)
+    finally:
+        await host.stop()
+    return {"waiting": args.ten_waiting, "rounds": args.ten_rounds, "told_s": spread(told), "done_s": spread(done)}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -877,6 +982,43 @@ def report_tracing(results: dict[str, Any], missed: list[str]) -> None:
     print(f"\nadded at p50: {added * 1e3:.3f} ms (target < 0.3 ms) {verdict(ok)}")
 
 
+#: What a notes run may cost the host, per phase: CPU ms (both threads, from the first start until all wait; from
+#: the first answer until all are done), statements on the database thread and rows kept. The guard against a
+#: regression like the one issue 24 found (the cost per run had tripled unnoticed): `--strict` fails past these.
+#: Measured after issue 24 (2.8 / 4.5 ms, 16 / 25 statements, 18 / 12 rows): a new row or statement per run trips
+#: the guard, and so does CPU well past what a loaded 2-vCPU machine shows.
+GATE_TARGETS = {
+    "to_waiting": {"cpu_ms": 5.0, "statements": 17, "rows_kept": 18},
+    "to_done": {"cpu_ms": 7.0, "statements": 26, "rows_kept": 12},
+}
+
+
+def report_gate_costs(plain: dict[str, Any], missed: list[str]) -> None:
+    """The host's cost per notes run in each phase, against GATE_TARGETS."""
+    n = plain["runs"]
+    print("\n| per run | CPU | statements | write transactions | rows changed | rows kept | target | |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    for phase, what in (("to_waiting", "start -> waiting"), ("to_done", "answer -> done")):
+        db, want = plain[f"{phase}_db"], GATE_TARGETS[phase]
+        cpu_ms = plain[f"{phase}_cpu_s"] / n * 1e3
+        ok = cpu_ms < want["cpu_ms"] and db["statements"] <= want["statements"] and db["rows_kept"] <= want["rows_kept"]
+        if not ok:
+            missed.append(f"host cost per run, {what}")
+        print(
+            f"| {what} | {cpu_ms:.2f} ms | {db['statements']:.1f} | {db['transactions']:.1f} | "
+            f"{db['rows_changed']:.1f} | {db['rows_kept']:.1f} | < {want['cpu_ms']:.0f} ms, <= "
+            f"{want['statements']} statements, <= {want['rows_kept']} rows | {verdict(ok)} |"
+        )
+    for phase in ("to_waiting", "to_done"):
+        db = plain[f"{phase}_db"]
+        print(
+            f"\n{phase}: statements "
+            + ", ".join(f"{k} {v:.1f}" for k, v in db["by_kind"].items())
+            + "; rows kept "
+            + ", ".join(f"{k} {v:.1f}" for k, v in db["by_table"].items())
+        )
+
+
 def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
     """Print the tables; return the missed targets."""
     missed: list[str] = []
@@ -943,19 +1085,34 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
             f"{plain['to_done_s']:.2f} s ({plain['to_done_s'] / n * 1e3:.2f} ms per run) | "
             f"{plain['rss_delta_kib'] / n:,.1f} KiB (VmRSS delta) |"
         )
-        print(
-            f"| same, under tracemalloc | {traced['to_waiting_s']:.2f} s | {traced['to_done_s']:.2f} s | "
-            f"{traced['traced_delta_b'] / n / 1024:,.1f} KiB (traced) |"
-        )
+        if traced:
+            print(
+                f"| same, under tracemalloc | {traced['to_waiting_s']:.2f} s | {traced['to_done_s']:.2f} s | "
+                f"{traced['traced_delta_b'] / n / 1024:,.1f} KiB (traced) |"
+            )
+        report_gate_costs(plain, missed)
         print(
             f"\nVmRSS {plain['rss_waiting_kib'] / 1024:,.0f} MiB with {n:,} runs waiting; after all were done "
-            f"(gc.collect()): VmRSS delta {plain['rss_after_done_delta_kib'] / 1024:,.1f} MiB, traced delta "
-            f"{traced['traced_after_done_delta_b'] / 1024 / 1024:,.2f} MiB."
+            f"(gc.collect()): VmRSS delta {plain['rss_after_done_delta_kib'] / 1024:,.1f} MiB."
         )
-        print(
-            "Largest traced allocations with every run waiting, by file: "
-            + "; ".join(f"{f} {size / n / 1024:,.1f} KiB/run" for f, size, _ in traced["traced_top_files"][:6])
-        )
+        if traced:
+            print(
+                f"Traced delta after all were done: {traced['traced_after_done_delta_b'] / 1024 / 1024:,.2f} MiB. "
+                "Largest traced allocations with every run waiting, by file: "
+                + "; ".join(f"{f} {size / n / 1024:,.1f} KiB/run" for f, size, _ in traced["traced_top_files"][:6])
+            )
+    ten = results.get("ten")
+    if ten:
+        t, d = ten["told_s"], ten["done_s"]
+        ok = t["p95"] < 0.100
+        if not ok:
+            missed.append("ten Gates at once")
+        print(f"\n### 6. Ten Gates answered at once, {ten['rounds']} rounds, {ten['waiting']} runs waiting\n")
+        print("| | p50 | p95 | max | target | |")
+        print("| --- | ---: | ---: | ---: | --- | --- |")
+        row = f"| answer -> its commit | {ms(t['p50'])} | {ms(t['p95'])} | {ms(t['max'])}"
+        print(f"{row} | p95 < 100 ms | {verdict(ok)} |")
+        print(f"| the round's ten runs all done | {ms(d['p50'])} | {ms(d['p95'])} | {ms(d['max'])} | | |")
     resume = results.get("resume")
     if resume:
         f = resume["facts"]
@@ -1026,14 +1183,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="picks,gates,resume,cache,tracing",
-        help="which measurements (default picks,gates,resume,cache,tracing)",
+        default="picks,gates,ten,resume,cache,tracing",
+        help="which measurements (default picks,gates,ten,resume,cache,tracing)",
     )
     ap.add_argument(
         "--profile",
         action="store_true",
         help="cProfile the pick loop and one resume; time the database calls of a pick",
     )
+    ap.add_argument("--ten-waiting", type=int, default=500, help="runs waiting for `ten` (default 500)")
+    ap.add_argument("--ten-rounds", type=int, default=8, help="rounds of ten answers for `ten` (default 8)")
+    ap.add_argument("--no-tracemalloc", action="store_true", help="skip the Gate runs' second pass, under tracemalloc")
     ap.add_argument("--debug", action="store_true", help="run with Django's DEBUG on (it logs every query)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed, too")
     ap.add_argument("--keep-db", action="store_true", help="keep the temp SQLite database and print its path")
@@ -1084,8 +1244,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"2. {args.gate_runs} runs at their Gates", flush=True)
             plain = await gate_pass(args, args.gate_runs, traced=False)
             print(f"  to waiting {plain['to_waiting_s']:.2f} s, to done {plain['to_done_s']:.2f} s", flush=True)
-            traced = await gate_pass(args, args.gate_runs, traced=True)
+            traced = None if args.no_tracemalloc else await gate_pass(args, args.gate_runs, traced=True)
             results["gates"] = {"plain": plain, "traced": traced}
+        if "ten" in only:
+            print(f"6. ten Gates at once, {args.ten_waiting} runs waiting", flush=True)
+            results["ten"] = await measure_ten(args)
         if "resume" in only:
             print(f"3. resuming a run with a {args.entries:,}-entry journal", flush=True)
             results["resume"] = await measure_resume(args)

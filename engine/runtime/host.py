@@ -11,8 +11,9 @@
 A run is hosted by exactly one host at a time: the Run row's lease (owner, expiry) is taken with a compare-and-set
 and renewed while the host drives it, every write of the run checks the lease is still its own (fencing), so
 several processes on one database never drive the same run, and a dead host's runs are taken over when its lease
-expires. All database work goes through one thread (`db`), so a run's records are committed in the order its task
-made them and no connection is held while a model is called.
+expires. All database work goes through one thread (`db`, engine/runtime/dbthread.py), so a run's records are
+committed in the order its task made them and no connection is held while a model is called; the steps of several
+runs that are ready at once are committed there in one transaction (group commit).
 
 A host has a role: "up" (`jr2 up`, the embedded default: serves pages and drives every run), "worker"
 (`jr2 worker`: drives runs, claiming new and orphaned ones as they appear) or "web" (`jr2 web`: drives none; it
@@ -27,11 +28,10 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import DatabaseError, connections
+from django.db import connections
 
 from engine.core.journal.forking import ForkError, plan_fork
 from engine.core.session import Session, SessionError
@@ -40,6 +40,7 @@ from engine.core.workflow import Machine
 from engine.models import Run
 from engine.runtime import forks, relay, store, telemetry
 from engine.runtime.courier import Courier
+from engine.runtime.dbthread import DbThread
 from engine.runtime.driver import RunDriver, wall_ms
 from engine.runtime.errors import HostError, InputPending, RunNotHosted
 from engine.runtime.notify import notify
@@ -91,7 +92,7 @@ class Host:
         #: At most this many runs at once; past it the host claims no more (others take them).
         self.max_runs = max_runs or int(getattr(settings, "JR2_MAX_RUNS", 10_000))
         self.drivers: dict[str, RunDriver] = {}
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jr2-db")
+        self._executor = DbThread()
         self._tasks: list[asyncio.Task[None]] = []
         self._wake = asyncio.Event()
         self.ready = asyncio.Event()
@@ -159,7 +160,7 @@ class Host:
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run `fn` on the host's database thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, _on_db_thread, fn, args)
+        return await self._executor.call(fn, args)
 
     # -- runs ------------------------------------------------------------------------------------------------
 
@@ -453,17 +454,6 @@ class Host:
         if gates:
             self.courier.wake()
         notify(run_id, workflow, str(status), seq, updated.isoformat() if updated is not None else "", gates=gates)
-
-
-def _on_db_thread(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-    """Call `fn`; when the database fails it, drop this thread's connection if it is broken (the server restarted,
-    or killed it), so the next call connects afresh instead of failing the same way for the host's whole life."""
-    try:
-        return fn(*args)
-    except DatabaseError:
-        for connection in connections.all(initialized_only=True):
-            connection.close_if_unusable_or_obsolete()
-        raise
 
 
 def _default_owner(role: str) -> str:

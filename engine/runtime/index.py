@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.core.journal.entries import Entry, GateAnswer, Pick
 from engine.models import GateAssignee, GateRecord, RunMark, RunText
-from engine.runtime.store import Op
+from engine.runtime.store import Op, rows
 
 __all__ = ["Indexed", "index_import", "words", "TAKEN_PICKS", "answered_gates"]
 
@@ -69,26 +69,24 @@ class Indexed(Op):
     output: Any = None
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        self._states(run_id)
-        marks = [RunMark(run_id=run_id, kind=RunMark.Kind.EVENT, name=name) for name in taken_events(self.entries)]
-        marks += [RunMark(run_id=run_id, kind=RunMark.Kind.AGENT, name=name) for name in set(self.agents)]
-        if marks:
-            RunMark.objects.bulk_create(marks, ignore_conflicts=True)
+        marks = self._states(run_id)
+        marks += [_mark(run_id, RunMark.Kind.EVENT, name) for name in taken_events(self.entries)]
+        marks += [_mark(run_id, RunMark.Kind.AGENT, name) for name in set(self.agents)]
+        rows.insert(RunMark, marks, now, ignore=True)
         self._gates(run_id, now)
         if self.first:
-            RunText.objects.create(run_id=run_id, input=words(self.door), output=words(self.output))
+            rows.insert(RunText, [{"run_id": run_id, "input": words(self.door), "output": words(self.output)}], now)
         elif self.output is not None:
-            RunText.objects.filter(run_id=run_id).update(output=words(self.output))
+            rows.update(RunText, {"output": words(self.output)}, {"run_id": run_id})
 
-    def _states(self, run_id: str) -> None:
+    def _states(self, run_id: str) -> list[dict[str, Any]]:
+        """Deletes the marks of the states the run left; the marks of those it entered and passed, to insert."""
         was, now = set(self.before.get("active", ())), set(self.after.get("active", ()))
         if was - now:
             RunMark.objects.filter(run_id=run_id, kind=RunMark.Kind.IN, name__in=was - now).delete()
         passed = set(self.after.get("visited", ())) - set(self.before.get("visited", ()))
-        added = [RunMark(run_id=run_id, kind=RunMark.Kind.IN, name=name) for name in now - was]
-        added += [RunMark(run_id=run_id, kind=RunMark.Kind.PASSED, name=name) for name in passed]
-        if added:
-            RunMark.objects.bulk_create(added, ignore_conflicts=True)
+        added = [_mark(run_id, RunMark.Kind.IN, name) for name in now - was]
+        return added + [_mark(run_id, RunMark.Kind.PASSED, name) for name in passed]
 
     def _gates(self, run_id: str, now: dt.datetime) -> None:
         """Close the Gates the step closed or answered (an answered Gate that is open after the step opened
@@ -98,30 +96,38 @@ class Indexed(Op):
         answered = answered_gates(self.entries)
         for gate in (was - set(after)) | (set(answered) & was):
             entry = answered.get(gate)
-            GateRecord.objects.filter(run_id=run_id, gate=gate, closed_at=None).update(
-                closed_at=now,
-                event=entry.event if entry else "",
-                answered_by=(entry.by or "") if entry else "",
-                answered_door=(entry.door or "") if entry else "",
-                claimed_by="",
-                claimed_until=None,
+            rows.update(
+                GateRecord,
+                {
+                    "closed_at": now,
+                    "event": entry.event if entry else "",
+                    "answered_by": (entry.by or "") if entry else "",
+                    "answered_door": (entry.door or "") if entry else "",
+                    "claimed_by": "",
+                    "claimed_until": None,
+                },
+                {"run_id": run_id, "gate": gate, "closed_at": None},
             )
         opened = (set(after) - was) | (set(answered) & set(after))
         if opened:
-            GateRecord.objects.bulk_create(
-                GateRecord(
-                    run_id=run_id,
-                    workflow=self.workflow,
-                    gate=gate,
-                    state=after[gate].get("path") or after[gate].get("state", ""),
-                    accepts=list(after[gate].get("accepts", ())),
-                    meta=after[gate].get("meta") or {},
-                    assign=after[gate].get("assign"),
-                    assigned=after[gate].get("assign") is not None,
-                    opened_at=now,
-                    due_at=_due_at(after[gate].get("due")),
-                )
-                for gate in sorted(opened)
+            rows.insert(
+                GateRecord,
+                [
+                    {
+                        "run_id": run_id,
+                        "workflow": self.workflow,
+                        "gate": gate,
+                        "state": after[gate].get("path") or after[gate].get("state", ""),
+                        "accepts": list(after[gate].get("accepts", ())),
+                        "meta": after[gate].get("meta") or {},
+                        "assign": after[gate].get("assign"),
+                        "assigned": after[gate].get("assign") is not None,
+                        "opened_at": now,
+                        "due_at": _due_at(after[gate].get("due")),
+                    }
+                    for gate in sorted(opened)
+                ],
+                now,
             )
             _assignees(run_id, [gate for gate in sorted(opened) if after[gate].get("assign")])
         self._claims(run_id, set(after) - (was - set(after)))
@@ -137,6 +143,10 @@ class Indexed(Op):
                 claimed_by=held["by"] if held else "",
                 claimed_until=dt.datetime.fromtimestamp(held["until"], tz=dt.UTC) if held else None,
             )
+
+
+def _mark(run_id: str, kind: str, name: str) -> dict[str, Any]:
+    return {"run_id": run_id, "kind": kind, "name": name}
 
 
 def _due_at(ms: Any) -> dt.datetime | None:

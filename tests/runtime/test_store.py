@@ -58,3 +58,29 @@ def test_a_turn_row_read_back_is_remembered_and_a_closed_turn_is_forgotten(run_i
     assert (run_id, "turn-3") in ops._turn_rows
     store.write(run_id, [store.TurnClosed("turn-3")])
     assert (run_id, "turn-3") not in ops._turn_rows
+
+
+def test_a_group_commit_writes_every_step_but_the_one_whose_lease_is_lost() -> None:
+    held = [Run.objects.create(workflow="notes", digest="d", lease_owner="me").id for _ in range(3)]
+    lost = Run.objects.create(workflow="notes", digest="d", lease_owner="another host").id
+    calls = [(store.commit, (store.Step(r, 1, run={"status": "waiting"}, owner="me"),)) for r in [*held[:2], lost]]
+    calls.append((store.write, (held[2], [opened("turn-4")], "me")))
+    with CaptureQueriesContext(connection) as queries:
+        results = store.commit_group(calls)
+    assert [type(r).__name__ for r in results] == ["datetime", "datetime", "LeaseLost", "datetime"]
+    assert set(Run.objects.filter(status="waiting").values_list("id", flat=True)) == set(held[:2])
+    assert Run.objects.get(id=lost).status != "waiting"
+    assert TurnRecord.objects.filter(run_id=held[2], turn="turn-4").exists()
+    if connection.vendor == "sqlite":  # tried as one transaction, rolled back whole, then each call alone
+        assert sum(q["sql"].startswith("BEGIN") for q in queries.captured_queries) == 1 + 4
+
+
+def test_a_group_commit_is_one_transaction() -> None:
+    runs = [Run.objects.create(workflow="notes", digest="d", lease_owner="me").id for _ in range(5)]
+    calls = [(store.commit, (store.Step(r, 1, run={"status": "waiting"}, owner="me"),)) for r in runs]
+    with CaptureQueriesContext(connection) as queries:
+        results = store.commit_group(calls)
+    assert all(not isinstance(r, Exception) for r in results)
+    assert Run.objects.filter(id__in=runs, status="waiting").count() == 5
+    if connection.vendor == "sqlite":
+        assert sum(q["sql"].startswith("BEGIN") for q in queries.captured_queries) == 1

@@ -9,7 +9,8 @@ that follows from them (Turns, messages, Effects, a snapshot) in one `transactio
 does the host tell anyone.
 
     ops.py      the records a step writes beside its entries (`Op`: a Turn opened, a message, a model call, ...)
-    step.py     the step's one transaction (`commit`, `write`), fenced by the run's lease
+    step.py     the step's one transaction (`commit`, `write`), fenced by the run's lease; several runs' steps
+                in one (`commit_group`, the host's group commit: engine/runtime/dbthread.py)
     resume.py   what taking a run up again reads (`load_resume`)
     leases.py   who drives a run: taking, renewing, handing back and claiming leases; drifted runs
     inputs.py   inputs people send, kept until delivered or refused (the fleet's database inbox)
@@ -52,7 +53,7 @@ from engine.runtime.store.ops import (
     TurnOpened,
 )
 from engine.runtime.store.resume import Resume, expire_in_flight, load_resume
-from engine.runtime.store.step import Step, commit, write
+from engine.runtime.store.step import GROUPED, Step, commit, commit_group, write
 
 __all__ = [
     "Step",
@@ -68,6 +69,8 @@ __all__ = [
     "EffectChanged",
     "commit",
     "write",
+    "commit_group",
+    "GROUPED",
     "Resume",
     "load_resume",
     "take_lease",

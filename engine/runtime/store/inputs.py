@@ -16,6 +16,7 @@ from django.utils import timezone
 from engine.core.text import without_nul
 from engine.models import GateRecord, JournalEntry, Run, RunInput
 from engine.runtime.errors import InputSettled
+from engine.runtime.store import rows
 from engine.runtime.store.ops import Op
 
 __all__ = [
@@ -179,12 +180,14 @@ def _settle(input_id: int, kind: str, gate: str, outcome: Any, owner: str, now: 
     status, reason, closed = verdict(kind, outcome)
     if closed and gate:
         reason = f"{reason}: {why_closed(run_id, gate)}"
-    return (
-        RunInput.objects.filter(id=input_id, status=RunInput.Status.PENDING).update(
-            status=status, reason=without_nul(reason), outcome=without_nul(outcome), answered_by=owner, answered_at=now
-        )
-        == 1
-    )
+    changes = {
+        "status": status,
+        "reason": without_nul(reason),
+        "outcome": without_nul(outcome),
+        "answered_by": owner,
+        "answered_at": now,
+    }
+    return rows.update(RunInput, changes, {"id": input_id, "status": RunInput.Status.PENDING}) == 1
 
 
 def _refuse(input_id: int, reason: str, owner: str, now: dt.datetime) -> bool:

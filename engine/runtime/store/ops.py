@@ -4,6 +4,8 @@ Effect's progress...), applied inside the step's transaction (engine/runtime/sto
 from __future__ import annotations
 
 import datetime as dt
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +13,7 @@ from django.db import transaction
 from django.db.models import F
 
 from engine.models import EffectRecord, ModelCall, Seat, TurnMessage, TurnRecord
+from engine.runtime.store import rows
 
 __all__ = [
     "Op",
@@ -21,6 +24,8 @@ __all__ = [
     "Message",
     "CallStarted",
     "CallFinished",
+    "CallMade",
+    "folded",
     "EffectOpened",
     "EffectChanged",
 ]
@@ -33,13 +38,29 @@ _turn_rows: dict[tuple[str, str], int] = {}
 _TURN_ROWS_MAX = 10_000  # a bound for Turns that never close here (their host stopped): past it, start afresh
 
 
+#: Per thread, the ids of Turn rows written by the transaction under way, for its own messages and calls;
+#: emptied when it ends (`forget_uncommitted`), committed or not.
+_local = threading.local()
+
+
+def _uncommitted() -> dict[tuple[str, str], int]:
+    if not hasattr(_local, "rows"):
+        _local.rows = {}
+    return _local.rows  # type: ignore[no-any-return]
+
+
 def _turn_row(run_id: str, turn: str) -> int:
     key = (run_id, turn)
-    row = _turn_rows.get(key)
+    row = _turn_rows.get(key) or _uncommitted().get(key)
     if row is None:
         row = TurnRecord.objects.only("id").get(run_id=run_id, turn=turn).id
         _remember_turn_row(key, row)
     return row
+
+
+def forget_uncommitted() -> None:
+    """The transaction ended: what it wrote is remembered (on commit) or never was."""
+    _uncommitted().clear()
 
 
 def _remember_turn_row(key: tuple[str, str], row: int) -> None:
@@ -72,21 +93,26 @@ class TurnOpened(Op):
     system: str
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        record = TurnRecord.objects.create(
-            run_id=run_id,
-            turn=self.turn,
-            agent=self.agent,
-            state=self.state,
-            model=self.model,
-            declared_model=self.declared_model,
-            scripted=self.scripted,
-            dials=self.dials,
-            conversation=self.conversation,
-            prompt=self.prompt,
-            system=self.system,
-            started_at=now,
+        row = rows.insert_one(
+            TurnRecord,
+            {
+                "run_id": run_id,
+                "turn": self.turn,
+                "agent": self.agent,
+                "state": self.state,
+                "model": self.model,
+                "declared_model": self.declared_model,
+                "scripted": self.scripted,
+                "dials": self.dials,
+                "conversation": self.conversation,
+                "prompt": self.prompt,
+                "system": self.system,
+                "started_at": now,
+            },
+            now,
         )
-        _remember_turn_row((run_id, self.turn), record.id)
+        _uncommitted()[(run_id, self.turn)] = row
+        _remember_turn_row((run_id, self.turn), row)
 
 
 @dataclass
@@ -96,8 +122,10 @@ class TurnClosed(Op):
     reason: str = ""
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        TurnRecord.objects.filter(run_id=run_id, turn=self.turn, status=TurnRecord.Status.OPEN).update(
-            status=self.status, reason=self.reason, ended_at=now, pending_call=""
+        rows.update(
+            TurnRecord,
+            {"status": self.status, "reason": self.reason, "ended_at": now, "pending_call": ""},
+            {"run_id": run_id, "turn": self.turn, "status": TurnRecord.Status.OPEN},
         )
         transaction.on_commit(lambda: _turn_rows.pop((run_id, self.turn), None))
 
@@ -120,7 +148,7 @@ class TurnChanged(Op):
         if self.conversation is not None:
             changes["conversation"] = self.conversation
         if changes:
-            TurnRecord.objects.filter(run_id=run_id, turn=self.turn).update(**changes)
+            rows.update(TurnRecord, changes, {"run_id": run_id, "turn": self.turn})
 
 
 @dataclass
@@ -146,14 +174,20 @@ class Message(Op):
     content: list[dict[str, Any]]
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        TurnMessage.objects.create(
-            run_id=run_id,
-            turn_id=_turn_row(run_id, self.turn),
-            conversation=self.conversation,
-            seq=self.seq,
-            role=self.role,
-            kind=self.kind,
-            content=self.content,
+        rows.insert(
+            TurnMessage,
+            [
+                {
+                    "run_id": run_id,
+                    "turn_id": _turn_row(run_id, self.turn),
+                    "conversation": self.conversation,
+                    "seq": self.seq,
+                    "role": self.role,
+                    "kind": self.kind,
+                    "content": self.content,
+                }
+            ],
+            now,
         )
 
 
@@ -167,16 +201,19 @@ class CallStarted(Op):
     messages: int
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        ModelCall.objects.create(
-            run_id=run_id,
-            turn_id=_turn_row(run_id, self.turn),
-            seq=self.seq,
-            model=self.model,
-            scripted=self.scripted,
-            request=self.request,
-            messages=self.messages,
-            started_at=now,
-        )
+        rows.insert(ModelCall, [self.row(run_id, now)], now)
+
+    def row(self, run_id: str, now: dt.datetime) -> dict[str, Any]:
+        return {
+            "run_id": run_id,
+            "turn_id": _turn_row(run_id, self.turn),
+            "seq": self.seq,
+            "model": self.model,
+            "scripted": self.scripted,
+            "request": self.request,
+            "messages": self.messages,
+            "started_at": now,
+        }
 
 
 @dataclass
@@ -192,26 +229,65 @@ class CallFinished(Op):
     latency_ms: float | None = None
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        tokens = {
+        rows.update(ModelCall, self.changes(now), {"run_id": run_id, "seq": self.seq})
+        self.count_tokens(run_id)
+
+    def changes(self, now: dt.datetime) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "response": self.response,
+            "tool_calls": self.tool_calls,
+            "stop_reason": self.stop_reason,
+            "error": self.error,
+            "latency_ms": self.latency_ms,
+            "finished_at": now,
+            **self.tokens(),
+        }
+
+    def tokens(self) -> dict[str, int]:
+        return {
             "input_tokens": self.usage.get("input", 0),
             "output_tokens": self.usage.get("output", 0),
             "cache_read_tokens": self.usage.get("cache_read", 0),
             "cache_write_tokens": self.usage.get("cache_write", 0),
         }
-        ModelCall.objects.filter(run_id=run_id, seq=self.seq).update(
-            status=self.status,
-            response=self.response,
-            tool_calls=self.tool_calls,
-            stop_reason=self.stop_reason,
-            error=self.error,
-            latency_ms=self.latency_ms,
-            finished_at=now,
-            **tokens,
-        )
+
+    def count_tokens(self, run_id: str) -> None:
+        """The Turn's record adds the call's tokens."""
+        tokens = self.tokens()
         if any(tokens.values()):
             TurnRecord.objects.filter(run_id=run_id, turn=self.turn).update(
                 **{name: F(name) + value for name, value in tokens.items()}
             )
+
+
+@dataclass
+class CallMade(Op):
+    """A model call that started and finished within one commit: its row written once, whole."""
+
+    started: CallStarted
+    finished: CallFinished
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        rows.insert(ModelCall, [{**self.started.row(run_id, now), **self.finished.changes(now)}], now)
+        self.finished.count_tokens(run_id)
+
+
+def folded(ops: Iterable[Op]) -> list[Op]:
+    """The ops as they are written: a call's start and its end in the same commit become one row (`CallMade`),
+    where the start was."""
+    ops = list(ops)
+    ends = {op.seq: op for op in ops if isinstance(op, CallFinished)}
+    if not ends:
+        return ops
+    starts = {op.seq for op in ops if isinstance(op, CallStarted) and op.seq in ends}
+    if not starts:
+        return ops
+    return [
+        CallMade(op, ends[op.seq]) if isinstance(op, CallStarted) and op.seq in starts else op
+        for op in ops
+        if not (isinstance(op, CallFinished) and op.seq in starts)
+    ]
 
 
 @dataclass
