@@ -145,7 +145,8 @@ class Indexed(Op):
             )
 
 
-def _mark(run_id: str, kind: str, name: str) -> dict[str, Any]:
+def _mark(run_id: str, kind: Any, name: str) -> dict[str, Any]:
+    """A RunMark row to insert; `kind` is a `RunMark.Kind` (which mypy, without Django's plugin, reads as a tuple)."""
     return {"run_id": run_id, "kind": kind, "name": name}
 
 

@@ -8,7 +8,7 @@ collects them; a running Actor performs them. See https://www.w3.org/TR/scxml/#m
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine.core.statechart.actions.assign import Assign
@@ -298,7 +298,7 @@ def _machine_output(snapshot: Snapshot, event: Event, scope: Scope, completion: 
 
 
 def microstep(
-    transitions: list[Transition], snapshot: Snapshot, event: Event, scope: Scope, is_initial: bool = False
+    transitions: Sequence[Transition], snapshot: Snapshot, event: Event, scope: Scope, is_initial: bool = False
 ) -> Snapshot:
     if not transitions:
         return snapshot
@@ -391,7 +391,7 @@ def macrostep(
                 "coming to rest; a cycle of eventless transitions or raised events (such as A -> B -> C -> A) is the "
                 "usual cause"
             )
-        enabled = select_eventless_transitions(snapshot, next_event) if select_eventless else ()
+        enabled: Sequence[Transition] = select_eventless_transitions(snapshot, next_event) if select_eventless else ()
         previous = snapshot if enabled else None
         if not enabled:
             if not queue:

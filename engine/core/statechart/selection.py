@@ -207,7 +207,7 @@ def compute_exit_set(
 
 
 def remove_conflicting_transitions(
-    enabled: list[Transition], active: dict[StateNode, None], history_value: dict[str, tuple[StateNode, ...]]
+    enabled: Sequence[Transition], active: dict[StateNode, None], history_value: dict[str, tuple[StateNode, ...]]
 ) -> list[Transition]:
     """SCXML's rule: of two transitions that exit a common state, the one from the deeper source wins;
     otherwise the earlier one (in selection order) wins."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
 from typing import Any
 
 from django.db import connection, models
@@ -69,14 +68,27 @@ def update(model: type[models.Model], changes: Mapping[str, Any], where: Mapping
         return int(cursor.rowcount)
 
 
-@cache
+_FIELDS: dict[type[models.Model], dict[str, models.Field]] = {}
+_STATEMENTS: dict[tuple[type[models.Model], bool], tuple[str, _Columns]] = {}
+
+
 def _fields(model: type[models.Model]) -> dict[str, models.Field]:
-    return {f.attname: f for f in model._meta.concrete_fields}
+    found = _FIELDS.get(model)
+    if found is None:
+        found = _FIELDS[model] = {f.attname: f for f in model._meta.concrete_fields}
+    return found
 
 
-@cache
 def _statement(model: type[models.Model], ignore: bool) -> tuple[str, _Columns]:
-    """The INSERT of every concrete column but an automatic primary key, and how each value is made ready."""
+    """The INSERT of every concrete column but an automatic primary key, and how each value is made ready (made
+    once per model)."""
+    found = _STATEMENTS.get((model, ignore))
+    if found is None:
+        found = _STATEMENTS[(model, ignore)] = _new_statement(model, ignore)
+    return found
+
+
+def _new_statement(model: type[models.Model], ignore: bool) -> tuple[str, _Columns]:
     quote = connection.ops.quote_name
     fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, models.AutoField))]
     columns: _Columns = tuple((f.attname, _prep(f), _default(f)) for f in fields)
