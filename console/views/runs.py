@@ -6,6 +6,7 @@ engine's words (as the form's region for htmx, else as the whole page with statu
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -28,6 +29,7 @@ from console.pages.search_form import search_context
 from console.views.feeds import deep_link
 from engine.models import Run
 from engine.runtime.admission import check_gate_answer
+from engine.runtime.claims import refusal_on_view
 from engine.runtime.errors import InputPending, NoHost
 from engine.runtime.registry import workflows
 from engine.web.answering import answer_refusal, is_operator
@@ -185,6 +187,8 @@ async def claim_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespon
         return HttpResponseBadRequest(refused[1]) if refused[0] == 409 else HttpResponseForbidden(refused[1])
     if action == "break" and not await sync_to_async(is_operator)(user):
         return HttpResponseForbidden("only an operator (the permission engine.cancel_run) may break a claim")
+    if action != "claim" and (refused := refusal_on_view(run_row.view, gate, action, user.get_username(), time.time())):
+        return HttpResponseBadRequest(f"{refused.error}; nothing changed")
     try:
         host = await ready_host()
         delivery = await host.claim(run_id, gate, action, user.get_username(), door="console")

@@ -106,3 +106,11 @@ def claims_of(view: Mapping[str, Any] | None) -> dict[str, Held]:
     """The claims a committed view holds (what a resumed driver starts from)."""
     found = (view or {}).get("claims") or {}
     return {str(gate): Held(str(c.get("by", "")), float(c.get("until", 0))) for gate, c in found.items()}
+
+
+def refusal_on_view(view: Mapping[str, Any] | None, gate: str, action: str, by: str, now: float) -> Delivery | None:
+    """What `apply_claim` would refuse, read off a run's committed view: the web edges refuse it before anything is
+    relayed, so a refused claim writes nothing (the host still decides one that races a change)."""
+    open_gates = [str(g.get("id")) for g in (view or {}).get("gates", ()) if isinstance(g, Mapping)]
+    delivery, _ = apply_claim(dict(claims_of(view)), open_gates, {"gate": gate, "action": action, "by": by}, now, 0.0)
+    return delivery if delivery.outcome == DeliveryOutcome.REFUSED else None

@@ -34,6 +34,7 @@ from engine.core.blank import BLANK_REFUSED, blank_fields, blank_text
 from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime import store
 from engine.runtime.admission import check_gate_answer
+from engine.runtime.claims import refusal_on_view
 from engine.runtime.errors import HostError, InputPending, NoHost, RunNotHosted
 from engine.runtime.host import current_host
 from engine.runtime.registry import workflows
@@ -759,7 +760,16 @@ async def release_gate(request: HttpRequest, run_id: str, gate: str) -> dict[str
             f'Gate "{gate}" is claimed by {held.by if held else "nobody"}; only they may release it, and only an '
             "operator (the permission engine.cancel_run) may break it",
         )
-    return await _claim(request, run_id, gate, "release" if mine else "break")
+    action = "release" if mine else "break"
+    _refuse_claim(refusal_on_view(run.view, gate, action, request.user.get_username(), time.time()))
+    return await _claim(request, run_id, gate, action)
+
+
+def _refuse_claim(delivery: Any) -> None:
+    """A refused claim, release or break as the API answers it."""
+    if delivery is not None and delivery.outcome == "refused":
+        status = {"no-gate": 404, "ended": 409, "claimed": 409, "not-claimed": 409}.get(delivery.code, 400)
+        raise HttpError(status, f"{delivery.error}; nothing changed")
 
 
 async def _claim(request: HttpRequest, run_id: str, gate: str, action: str) -> dict[str, Any]:
@@ -769,9 +779,7 @@ async def _claim(request: HttpRequest, run_id: str, gate: str, action: str) -> d
         delivery = await host.claim(run_id, gate, action, user, door=door_of(request))
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
-    if delivery.outcome == "refused":
-        status = {"no-gate": 404, "ended": 409, "claimed": 409, "not-claimed": 409}.get(delivery.code, 400)
-        raise HttpError(status, f"{delivery.error}; nothing changed")
+    _refuse_claim(delivery)
     held = RunView.of(await _read(lambda: Run.objects.values_list("view", flat=True).get(id=run_id))).claim(
         gate, time.time()
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.databases import server_database
 from tests.e2e.test_api import error
 from tests.live_server import LiveServer, served
 
@@ -36,6 +37,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             "    User.objects.create_user(name).groups.add(*Group.objects.filter(name__in=groups))\n"
         )
         yield server
+
+
+def input_rows(live: LiveServer, run_id: str) -> list[tuple[object, ...]]:
+    """The run's relayed inputs (RunInput rows), as the server's database holds them."""
+    mark = "%s" if live.env.get("DATABASE_URL") else "?"
+    with server_database(live) as db:
+        return list(db.execute(f"SELECT id, status FROM engine_runinput WHERE run_id = {mark} ORDER BY id", (run_id,)))
 
 
 def as_user(live: LiveServer, name: str) -> httpx.Client:
@@ -63,6 +71,9 @@ def test_an_assigned_gate_and_its_claims_over_http(live: LiveServer) -> None:
     assert oscar.delete(f"{gate}/claim").json()["outcome"] == "broken"
     assert lee.post(f"{gate}/claim").status_code == 200
     assert lee.delete(f"{gate}/claim").json()["outcome"] == "released"
+    inputs = input_rows(live, run_id)
+    assert "is not claimed; there is nothing to release; nothing changed" in error(lee.delete(f"{gate}/claim"), 409)
+    assert input_rows(live, run_id) == inputs, "a refused release writes nothing, not even a refused input"
 
     error(ann.post(f"{gate}/events", json={"type": "approve", "note": "  \n "}), 400, "note")
     answered = ann.post(f"{gate}/events", json={"type": "approve", "note": "Go."})
