@@ -187,8 +187,8 @@ async def claim_gate(request: HttpRequest, run_id: str, gate: str) -> HttpRespon
         return HttpResponseBadRequest(refused[1]) if refused[0] == 409 else HttpResponseForbidden(refused[1])
     if action == "break" and not await sync_to_async(is_operator)(user):
         return HttpResponseForbidden("only an operator (the permission engine.cancel_run) may break a claim")
-    if action != "claim" and (refused := refusal_on_view(run_row.view, gate, action, user.get_username(), time.time())):
-        return HttpResponseBadRequest(f"{refused.error}; nothing changed")
+    if action != "claim" and (not_now := refusal_on_view(run_row.view, gate, action, user.get_username(), time.time())):
+        return HttpResponseBadRequest(f"{not_now.error}; nothing changed")
     try:
         host = await ready_host()
         delivery = await host.claim(run_id, gate, action, user.get_username(), door="console")
