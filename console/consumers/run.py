@@ -42,15 +42,19 @@ class RunHub(Hub):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.shown = ""
-        self.costs: dict[tuple[str, str], str] = {}  # (commit time, the page's parameters) -> the cost section
+        #: (commit time, the page's parameters) -> the cost section's render, done or under way
+        self.costs: dict[tuple[str, str], asyncio.Future[str]] = {}
 
     async def costs_of(self, at: str, params: QueryDict) -> str:
-        """The cost section of the commit `at` for pages with these parameters, rendered once."""
+        """The cost section of the commit `at` for pages with these parameters, rendered once: the pages of a
+        commit ask at once, so the first one's render is shared while it runs (else each page would render it,
+        one after another on the sync thread). A page that goes away leaves the render to the others."""
         key = (at, params.urlencode())
-        if key not in self.costs:
+        render = self.costs.get(key)
+        if render is None or (render.done() and (render.cancelled() or render.exception() is not None)):
             self.costs = {k: v for k, v in self.costs.items() if k[0] == at}
-            self.costs[key] = await sync_to_async(run_costs)(self.key, params)
-        return self.costs[key]
+            render = self.costs[key] = asyncio.ensure_future(sync_to_async(run_costs)(self.key, params))
+        return await asyncio.shield(render)
 
     @classmethod
     def group_of(cls, key: str) -> str:

@@ -176,3 +176,19 @@ def test_a_page_is_sent_only_the_regions_that_changed(answerer: Any, settings: A
             await host.stop()
 
     asyncio.run(main())
+
+
+def test_the_pages_of_a_commit_share_one_render_of_the_cost_section(runs: dict[str, str]) -> None:
+    """The pages of a run ask for the cost section at once after a commit: one render serves them all (each page
+    rendering its own, one after another on the sync thread, made ten Gates at once take seconds)."""
+    from django.http import QueryDict
+
+    from console.consumers.run import RunHub
+
+    async def main() -> list[str]:
+        hub = RunHub(runs["done"])
+        return await asyncio.gather(*(hub.costs_of("the commit", QueryDict("")) for _ in range(5)))
+
+    sections = asyncio.run(main())
+    assert 'id="costs"' in sections[0]
+    assert all(section is sections[0] for section in sections)
