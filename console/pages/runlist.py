@@ -69,18 +69,19 @@ def runs_list(params: QueryDict) -> dict[str, Any]:
     count and the pages; the page past the last shows the last."""
     search = run_search.parse(params)
     rows = search.apply(Run.objects.all())
-    count = rows.count()
-    pages = max(1, math.ceil(count / PAGE_SIZE))
+    # the count comes from the statement that reads the rows (a window over the whole search), so a run that starts
+    # or ends meanwhile cannot make them disagree; a later page is first counted apart, to show the last page for
+    # one past it
+    counted = rows.annotate(last_at=Max("journal__at"), matched=Window(Count("id"))).order_by("-created_at", "id")
     try:
-        page = min(max(int(params.get("page", "1")), 1), pages)
+        page = max(int(params.get("page", "1")), 1)
     except ValueError:
         page = 1
-    counted = rows.annotate(last_at=Max("journal__at"), matched=Window(Count("id")))
-    shown = run_rows(counted.order_by("-created_at", "id")[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])
-    if shown:
-        # a run that started or ended between the two reads: the count the rows were read with is the one shown
-        count = shown[0].run.matched
-        pages = max(1, math.ceil(count / PAGE_SIZE))
+    if page > 1:
+        page = min(page, max(1, math.ceil(rows.count() / PAGE_SIZE)))
+    shown = run_rows(counted[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])
+    count = shown[0].run.matched if shown else 0
+    pages = max(1, math.ceil(count / PAGE_SIZE))
     return {
         "runs": shown,
         "count": count,
