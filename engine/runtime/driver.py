@@ -141,6 +141,8 @@ class RunDriver:
         self._model_calls = resume.model_calls if resume is not None else 0
         self._timer: asyncio.TimerHandle | None = None
         self._deferred: list[store.Op] = []
+        #: The step that ended the run handed its lease back (`store.Step.release`).
+        self.released = False
         self.visited: set[str] = set(resume.run.view.get("visited", [])) if resume is not None else set()
         self.status = run_status(session, self.books.seats)
         #: The view last committed: the next step's search and inbox records are what changed since.
@@ -344,9 +346,14 @@ class RunDriver:
             )
             if answered is not None:  # after the index: its words read the Gate records this step closed
                 plan.ops.append(answered)
-            updated = await self.host.db(
-                store.commit, store.Step(self.run_id, first, entries, fields, snapshot, plan.ops, owner=self.host.owner)
+            ending = session.status != "active"
+            if ending:  # the inputs still kept for it can never be delivered now: refused in this same step
+                plan.ops.append(store.PendingRefused(status, self.host.owner))
+            step = store.Step(
+                self.run_id, first, entries, fields, snapshot, plan.ops, owner=self.host.owner, release=ending
             )
+            updated = await self.host.db(store.commit, step)
+            self.released = ending
             self.committed_view = fields["view"]
             faults.after_commit(entries)
             self.telemetry.committed(first, entries, plan.ops, self.committed_view, status)
@@ -501,11 +508,19 @@ class RunDriver:
             loop.stop()
         for task in list(self.effects.values()):
             task.cancel()
+        kept = False  # an input relayed after the ending step's commit: its row is still pending
         while not self.inbox.empty():
             item = self.inbox.get_nowait()
             if item is not None and not item.future.done():
                 item.future.set_result(ended(self.session, item.kind))
-        await self.write([store.PendingRefused(self.status, self.host.owner)])  # inputs no host can deliver now
+            kept = kept or (item is not None and item.input_id is not None)
+        if kept or self._deferred or not self.released:
+            ops = self._take_deferred() + [store.PendingRefused(self.status, self.host.owner)]
+            # Once the ending step handed the lease back, nobody holds an ended run: no lease to fence on.
+            owner = None if self.released else self.host.owner
+            updated = await self.host.db(store.write, self.run_id, ops, owner)
+            self.telemetry.committed(self.seq + 1, [], ops, self.committed_view, self.status)
+            self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated)
         self.telemetry.forget()
         self.host.forget(self)
 

@@ -300,6 +300,8 @@ class Host:
         """A run ended: it needs no host any more."""
         if self.drivers.get(driver.run_id) is driver:
             del self.drivers[driver.run_id]
+        if driver.released:
+            return  # the step that ended it handed the lease back
         task = asyncio.get_running_loop().create_task(self.db(store.release_leases, self.owner, [driver.run_id]))
         self._releasing.add(task)
         task.add_done_callback(self._releasing.discard)

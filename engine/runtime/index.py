@@ -83,7 +83,7 @@ class Indexed(Op):
         """Deletes the marks of the states the run left; the marks of those it entered and passed, to insert."""
         was, now = set(self.before.get("active", ())), set(self.after.get("active", ()))
         if was - now:
-            RunMark.objects.filter(run_id=run_id, kind=RunMark.Kind.IN, name__in=was - now).delete()
+            rows.delete(RunMark, {"run_id": run_id, "kind": RunMark.Kind.IN}, "name", sorted(was - now))
         passed = set(self.after.get("visited", ())) - set(self.before.get("visited", ()))
         added = [_mark(run_id, RunMark.Kind.IN, name) for name in now - was]
         return added + [_mark(run_id, RunMark.Kind.PASSED, name) for name in passed]
@@ -139,9 +139,13 @@ class Indexed(Op):
             if was.get(gate) == now.get(gate):
                 continue
             held = now.get(gate)
-            GateRecord.objects.filter(run_id=run_id, gate=gate, closed_at=None).update(
-                claimed_by=held["by"] if held else "",
-                claimed_until=dt.datetime.fromtimestamp(held["until"], tz=dt.UTC) if held else None,
+            rows.update(
+                GateRecord,
+                {
+                    "claimed_by": held["by"] if held else "",
+                    "claimed_until": dt.datetime.fromtimestamp(held["until"], tz=dt.UTC) if held else None,
+                },
+                {"run_id": run_id, "gate": gate, "closed_at": None},
             )
 
 

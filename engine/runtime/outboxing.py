@@ -28,7 +28,7 @@ from engine.core.journal.entries import Claim, Entry, GateAnswer
 from engine.models import Delivery, EmailNotice, GateRecord, Run, WebhookEndpoint
 from engine.runtime import webhooks
 from engine.runtime.assignment import assignees
-from engine.runtime.store import Op
+from engine.runtime.store import Op, read_once, rows
 
 __all__ = ["Outboxed", "happenings", "public_url", "run_url"]
 
@@ -96,6 +96,12 @@ def happenings(
     return out
 
 
+def _endpoints() -> list[tuple[int, list[str], bool]]:
+    """(id, the kinds it wants, Slack or not) of each active endpoint that wants some kind."""
+    found = rows.select(WebhookEndpoint, ("id", "events", "slack"), {"active": True})
+    return [(endpoint, events, slack) for endpoint, events, slack in found if events]
+
+
 @dataclass
 class Outboxed(Op):
     """A step's webhooks and emails, into the outbox. Applied after the step's `Indexed` (the inbox records the
@@ -114,21 +120,21 @@ class Outboxed(Op):
         bodies = happenings(self.workflow, run_id, self.before, self.after, self.entries, self.status, self.was_live)
         if not bodies:
             return
-        endpoints = [e for e in WebhookEndpoint.objects.filter(active=True) if e.events]
-        rows = []
+        endpoints = read_once("webhook endpoints", _endpoints)
+        deliveries = []
         for body in bodies:
             gate = (body.get("gate") or {}).get("id") or ""
             key = f"{run_id}:{self.seq}:{body['type']}:{gate}"
-            for endpoint in endpoints:
-                if body["type"] not in endpoint.events:
+            for endpoint, events, slack in endpoints:
+                if body["type"] not in events:
                     continue
                 delivery_id = str(uuid.uuid4())
                 full = {"id": delivery_id, "created": now.isoformat(), **body}
-                sent = {"text": webhooks.slack_text(full)} if endpoint.slack else full
-                rows.append(
+                sent = {"text": webhooks.slack_text(full)} if slack else full
+                deliveries.append(
                     Delivery(
                         delivery_id=delivery_id,
-                        endpoint=endpoint,
+                        endpoint_id=endpoint,
                         kind=body["type"],
                         run_id=run_id,
                         gate=gate,
@@ -137,8 +143,8 @@ class Outboxed(Op):
                         next_try=now,
                     )
                 )
-        if rows:
-            Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+        if deliveries:
+            Delivery.objects.bulk_create(deliveries, ignore_conflicts=True)
         self._emails(run_id, now, [b for b in bodies if b["type"] == "gate.assigned"])
 
     def _emails(self, run_id: str, now: dt.datetime, assigned: list[dict[str, Any]]) -> None:

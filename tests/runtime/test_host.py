@@ -349,3 +349,40 @@ def test_runs_started_while_leases_are_renewed_are_not_taken_for_lost(settings: 
             await until(host, status(run_id, "done"))
 
     hosted({"notes": notes.machine}, body, lease_seconds=0.03)
+
+
+def test_the_step_that_ends_a_run_hands_its_lease_back_and_refuses_what_is_kept_with_it() -> None:
+    """The run's last step writes its end, the refusal of the inputs still kept for it and the lease handed back in
+    one transaction: no write of its own after it (a statement and a transaction fewer for every run)."""
+    from django.db import connection
+
+    from engine.models import RunInput
+    from engine.runtime import store
+
+    async def body(host: Host) -> None:
+        run_id = await host.start_run("notes", DOOR)
+        await until(host, status(run_id, "waiting"))
+        kept = await host.db(store.post_input, run_id, "cancel", {"by": "ada"}, "ada")  # never handed to the run
+        statements: list[str] = []
+
+        def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            statements.append(sql)
+            return execute(sql, params, many, context)
+
+        def watch() -> None:
+            connection.ensure_connection()
+            connection.execute_wrappers.append(record)
+
+        await host.db(watch)
+        await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Admins"})
+        run = await until(host, status(run_id, "done"))
+        await asyncio.sleep(0.1)  # anything the run's end still wrote after its last step would be written by now
+        await host.db(lambda: connection.execute_wrappers.remove(record))
+        assert (run.lease_owner, run.lease_expires) == ("", None)
+        refused = await host.db(lambda: RunInput.objects.values_list("status", "reason").get(id=kept))
+        assert refused == ("refused", "the run ended (done) before your cancel was delivered")
+        updates = [sql.split(" WHERE ")[0] for sql in statements if sql.lstrip().startswith('UPDATE "engine_run" ')]
+        assert updates, statements
+        assert '"status" = %s' in updates[-1] and '"lease_owner" = %s' in updates[-1], updates
+
+    hosted({"notes": notes.machine}, body)

@@ -51,6 +51,7 @@ from engine.runtime.store.ops import (
     TurnChanged,
     TurnClosed,
     TurnOpened,
+    read_once,
 )
 from engine.runtime.store.resume import Resume, expire_in_flight, load_resume
 from engine.runtime.store.step import GROUPED, Step, commit, commit_group, write
@@ -84,6 +85,7 @@ __all__ = [
     "InputAnswered",
     "InputReport",
     "PendingRefused",
+    "read_once",
     "claim_runs",
     "pending_inputs",
     "post_input",

@@ -123,9 +123,8 @@ class PendingRefused(Op):
     owner: str
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        for input_id, kind in RunInput.objects.filter(run_id=run_id, status=RunInput.Status.PENDING).values_list(
-            "id", "kind"
-        ):
+        pending = {"run_id": run_id, "status": RunInput.Status.PENDING}
+        for input_id, kind in rows.select(RunInput, ("id", "kind"), pending):
             _refuse(input_id, _ended(kind, self.status), self.owner, now)
 
 

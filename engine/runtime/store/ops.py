@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 
 from engine.models import EffectRecord, ModelCall, Seat, TurnMessage, TurnRecord
 from engine.runtime.store import rows
 
+T = TypeVar("T")
+
 __all__ = [
     "Op",
+    "read_once",
     "TurnOpened",
     "TurnClosed",
     "TurnChanged",
@@ -59,8 +62,21 @@ def _turn_row(run_id: str, turn: str) -> int:
 
 
 def forget_uncommitted() -> None:
-    """The transaction ended: what it wrote is remembered (on commit) or never was."""
+    """The transaction ended: what it wrote is remembered (on commit) or never was, and what it read is gone."""
     _uncommitted().clear()
+    _local.reads = {}
+
+
+def read_once(key: str, read: Callable[[], T]) -> T:
+    """`read()` once per transaction of `store.commit`, `store.write` or `store.commit_group` (a group of steps
+    reads the webhook endpoints once, not once per step); outside one, every time."""
+    if not connection.in_atomic_block:
+        return read()
+    reads: dict[str, Any] = getattr(_local, "reads", None) or {}
+    _local.reads = reads
+    if key not in reads:
+        reads[key] = read()
+    return reads[key]  # type: ignore[no-any-return]
 
 
 def _remember_turn_row(key: tuple[str, str], row: int) -> None:

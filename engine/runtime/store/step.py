@@ -23,7 +23,8 @@ __all__ = ["Step", "commit", "write", "commit_group", "GROUPED"]
 @dataclass
 class Step:
     """What one step of a run writes. `create` holds the Run's first fields when the step starts the run;
-    otherwise `owner` is the host that must still hold the run's lease for the step to be written (fencing)."""
+    otherwise `owner` is the host that must still hold the run's lease for the step to be written (fencing), and
+    `release` hands the lease back with it when the step ends the run."""
 
     run_id: str
     first_seq: int
@@ -34,6 +35,8 @@ class Step:
     create: dict[str, Any] | None = None
     lease: tuple[str, float] | None = None
     owner: str | None = None
+    #: The step ends the run: its lease is handed back in the same UPDATE (no host needs an ended run).
+    release: bool = False
 
     @property
     def last_seq(self) -> int:
@@ -54,19 +57,21 @@ def _write_step(step: Step) -> dt.datetime:
     now = timezone.now()
     if step.create is not None:
         owner, seconds = step.lease or ("", 0.0)
-        run = Run.objects.create(
-            id=step.run_id,
-            seq=step.last_seq,
-            lease_owner=owner,
-            lease_expires=now + dt.timedelta(seconds=seconds) if owner else None,
+        row = {
+            "id": step.run_id,
+            "seq": step.last_seq,
+            "lease_owner": owner,
+            "lease_expires": now + dt.timedelta(seconds=seconds) if owner else None,
             **step.create,
             **step.run,
-        )
-        now = run.updated_at  # what `auto_now` wrote: the step's time from here on
+        }
+        rows.insert(Run, [row], now)  # `created_at` and `updated_at` are the step's time
     elif step.run or step.entries:
         fields = dict(step.run)
         if step.entries:
             fields["seq"] = step.last_seq
+        if step.release:
+            fields.update(lease_owner="", lease_expires=None)
         if not rows.update(Run, {"updated_at": now, **fields}, _lease(step.run_id, step.owner)):
             _lost(step.run_id, step.owner)
     rows.insert(
