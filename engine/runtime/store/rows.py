@@ -15,11 +15,20 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.fields import AutoFieldMixin
 
 __all__ = ["insert", "insert_one", "update", "delete", "select"]
 
-_Columns = tuple[tuple[str, Callable[[Any], Any], Callable[[dt.datetime], Any]], ...]
+#: How a value is made ready for the database (`Field.get_db_prep_save`, or a short cut with the same result).
+_Prep = Callable[[Any, BaseDatabaseWrapper], Any]
+_Columns = tuple[tuple[str, _Prep, Callable[[dt.datetime, BaseDatabaseWrapper], Any]], ...]
+
+
+def _db() -> BaseDatabaseWrapper:
+    """This thread's connection, looked up once per statement (each `django.db.connection` attribute is a lookup)."""
+    return connections[DEFAULT_DB_ALIAS]
 
 
 def insert(
@@ -29,11 +38,13 @@ def insert(
     constraint is left out (ON CONFLICT DO NOTHING, as `bulk_create(ignore_conflicts=True)`)."""
     if not rows:
         return
-    sql, columns = _statement(model, ignore)
+    db = _db()
+    sql, columns = _statement(model, ignore, db)
     params = [
-        tuple(prep(row[name]) if name in row else default(now) for name, prep, default in columns) for row in rows
+        tuple(prep(row[name], db) if name in row else default(now, db) for name, prep, default in columns)
+        for row in rows
     ]
-    with connection.cursor() as cursor:
+    with db.cursor() as cursor:
         if len(params) == 1:
             cursor.execute(sql, params[0])
         else:
@@ -42,11 +53,12 @@ def insert(
 
 def insert_one(model: type[models.Model], row: Mapping[str, Any], now: dt.datetime) -> int:
     """Insert one row; its new primary key."""
-    sql, columns = _statement(model, False)
-    params = tuple(prep(row[name]) if name in row else default(now) for name, prep, default in columns)
-    with connection.cursor() as cursor:
-        if connection.features.can_return_columns_from_insert:
-            cursor.execute(f"{sql} RETURNING {connection.ops.quote_name(model._meta.pk.column)}", params)
+    db = _db()
+    sql, columns = _statement(model, False, db)
+    params = tuple(prep(row[name], db) if name in row else default(now, db) for name, prep, default in columns)
+    with db.cursor() as cursor:
+        if db.features.can_return_columns_from_insert:
+            cursor.execute(f"{sql} RETURNING {db.ops.quote_name(model._meta.pk.column)}", params)
             return int(cursor.fetchone()[0])
         cursor.execute(sql, params)
         return int(cursor.lastrowid)
@@ -55,16 +67,21 @@ def insert_one(model: type[models.Model], row: Mapping[str, Any], now: dt.dateti
 def update(model: type[models.Model], changes: Mapping[str, Any], where: Mapping[str, Any]) -> int:
     """UPDATE `model`'s rows whose columns equal `where` (attribute name -> value; None: IS NULL) with `changes`
     (attribute name -> value); how many rows changed."""
-    quote, fields = connection.ops.quote_name, _fields(model)
-    sets = ", ".join(f"{quote(fields[name].column)} = %s" for name in changes)
-    conditions = " AND ".join(
-        f"{quote(fields[name].column)} IS NULL" if value is None else f"{quote(fields[name].column)} = %s"
-        for name, value in where.items()
-    )
-    params = [fields[name].get_db_prep_save(value, connection) for name, value in changes.items()]
-    params += [fields[name].get_db_prep_save(value, connection) for name, value in where.items() if value is not None]
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {conditions}", params)
+    db, preps = _db(), _preps(model)
+    key = (model, tuple(changes), tuple((name, value is None) for name, value in where.items()))
+    sql = _UPDATES.get(key)
+    if sql is None:
+        quote, fields = db.ops.quote_name, _fields(model)
+        sets = ", ".join(f"{quote(fields[name].column)} = %s" for name in changes)
+        conditions = " AND ".join(
+            f"{quote(fields[name].column)} IS NULL" if value is None else f"{quote(fields[name].column)} = %s"
+            for name, value in where.items()
+        )
+        sql = _UPDATES[key] = f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {conditions}"
+    params = [preps[name](value, db) for name, value in changes.items()]
+    params += [preps[name](value, db) for name, value in where.items() if value is not None]
+    with db.cursor() as cursor:
+        cursor.execute(sql, params)
         return int(cursor.rowcount)
 
 
@@ -74,13 +91,14 @@ def delete(model: type[models.Model], where: Mapping[str, Any], name: str = "", 
     collector, which reads the rows first to find what points at them: only for tables nothing points at."""
     if name and not values:
         return 0
-    quote, fields = connection.ops.quote_name, _fields(model)
+    db, preps = _db(), _preps(model)
+    quote, fields = db.ops.quote_name, _fields(model)
     conditions = [f"{quote(fields[key].column)} = %s" for key in where]
-    params = [fields[key].get_db_prep_save(value, connection) for key, value in where.items()]
+    params = [preps[key](value, db) for key, value in where.items()]
     if name:
         conditions.append(f"{quote(fields[name].column)} IN ({', '.join(['%s'] * len(values))})")
-        params += [fields[name].get_db_prep_save(value, connection) for value in values]
-    with connection.cursor() as cursor:
+        params += [preps[name](value, db) for value in values]
+    with db.cursor() as cursor:
         cursor.execute(f"DELETE FROM {quote(model._meta.db_table)} WHERE {' AND '.join(conditions)}", params)
         return int(cursor.rowcount)
 
@@ -88,36 +106,39 @@ def delete(model: type[models.Model], where: Mapping[str, Any], name: str = "", 
 def select(model: type[models.Model], names: Sequence[str], where: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """The `names` columns (attribute names) of `model`'s rows whose columns equal `where`, each value as the ORM
     reads it (JSON decoded), in primary key order: a read on the hot path without building a query or models."""
-    quote, fields = connection.ops.quote_name, _fields(model)
+    db, preps = _db(), _preps(model)
+    quote, fields = db.ops.quote_name, _fields(model)
     chosen = [fields[name] for name in names]
     conditions = " AND ".join(f"{quote(fields[key].column)} = %s" for key in where) or "1 = 1"
-    params = [fields[key].get_db_prep_save(value, connection) for key, value in where.items()]
+    params = [preps[key](value, db) for key, value in where.items()]
     sql = (
         f"SELECT {', '.join(quote(f.column) for f in chosen)} FROM {quote(model._meta.db_table)} "
         f"WHERE {conditions} ORDER BY {quote(model._meta.pk.column)}"
     )
-    readers = [_reader(f) for f in chosen]
-    with connection.cursor() as cursor:
+    readers = [_reader(f, db) for f in chosen]
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         return [tuple(read(value) for read, value in zip(readers, row)) for row in cursor.fetchall()]
 
 
-def _reader(field: models.Field) -> Callable[[Any], Any]:
+def _reader(field: models.Field, db: BaseDatabaseWrapper) -> Callable[[Any], Any]:
     """How the ORM turns the database's value of `field` into Python: the backend's converters and the field's
     own (a SQLite boolean is an integer, a JSON value is text on some drivers), as its compiler applies them."""
     col = field.get_col(field.model._meta.db_table)
-    converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+    converters = db.ops.get_db_converters(col) + col.get_db_converters(db)
 
     def read(value: Any) -> Any:
         for convert in converters:
-            value = convert(value, col, connection)
+            value = convert(value, col, db)
         return value
 
     return read
 
 
 _FIELDS: dict[type[models.Model], dict[str, models.Field]] = {}
-_STATEMENTS: dict[tuple[type[models.Model], bool], tuple[str, _Columns]] = {}
+_PREPS: dict[type[models.Model], dict[str, _Prep]] = {}
+_STATEMENTS: dict[tuple[type[models.Model], bool, str], tuple[str, _Columns]] = {}
+_UPDATES: dict[tuple[Any, ...], str] = {}
 
 
 def _fields(model: type[models.Model]) -> dict[str, models.Field]:
@@ -127,19 +148,26 @@ def _fields(model: type[models.Model]) -> dict[str, models.Field]:
     return found
 
 
-def _statement(model: type[models.Model], ignore: bool) -> tuple[str, _Columns]:
-    """The INSERT of every concrete column but an automatic primary key, and how each value is made ready (made
-    once per model)."""
-    found = _STATEMENTS.get((model, ignore))
+def _preps(model: type[models.Model]) -> dict[str, _Prep]:
+    found = _PREPS.get(model)
     if found is None:
-        found = _STATEMENTS[(model, ignore)] = _new_statement(model, ignore)
+        found = _PREPS[model] = {name: _prep(field) for name, field in _fields(model).items()}
     return found
 
 
-def _new_statement(model: type[models.Model], ignore: bool) -> tuple[str, _Columns]:
-    quote = connection.ops.quote_name
+def _statement(model: type[models.Model], ignore: bool, db: BaseDatabaseWrapper) -> tuple[str, _Columns]:
+    """The INSERT of every concrete column but an automatic primary key, and how each value is made ready (made
+    once per model and database)."""
+    found = _STATEMENTS.get((model, ignore, db.vendor))
+    if found is None:
+        found = _STATEMENTS[(model, ignore, db.vendor)] = _new_statement(model, ignore, db)
+    return found
+
+
+def _new_statement(model: type[models.Model], ignore: bool, db: BaseDatabaseWrapper) -> tuple[str, _Columns]:
+    quote, preps = db.ops.quote_name, _preps(model)
     fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, models.AutoField))]
-    columns: _Columns = tuple((f.attname, _prep(f), _default(f)) for f in fields)
+    columns: _Columns = tuple((f.attname, preps[f.attname], _default(f)) for f in fields)
     sql = (
         f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
         f"VALUES ({', '.join(['%s'] * len(fields))})"
@@ -147,11 +175,54 @@ def _new_statement(model: type[models.Model], ignore: bool) -> tuple[str, _Colum
     return sql + (" ON CONFLICT DO NOTHING" if ignore else ""), columns
 
 
-def _prep(field: models.Field) -> Callable[[Any], Any]:
-    return lambda value: field.get_db_prep_save(value, connection)
+def _as_is(field: models.Field) -> type | None:
+    """The type of value `field.get_db_prep_save` hands back unchanged (the ORM's own result): a str into a text
+    column, an int into an integer one, a bool into a boolean one; None for any other field (a JSON or time
+    column, or a field of its own making)."""
+    cls, plain = type(field), models.Field.get_db_prep_value
+    if cls.get_db_prep_value is plain and cls.get_prep_value is models.CharField.get_prep_value:
+        return str
+    if cls.get_db_prep_value is plain and cls.get_prep_value is models.TextField.get_prep_value:
+        return str
+    if cls.get_db_prep_value is plain and cls.get_prep_value is models.BooleanField.get_prep_value:
+        return bool
+    integer = (models.IntegerField.get_db_prep_value, AutoFieldMixin.get_db_prep_value)
+    if cls.get_db_prep_value in integer and cls.get_prep_value is models.IntegerField.get_prep_value:
+        return int
+    return None
 
 
-def _default(field: models.Field) -> Callable[[dt.datetime], Any]:
+def _prep(field: models.Field) -> _Prep:
+    """`field.get_db_prep_save`, short-cut for what it would hand back unchanged (most of a step's values)."""
+    kind = _as_is(field.target_field if isinstance(field, models.ForeignKey) else field)
+    if isinstance(field, models.DateTimeField):
+        return _timed(field)
+    if kind is None:
+        return field.get_db_prep_save
+
+    def as_is(value: Any, db: BaseDatabaseWrapper) -> Any:
+        return value if type(value) is kind else field.get_db_prep_save(value, db)
+
+    return as_is
+
+
+def _timed(field: models.Field) -> _Prep:
+    """`field.get_db_prep_save` of a time, remembering the last one: a step stamps all its rows with its own time."""
+    last: list[tuple[Any, BaseDatabaseWrapper | None, Any]] = [(None, None, None)]
+
+    def timed(value: Any, db: BaseDatabaseWrapper) -> Any:
+        seen, on, ready = last[0]
+        if value is not None and value is seen and db is on:
+            return ready
+        ready = field.get_db_prep_save(value, db)
+        last[0] = (value, db, ready)  # one tuple replaced whole: another thread sees the old pair or the new one
+        return ready
+
+    return timed
+
+
+def _default(field: models.Field) -> Callable[[dt.datetime, BaseDatabaseWrapper], Any]:
     if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
-        return lambda now: field.get_db_prep_save(now, connection)
-    return lambda now: field.get_db_prep_save(field.get_default(), connection)
+        prep = _timed(field)
+        return lambda now, db: prep(now, db)
+    return lambda now, db: field.get_db_prep_save(field.get_default(), db)

@@ -85,10 +85,11 @@ class Metrics:
             unit="{input}",
             description="Inputs no host delivered within JR2_RELAY_WAIT: kept, and answered pending (202)",
         )
-        #: Open Gates by (run, gate): their workflow and when they opened (monotonic seconds).
-        self._open_gates: dict[tuple[str, str], tuple[str, float]] = {}
-        #: Open Turns by (run, turn): when they opened.
-        self._open_turns: dict[tuple[str, str], float] = {}
+        #: Open Gates by run, then Gate: their workflow and when they opened (monotonic seconds). By run first, so
+        #: a commit looks at its own run's Gates, not at every run's this process holds.
+        self._open_gates: dict[str, dict[str, tuple[str, float]]] = {}
+        #: Open Turns by run, then Turn: when they opened.
+        self._open_turns: dict[str, dict[str, float]] = {}
         #: Model calls in flight by (run, call seq): their model.
         self._calls: dict[tuple[str, int], str] = {}
 
@@ -116,14 +117,13 @@ class Metrics:
         if status in ENDED:
             self.runs_ended.add(1, {**by_workflow, "jr2.run.status": status})
             self._gates(run_id, workflow, set(), now)
-            for key in [k for k in self._open_turns if k[0] == run_id]:
-                del self._open_turns[key]
+            self._open_turns.pop(run_id, None)
 
     def _op(self, run_id: str, workflow: str, op: Any, now: float) -> None:
         if isinstance(op, store_ops.TurnOpened):
-            self._open_turns[(run_id, op.turn)] = now
+            self._open_turns.setdefault(run_id, {})[op.turn] = now
         elif isinstance(op, store_ops.TurnClosed):
-            opened = self._open_turns.pop((run_id, op.turn), None)
+            opened = self._open_turns.get(run_id, {}).pop(op.turn, None)
             if opened is not None:
                 self.turn_duration.record(now - opened, {"jr2.workflow": workflow, "jr2.turn.status": str(op.status)})
         elif isinstance(op, store_ops.CallStarted):
@@ -152,28 +152,33 @@ class Metrics:
                     self.token_usage.record(count, {**attributes, "gen_ai.token.type": kind})
 
     def _gates(self, run_id: str, workflow: str, gates: set[str], now: float) -> None:
-        held = {gate for (run, gate) in self._open_gates if run == run_id}
-        for gate in held - gates:
-            _, opened = self._open_gates.pop((run_id, gate))
+        held = self._open_gates.get(run_id, {})
+        if not held and not gates:
+            return
+        for gate in set(held) - gates:
+            _, opened = held.pop(gate)
             self.gates_open.add(-1, {"jr2.workflow": workflow})
             self.gate_wait.record(now - opened, {"jr2.workflow": workflow})
-        for gate in gates - held:
-            self._open_gates[(run_id, gate)] = (workflow, now)
+        for gate in gates - set(held):
+            held[gate] = (workflow, now)
             self.gates_open.add(1, {"jr2.workflow": workflow})
+        if held:
+            self._open_gates[run_id] = held
+        else:
+            self._open_gates.pop(run_id, None)
 
     def forget(self, run_id: str) -> None:
         """A run this process no longer drives (another host holds it now): its Gates are counted there."""
-        for key in [k for k in self._open_gates if k[0] == run_id]:
-            workflow, _ = self._open_gates.pop(key)
+        for workflow, _ in self._open_gates.pop(run_id, {}).values():
             self.gates_open.add(-1, {"jr2.workflow": workflow})
-        for turn in [k for k in self._open_turns if k[0] == run_id]:
-            del self._open_turns[turn]
+        self._open_turns.pop(run_id, None)
 
     def _oldest_gate(self, options: CallbackOptions) -> Iterable[Observation]:
         now = time.monotonic()
         oldest: dict[str, float] = {}
-        for workflow, opened in self._open_gates.values():
-            oldest[workflow] = max(oldest.get(workflow, 0.0), now - opened)
+        for held in list(self._open_gates.values()):
+            for workflow, opened in list(held.values()):
+                oldest[workflow] = max(oldest.get(workflow, 0.0), now - opened)
         return [Observation(age, {"jr2.workflow": workflow}) for workflow, age in oldest.items()]
 
     def shutdown(self) -> None:
