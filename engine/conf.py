@@ -234,6 +234,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("JR2_CLAIM_BATCH", "int", 25, "How many runs a worker claims at a time.", "The database and the fleet"),
     Setting("JR2_MAX_RUNS", "int", 10000, "How many runs a worker drives at most.", "The database and the fleet"),
     Setting(
+        "JR2_PG_PREPARED",
+        "flag",
+        True,
+        "On PostgreSQL, a host writes its steps with prepared statements (bound on the server, prepared once per "
+        "connection), which saves the server parsing and planning them at every step. `0` for a connection pooler "
+        "in transaction mode that cannot keep prepared statements (PgBouncer before 1.21, or without "
+        "`max_prepared_statements`).",
+        "The database and the fleet",
+    ),
+    Setting(
         "JR2_RELAY_WAIT",
         "float",
         2.0,

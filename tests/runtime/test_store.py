@@ -3,6 +3,8 @@ closes: a message or a model call then costs no lookup, and a rolled-back id is 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -84,3 +86,25 @@ def test_a_group_commit_is_one_transaction() -> None:
     assert Run.objects.filter(id__in=runs, status="waiting").count() == 5
     if connection.vendor == "sqlite":
         assert sum(q["sql"].startswith("BEGIN") for q in queries.captured_queries) == 1
+
+
+def _prepared() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+def test_on_postgresql_a_steps_statements_are_prepared_once_unless_turned_off(
+    run_id: str, prepared: bool, settings: Any
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements are PostgreSQL's")
+    settings.JR2_PG_PREPARED = prepared
+    connection.close()  # a connection of its own: what an earlier test prepared on it is gone
+    store.write(run_id, [opened("turn-9")])
+    for seq in range(1, 5):
+        store.write(run_id, [message("turn-9", seq)])
+    inserts = [sql for sql in _prepared() if sql.startswith('INSERT INTO "engine_turnmessage"')]
+    assert len(inserts) == (1 if prepared else 0), _prepared()
+    assert TurnMessage.objects.filter(run_id=run_id).count() == 4

@@ -15,6 +15,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.fields import AutoFieldMixin
@@ -31,6 +32,29 @@ def _db() -> BaseDatabaseWrapper:
     return connections[DEFAULT_DB_ALIAS]
 
 
+def _cursor(db: BaseDatabaseWrapper) -> Any:
+    """A cursor for the hot path's statements. On PostgreSQL it binds parameters on the server, so psycopg
+    prepares each statement once it has run a few times on the connection and the server stops parsing and
+    planning it at every step (Django's own cursors bind on the client, which cannot be prepared), and sends an
+    `executemany` in one pipeline. Django's execute wrappers see its statements as any other; while queries are
+    logged (DEBUG, a test capturing them), Django's own cursor is used, whose log shows each statement whole."""
+    if db.vendor != "postgresql" or db.queries_logged or not settings.JR2_PG_PREPARED:
+        return db.cursor()
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    raw = db.connection
+    if raw.prepare_threshold is None:  # Django turns psycopg's preparing off; its own cursors never prepare
+        raw.prepare_threshold = PREPARE_AFTER
+    db.validate_thread_sharing()
+    return db.make_cursor(ServerBindingCursor(raw))
+
+
+#: psycopg prepares a statement on a connection once it has run this many times there.
+PREPARE_AFTER = 2
+
+
 def insert(
     model: type[models.Model], rows: Sequence[Mapping[str, Any]], now: dt.datetime, ignore: bool = False
 ) -> None:
@@ -44,7 +68,7 @@ def insert(
         tuple(prep(row[name], db) if name in row else default(now, db) for name, prep, default in columns)
         for row in rows
     ]
-    with db.cursor() as cursor:
+    with _cursor(db) as cursor:
         if len(params) == 1:
             cursor.execute(sql, params[0])
         else:
@@ -56,7 +80,7 @@ def insert_one(model: type[models.Model], row: Mapping[str, Any], now: dt.dateti
     db = _db()
     sql, columns = _statement(model, False, db)
     params = tuple(prep(row[name], db) if name in row else default(now, db) for name, prep, default in columns)
-    with db.cursor() as cursor:
+    with _cursor(db) as cursor:
         if db.features.can_return_columns_from_insert:
             cursor.execute(f"{sql} RETURNING {db.ops.quote_name(model._meta.pk.column)}", params)
             return int(cursor.fetchone()[0])
@@ -80,7 +104,7 @@ def update(model: type[models.Model], changes: Mapping[str, Any], where: Mapping
         sql = _UPDATES[key] = f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {conditions}"
     params = [preps[name](value, db) for name, value in changes.items()]
     params += [preps[name](value, db) for name, value in where.items() if value is not None]
-    with db.cursor() as cursor:
+    with _cursor(db) as cursor:
         cursor.execute(sql, params)
         return int(cursor.rowcount)
 
@@ -98,7 +122,7 @@ def delete(model: type[models.Model], where: Mapping[str, Any], name: str = "", 
     if name:
         conditions.append(f"{quote(fields[name].column)} IN ({', '.join(['%s'] * len(values))})")
         params += [preps[name](value, db) for value in values]
-    with db.cursor() as cursor:
+    with _cursor(db) as cursor:
         cursor.execute(f"DELETE FROM {quote(model._meta.db_table)} WHERE {' AND '.join(conditions)}", params)
         return int(cursor.rowcount)
 
@@ -116,7 +140,7 @@ def select(model: type[models.Model], names: Sequence[str], where: Mapping[str, 
         f"WHERE {conditions} ORDER BY {quote(model._meta.pk.column)}"
     )
     readers = [_reader(f, db) for f in chosen]
-    with db.cursor() as cursor:
+    with _cursor(db) as cursor:
         cursor.execute(sql, params)
         return [tuple(read(value) for read, value in zip(readers, row)) for row in cursor.fetchall()]
 
