@@ -125,7 +125,7 @@ if JR2["REDIS_URL"]:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "engine.runtime.layers.InMemoryLayer"}}
 
 # `jr2 up` on a database with no user makes one superuser and prints a one-time link that logs it in.
 JR2_FIRST_USER = True

@@ -213,7 +213,7 @@ def channel_layer(request: pytest.FixtureRequest, settings: Any) -> Iterator[str
             "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}
         }
     else:
-        settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+        settings.CHANNEL_LAYERS = {"default": {"BACKEND": "engine.runtime.layers.InMemoryLayer"}}
     channel_layers.backends.clear()
     try:
         yield request.param
