@@ -242,8 +242,7 @@ def test_the_queries_of_a_commit_are_the_same_for_1_10_and_100_open_pages(
                     assert (await socket.connect())[0]
                     await receive_until(socket, 'id="run-steps-head"')
                 with monkeypatch.context() as patched:
-                    patched.setattr(run_consumers, "_seats_of", counting(run_consumers._seats_of))
-                    patched.setattr(run_consumers, "render_regions", counting(run_consumers.render_regions))
+                    patched.setattr(run_consumers, "commit_views", counting(run_consumers.commit_views))
                     counted.clear()
                     renders.clear()
                     await host.deliver(run_id, "gate", gate="desk", event="tick", params={})
@@ -258,6 +257,6 @@ def test_the_queries_of_a_commit_are_the_same_for_1_10_and_100_open_pages(
         return per
 
     per = asyncio.run(main())
-    assert per[1][1] == ["_seats_of", "render_regions"], "one read of the run, one render for one kind of viewer"
+    assert per[1][1] == ["commit_views"], "one call on the sync thread for a commit, for every page"
     assert per[1][0] > 1
     assert per[1] == per[10] == per[100], per
