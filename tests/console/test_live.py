@@ -249,3 +249,47 @@ def test_a_commit_reads_the_run_once_for_all_its_pages_regions_and_cost_section(
 
     asyncio.run(main())
     assert tells and 1 <= len(reads) <= len(tells), (len(reads), len(tells))
+
+
+def test_on_redis_a_commit_is_told_through_pub_sub_to_a_listener_sure_of_its_subscription(
+    settings: Any, redis_url: str
+) -> None:
+    """With Redis the notices have their own layer, pub/sub (one PUBLISH a group, pushed to the web processes at
+    once); a listener knows its subscription holds once it heard on its group (`heard_on`), before it reads."""
+    from channels.layers import channel_layers, get_channel_layer
+
+    from engine.runtime.notify import NOTICES, PROBE, heard_on, notice_layer
+
+    settings.JR2_SCRIPTED = True
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}},
+        NOTICES: {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [redis_url]}},
+    }
+    channel_layers.backends.clear()
+
+    async def main() -> tuple[str, list[dict[str, Any]]]:
+        layer = notice_layer()
+        assert layer is get_channel_layer(NOTICES) and layer is not get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add("workflow-notes", channel)
+        await asyncio.wait_for(heard_on(layer, "workflow-notes", channel), 10)
+        host = Host(WORKFLOWS, owner="live-tests")
+        await host.start()
+        heard: list[dict[str, Any]] = []
+        try:
+            run_id = await host.start_run("notes", NOTES_DOOR)
+            while not heard or heard[-1].get("status") != "waiting":
+                message = await asyncio.wait_for(layer.receive(channel), 10)
+                if message["type"] != PROBE:
+                    heard.append(message)
+        finally:
+            await host.stop()
+            await layer.flush()
+        return run_id, heard
+
+    try:
+        run_id, heard = asyncio.run(main())
+    finally:
+        channel_layers.backends.clear()
+    assert {(m["type"], m["run"], m["workflow"]) for m in heard} == {("run.updated", run_id, "notes")}
+    assert heard[-1]["seq"] == Run.objects.get(id=run_id).seq
