@@ -265,7 +265,7 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
 
         return run
 
-    seats_of, render_regions, tell = live._seats_of, live.render_regions, live.RunHub.tell
+    commit_views, render_regions, tell = live.commit_views, live.render_regions, live.RunHub.tell
 
     async def timed_tell(hub: Any, message: Any) -> None:
         t0 = time.perf_counter()
@@ -287,7 +287,7 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
                 raise WrongResult("a page did not open whole")
             sockets.append(socket)
         opened = time.perf_counter() - t0
-        live._seats_of = counting(seats_of, "_seats_of")
+        live.commit_views = counting(commit_views, "commit_views")
         live.render_regions = counting(render_regions, "render_regions")
         live.RunHub.tell = timed_tell  # type: ignore[method-assign]
         updates = []
@@ -317,7 +317,7 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
                     {
                         "queries": sum(work["queries"]),
                         "renders": work["renders"].count("render_regions"),
-                        "reads": work["renders"].count("_seats_of"),
+                        "reads": work["renders"].count("commit_views"),
                         "tells": len(work["tells"]),
                         "hub_s": sum(work["tells"]),
                         "commit_to_last_page_s": last - committed,
@@ -326,7 +326,7 @@ async def measure_live(args: argparse.Namespace, host: Any, run_id: str) -> list
                 )
                 await asyncio.sleep(max(0.0, 1.0 - (time.perf_counter() - tick_at)))
         finally:
-            live._seats_of, live.render_regions = seats_of, render_regions
+            live.commit_views, live.render_regions = commit_views, render_regions
             live.RunHub.tell = tell  # type: ignore[method-assign]
             for socket in sockets:
                 await socket.disconnect()

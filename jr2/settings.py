@@ -122,7 +122,13 @@ if JR2["REDIS_URL"]:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {"hosts": [{"address": JR2["REDIS_URL"], "socket_timeout": None}]},
-        }
+        },
+        # The notices that a run moved (engine/runtime/notify.py): lossy by contract, so Redis pub/sub, pushed to
+        # the web processes at once.
+        "notices": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [{"address": JR2["REDIS_URL"]}]},
+        },
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "engine.runtime.layers.InMemoryLayer"}}

@@ -2,9 +2,9 @@
 
 A `Hub` is this process's one subscription to a channel layer group (one per event loop): the first page that
 joins starts it, the last one that leaves ends it. It hears each notice once and tells its listeners. The runtime
-sends `run.updated` to the groups `run-<id>`, `workflow-<name>` and `gates` after each commit
-(engine/runtime/notify.py); such notices carry no state and may be dropped, so a listener always reads what it
-shows from the database.
+sends `run.updated` to the groups `run-<id>`, `workflow-<name>` and `gates` after each commit, on the notices'
+channel layer (engine/runtime/notify.py: Redis pub/sub on a fleet); such notices carry no state and may be
+dropped, so a listener always reads what it shows from the database.
 
 A `LiveConsumer` is one open page (Channels' `AsyncWebsocketConsumer` underneath): on connect it checks that its
 user may read (else it closes with 4403), joins its hub before its first read (so no commit falls between the
@@ -24,10 +24,10 @@ import logging
 from typing import Any, ClassVar, Protocol, Self
 
 from channels.generic.websocket import AsyncWebsocketConsumer
-from channels.layers import get_channel_layer
 from opentelemetry import trace
 
 from console.access import can_read
+from engine.runtime.notify import PROBE, heard_on, notice_layer
 
 __all__ = ["Notice", "Listener", "Hub", "LiveConsumer"]
 
@@ -91,18 +91,21 @@ class Hub:
         self._task = None
         self._ready = asyncio.Event()
         self._hubs.pop((asyncio.get_running_loop(), type(self), self.key), None)
-        layer = get_channel_layer()
+        layer = notice_layer()
         if layer is not None and self._channel:
             await layer.group_discard(self.group, self._channel)
 
     async def _listen(self) -> None:
-        layer = get_channel_layer()
+        layer = notice_layer()
         self._channel = await layer.new_channel()
         await layer.group_add(self.group, self._channel)
+        await heard_on(layer, self.group, self._channel)
         await self.started()
         self._ready.set()
         while True:
             message = await layer.receive(self._channel)
+            if message.get("type") == PROBE:  # another process's hub making sure of its subscription
+                continue
             try:
                 await self.tell(message)
             except Exception:

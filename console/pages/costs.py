@@ -166,7 +166,6 @@ def state_costs(runs: QuerySet[Run] | Run, machine: Machine | None = None, measu
     and p95, Effects and their duration p50 and p95, and the heat by `measure` ("tokens": in + out; "time": model
     latency plus Effect durations). Every state that can spend is listed (zeros when nothing was recorded), then any
     other path that has records; in the graph's document order, unknown paths last."""
-    where: dict[str, Any] = {"run": runs} if isinstance(runs, Run) else {"run__in": runs}
     paths = _Paths(machine)
     costs: dict[str, StateCost] = {}
 
@@ -180,6 +179,65 @@ def state_costs(runs: QuerySet[Run] | Run, machine: Machine | None = None, measu
     for path in paths.spends():
         cost(machine.id + ("." + path if path else ""), "")  # type: ignore[union-attr]
 
+    latencies: dict[str, list[float]] = {}
+    durations: dict[str, list[float]] = {}
+    if isinstance(runs, Run):
+        _one_run(runs, cost, latencies, durations)
+    else:
+        _many_runs({"run__in": runs}, cost, latencies, durations)
+    for path, c in costs.items():
+        c.latency_p50_ms, c.latency_p95_ms = (percentile(latencies.get(path, ()), q) for q in (50, 95))
+        c.effect_p50_ms, c.effect_p95_ms = (percentile(durations.get(path, ()), q) for q in (50, 95))
+
+    value = measure_of(measure)
+    top = max((value(c) for c in costs.values()), default=0.0)
+    for c in costs.values():
+        c.heat = value(c) / top if top > 0 else 0.0
+    unknown = len(paths.order)
+    return sorted(costs.values(), key=lambda c: (paths.order.get(c.path, unknown), c.path))
+
+
+#: The cost of one record: its state as the runtime wrote it, the child prefix, whether it is an Effect's.
+_Cost = Callable[[str, str, bool], StateCost]
+
+
+def _prefix(name: str) -> str:
+    """The invoke id a child Machine's record starts with (`<invoke id>/...`), or "" (`_child_prefix` in Python)."""
+    return name.split("/", 1)[0] if "/" in name else ""
+
+
+def _one_run(run: Run, cost: _Cost, latencies: dict[str, list[float]], durations: dict[str, list[float]]) -> None:
+    """One run's records, summed here: a run has few, and three plain reads cost a fraction of the grouped ones
+    (the run page's live cost section is drawn again after each of its commits)."""
+    for state, agent in TurnRecord.objects.filter(run=run).order_by().values_list("state", "agent"):
+        cost(state, _prefix(agent), False).turns += 1
+    fields = ("turn__state", "turn__agent", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    for state, agent, read, wrote, cache_read, cache_write, latency in (
+        ModelCall.objects.filter(run=run).order_by().values_list(*fields, "latency_ms")
+    ):
+        c = cost(state, _prefix(agent), False)
+        c.calls += 1
+        c.input_tokens += read or 0
+        c.output_tokens += wrote or 0
+        c.cache_read_tokens += cache_read or 0
+        c.cache_write_tokens += cache_write or 0
+        if latency is not None:
+            c.latency_ms += latency
+            latencies.setdefault(c.path, []).append(latency)
+    for state, effect, duration in (
+        EffectRecord.objects.filter(run=run).order_by().values_list("state", "effect", "duration_ms")
+    ):
+        c = cost(state, _prefix(effect), True)
+        c.effects += 1
+        if duration is not None:
+            c.effect_ms += duration
+            durations.setdefault(c.path, []).append(duration)
+
+
+def _many_runs(
+    where: dict[str, Any], cost: _Cost, latencies: dict[str, list[float]], durations: dict[str, list[float]]
+) -> None:
+    """Many runs' records, counted and summed by the database, grouped by state and child prefix."""
     turns = (
         TurnRecord.objects.filter(**where)
         .order_by()
@@ -188,7 +246,7 @@ def state_costs(runs: QuerySet[Run] | Run, machine: Machine | None = None, measu
         .annotate(n=Count("id"))
     )
     for row in turns:
-        cost(row["state"], row["prefix"]).turns += row["n"]
+        cost(row["state"], row["prefix"], False).turns += row["n"]
 
     calls = (
         ModelCall.objects.filter(**where)
@@ -205,7 +263,7 @@ def state_costs(runs: QuerySet[Run] | Run, machine: Machine | None = None, measu
         )
     )
     for row in calls:
-        c = cost(row["turn__state"], row["prefix"])
+        c = cost(row["turn__state"], row["prefix"], False)
         c.calls += row["n"]
         c.input_tokens += row["input"] or 0
         c.output_tokens += row["output"] or 0
@@ -221,36 +279,24 @@ def state_costs(runs: QuerySet[Run] | Run, machine: Machine | None = None, measu
         .annotate(n=Count("id"), duration=Sum("duration_ms"))
     )
     for row in effects:
-        c = cost(row["state"], row["prefix"], effect=True)
+        c = cost(row["state"], row["prefix"], True)
         c.effects += row["n"]
         c.effect_ms += row["duration"] or 0.0
 
-    latencies: dict[str, list[float]] = {}
     for state, prefix, value in (
         ModelCall.objects.filter(latency_ms__isnull=False, **where)
         .order_by()
         .annotate(prefix=_child_prefix("turn__agent"))
         .values_list("turn__state", "prefix", "latency_ms")
     ):
-        latencies.setdefault(cost(state, prefix).path, []).append(value)
-    durations: dict[str, list[float]] = {}
+        latencies.setdefault(cost(state, prefix, False).path, []).append(value)
     for state, prefix, value in (
         EffectRecord.objects.filter(duration_ms__isnull=False, **where)
         .order_by()
         .annotate(prefix=_child_prefix("effect"))
         .values_list("state", "prefix", "duration_ms")
     ):
-        durations.setdefault(cost(state, prefix, effect=True).path, []).append(value)
-    for path, c in costs.items():
-        c.latency_p50_ms, c.latency_p95_ms = (percentile(latencies.get(path, ()), q) for q in (50, 95))
-        c.effect_p50_ms, c.effect_p95_ms = (percentile(durations.get(path, ()), q) for q in (50, 95))
-
-    value = measure_of(measure)
-    top = max((value(c) for c in costs.values()), default=0.0)
-    for c in costs.values():
-        c.heat = value(c) / top if top > 0 else 0.0
-    unknown = len(paths.order)
-    return sorted(costs.values(), key=lambda c: (paths.order.get(c.path, unknown), c.path))
+        durations.setdefault(cost(state, prefix, True).path, []).append(value)
 
 
 # -- on the graph ------------------------------------------------------------------------------------------------

@@ -14,8 +14,10 @@ were written).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Sum
 from django.utils import timezone
 
@@ -139,13 +141,24 @@ def cursor(raw: str | None, name: str) -> int | None:
 
 def summary(run_id: str, last_seq: int) -> Summary:
     """How big the run is: its steps (the last journal seq), Turns, messages and model calls (three counts on
-    indexed columns)."""
-    return Summary(
-        steps=last_seq,
-        turns=TurnRecord.objects.filter(run_id=run_id).count(),
-        messages=TurnMessage.objects.filter(run_id=run_id).count(),
-        model_calls=ModelCall.objects.filter(run_id=run_id).count(),
+    indexed columns, in one statement: a live page's head is read again after every commit, and building each
+    count's query cost more than running it)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_counts(), [run_id] * 3)
+        turns, messages, calls = cursor.fetchone()
+    return Summary(steps=last_seq, turns=int(turns), messages=int(messages), model_calls=int(calls))
+
+
+def _count_of(model: type[TurnRecord] | type[TurnMessage] | type[ModelCall]) -> str:
+    quote = connection.ops.quote_name
+    return (
+        f"(SELECT COUNT(*) FROM {quote(model._meta.db_table)} WHERE {quote(model._meta.get_field('run').column)} = %s)"
     )
+
+
+@cache
+def _counts() -> str:
+    return "SELECT " + ", ".join(_count_of(model) for model in (TurnRecord, TurnMessage, ModelCall))
 
 
 # -- steps ---------------------------------------------------------------------------------------------------------
@@ -200,30 +213,36 @@ def turn_page(run_id: str, before: int | None = None, after: int = 0, budget: in
         used += size
     more = len(chosen) < len(candidates)
     ids = [record.pk for record, _ in chosen]
-    totals = {
-        row["turn_id"]: row
-        for row in ModelCall.objects.filter(turn_id__in=ids)
-        .values("turn_id")
-        .annotate(calls=Count("id"), ms=Sum("latency_ms"))
-    }
     short = [record.pk for record, size in chosen if size <= budget]
+    long = [record.pk for record, size in chosen if size > budget]
     messages: dict[int, list[TurnMessage]] = {}
     for message in TurnMessage.objects.filter(turn_id__in=short).order_by("turn_id", "pk"):
         messages.setdefault(message.turn_id, []).append(message)
+    # a short Turn's calls are all read (their lines show the done ones), so its totals are summed here; a long
+    # one's are counted by the database
+    totals: dict[int, tuple[int, float]] = {}
     calls: dict[int, list[ModelCall]] = {}
-    for call in (
-        ModelCall.objects.filter(turn_id__in=short, status=ModelCall.Status.DONE).only(*CALL_FIELDS).order_by("seq")
-    ):
-        calls.setdefault(call.turn_id, []).append(call)
+    for call in ModelCall.objects.filter(turn_id__in=short).only(*CALL_FIELDS).order_by("seq"):
+        n, ms = totals.get(call.turn_id, (0, 0.0))
+        totals[call.turn_id] = (n + 1, ms + (call.latency_ms or 0.0))
+        if call.status == ModelCall.Status.DONE:
+            calls.setdefault(call.turn_id, []).append(call)
+    if long:
+        for row in (
+            ModelCall.objects.filter(turn_id__in=long)
+            .values("turn_id")
+            .annotate(calls=Count("id"), ms=Sum("latency_ms"))
+        ):
+            totals[row["turn_id"]] = (int(row["calls"]), float(row["ms"] or 0))
     items = []
     for record, size in chosen:
-        total = totals.get(record.pk, {})
+        n, ms = totals.get(record.pk, (0, 0.0))
         if size <= budget:
             lines = conversation_lines(messages.get(record.pk, []), calls.get(record.pk, []))
             earlier, hidden = None, 0
         else:
             lines, earlier, hidden = _window(record.pk, None, budget)
-        view = TurnView(record, lines, int(total.get("calls") or 0), round(float(total.get("ms") or 0), 1))
+        view = TurnView(record, lines, n, round(ms, 1))
         items.append(TurnItem(view, earlier, hidden))
     prev = candidates[len(chosen)].pk if more else 0
     return TurnPage(items, ids[-1] if more and ids else None, after, prev)

@@ -45,13 +45,14 @@ def permission_flags(user: Any) -> tuple[bool, ...]:
     return (can(user, "answer"), can(user, "cancel"), can(user, "play"))
 
 
-def render_regions(run_id: str, user: Any) -> tuple[Regions | None, str, tuple[str, ...]]:
+def render_regions(run_id: str | Run, user: Any) -> tuple[Regions | None, str, tuple[str, ...]]:
     """Every region of the run page for this viewer, the commit time it shows, and the seats the viewer holds.
-    Renders are shared: the same commit, permissions and seats are rendered once."""
+    Renders are shared: the same commit, permissions and seats are rendered once. `run_id` may be the Run row,
+    read once for all the viewers of a commit."""
     page = run_page(run_id, user)
     if page is None:
         return None, "", ()
-    key = (run_id, page.run.updated_at.isoformat(), *permission_flags(user), page.held, page.inputs_key)
+    key = (page.run.id, page.run.updated_at.isoformat(), *permission_flags(user), page.held, page.inputs_key)
     found = _cache.get(key)
     if found is not None:
         return found, key[1], page.held
@@ -68,10 +69,10 @@ def run_regions(run_id: str, user: Any) -> str | None:
     return None if regions is None else "".join(regions.values())
 
 
-def run_costs(run_id: str, params: QueryDict) -> str:
+def run_costs(run_id: str | Run, params: QueryDict) -> str:
     """A run's section "Cost and time per state" as out-of-band HTML, sorted as the page asked (`params`: the
-    page's own; the graph's heat is drawn with the page, only the table follows)."""
-    run = Run.objects.filter(id=run_id).first()
+    page's own; the graph's heat is drawn with the page, only the table follows). `run_id` may be the Run row."""
+    run = run_id if isinstance(run_id, Run) else Run.objects.filter(id=run_id).first()
     if run is None:
         return ""
     section = cost_section(params, run, machine_of(run.workflow), "", reverse("console:run", args=[run.id]))

@@ -128,11 +128,11 @@ def machine_of(workflow: str) -> Machine | None:
     return loaded.machine if loaded is not None else None
 
 
-def run_page(run_id: str, user: Any, bound: dict[str, SchemaForm] | None = None) -> RunPage | None:
+def run_page(run_id: str | Run, user: Any, bound: dict[str, SchemaForm] | None = None) -> RunPage | None:
     """Everything the run page shows; `bound` holds Gate forms filled by the user (with their errors). Of the
     history, only the summary and the newest page of steps and Turns (console/pages/feeds.py): older pages load
-    apart."""
-    run = Run.objects.filter(id=run_id).first()
+    apart. Given the Run row itself (a live page's hub read it once for every viewer), it is not read again."""
+    run = run_id if isinstance(run_id, Run) else Run.objects.filter(id=run_id).first()
     if run is None:
         return None
     view = RunView.of(run.view)

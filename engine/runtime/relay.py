@@ -31,7 +31,7 @@ from engine.core.outputs import Delivery
 from engine.models import Run, RunInput
 from engine.runtime import store, telemetry
 from engine.runtime.errors import HostError, InputPending, RunNotHosted
-from engine.runtime.notify import run_group
+from engine.runtime.notify import notice_layer, run_group
 
 __all__ = ["HOSTS_GROUP", "send", "post", "settled", "wake_hosts", "encode", "decode", "RELAYED_KINDS", "Database"]
 
@@ -120,7 +120,7 @@ async def wake_hosts(kind: str, run_id: str = "") -> None:
 async def _tell_pages(run_id: str) -> None:
     """The run's open pages show an input kept but not delivered in time, pending (no commit moved the run:
     `updated` is empty, so each page draws itself again)."""
-    layer = get_channel_layer()
+    layer = notice_layer()
     if layer is None:
         return
     try:

@@ -204,13 +204,15 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(params=["memory", "redis"])
 def channel_layer(request: pytest.FixtureRequest, settings: Any) -> Iterator[str]:
-    """The live tests run over the in-memory channel layer (the embedded default) and over Redis."""
+    """The live tests run over the in-memory channel layer (the embedded default) and over Redis (the notices on
+    Redis pub/sub, as a fleet has them)."""
     from channels.layers import channel_layers
 
     if request.param == "redis":
         url = request.getfixturevalue("redis_url")
-        settings.CHANNEL_LAYERS = {
-            "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}
+        settings.CHANNEL_LAYERS = {  # as jr2/settings.py has them with REDIS_URL: the notices on pub/sub
+            "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}},
+            "notices": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [url]}},
         }
     else:
         settings.CHANNEL_LAYERS = {"default": {"BACKEND": "engine.runtime.layers.InMemoryLayer"}}

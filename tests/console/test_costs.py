@@ -220,6 +220,18 @@ def test_one_run_counts_only_its_own_rows(shop_runs: dict[str, Run]) -> None:
     assert (found["studying"].turns, found["studying"].effects, found["studying"].spent) == (0, 0, False)
 
 
+def test_one_run_summed_in_python_is_the_database_grouping_of_that_run(shop_runs: dict[str, Run]) -> None:
+    """A single run's costs are summed from its rows here (the live page draws them after every commit); a queryset
+    of that one run goes through the database's grouping: the two agree on every number, with the Machine and
+    without it, by either measure."""
+    for run in shop_runs.values():
+        for machine in (shop(), None):
+            for measure in ("tokens", "time"):
+                one = state_costs(run, machine, measure)
+                assert one == state_costs(Run.objects.filter(id=run.id), machine, measure), (run.id, measure)
+    assert any(c.spent for c in state_costs(shop_runs["first"], shop()))
+
+
 def test_the_heat_by_tokens_and_by_time(shop_runs: dict[str, Run]) -> None:
     runs = Run.objects.filter(workflow="shop")
     tokens = by_path(state_costs(runs, shop(), "tokens"))

@@ -242,8 +242,7 @@ def test_the_queries_of_a_commit_are_the_same_for_1_10_and_100_open_pages(
                     assert (await socket.connect())[0]
                     await receive_until(socket, 'id="run-steps-head"')
                 with monkeypatch.context() as patched:
-                    patched.setattr(run_consumers, "_seats_of", counting(run_consumers._seats_of))
-                    patched.setattr(run_consumers, "render_regions", counting(run_consumers.render_regions))
+                    patched.setattr(run_consumers, "commit_views", counting(run_consumers.commit_views))
                     counted.clear()
                     renders.clear()
                     await host.deliver(run_id, "gate", gate="desk", event="tick", params={})
@@ -258,6 +257,37 @@ def test_the_queries_of_a_commit_are_the_same_for_1_10_and_100_open_pages(
         return per
 
     per = asyncio.run(main())
-    assert per[1][1] == ["_seats_of", "render_regions"], "one read of the run, one render for one kind of viewer"
+    assert per[1][1] == ["commit_views"], "one call on the sync thread for a commit, for every page"
     assert per[1][0] > 1
     assert per[1] == per[10] == per[100], per
+
+
+@pytest.mark.parametrize(("notes", "lap", "long"), [(6, 2, False), (70, 100, True)])
+def test_the_head_reads_in_few_statements_with_each_turns_totals_over_all_its_calls(
+    notes: int, lap: int, long: bool, ledger_folder: Path
+) -> None:
+    """The head is read again after every commit of a live run: the summary's three counts in one statement, a short
+    Turn's totals summed from the calls its lines read anyway (a long one's counted by the database), and the numbers
+    those of all the Turn's calls."""
+    from django.db.models import Count, Sum
+
+    from engine.models import ModelCall
+
+    run_id = ledger_run(notes=notes, lap=lap, steps=0)
+    run = Run.objects.get(id=run_id)
+    with CaptureQueriesContext(connection) as queries:
+        head = feeds.head(run_id, run.seq)
+    assert any(item.hidden for item in head.turns.turns) == long
+    # summary 1, steps 1, Turns 1, messages 1, calls 1 (+ a long Turn's totals and its window: 5)
+    assert len(queries.captured_queries) <= (10 if long else 5), [q["sql"][:60] for q in queries.captured_queries]
+    assert head.summary.turns == TurnRecord.objects.filter(run_id=run_id).count()
+    assert head.summary.messages == TurnMessage.objects.filter(run_id=run_id).count()
+    assert head.summary.model_calls == ModelCall.objects.filter(run_id=run_id).count() > 0
+    expected = {
+        row["turn_id"]: (row["n"], round(float(row["ms"] or 0), 1))
+        for row in ModelCall.objects.filter(run_id=run_id)
+        .values("turn_id")
+        .annotate(n=Count("id"), ms=Sum("latency_ms"))
+    }
+    shown = {item.view.record.pk: (item.view.calls, item.view.latency_ms) for item in head.turns.turns}
+    assert shown and all(shown[pk] == expected.get(pk, (0, 0.0)) for pk in shown)

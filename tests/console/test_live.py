@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
+from django.db.backends.utils import CursorWrapper
 
+from console.consumers.run import RunHub
 from console.routing import websocket_urlpatterns
 from engine.models import Run
 from engine.runtime.host import Host
@@ -171,6 +174,7 @@ def test_a_page_is_sent_only_the_regions_that_changed(answerer: Any, settings: A
             moved = await socket.receive_from(timeout=5)
             assert 'id="run-seats"' in moved and "Your Turn as writer" in moved
             assert 'id="run-gates"' not in moved and 'id="run-output"' not in moved
+            assert 'id="costs"' not in moved, "taking a seat spends nothing: the cost section is not sent again"
             await socket.disconnect()
         finally:
             await host.stop()
@@ -192,3 +196,100 @@ def test_the_pages_of_a_commit_share_one_render_of_the_cost_section(runs: dict[s
     sections = asyncio.run(main())
     assert 'id="costs"' in sections[0]
     assert all(section is sections[0] for section in sections)
+
+
+def test_a_commit_reads_the_run_once_for_all_its_pages_regions_and_cost_section(
+    answerer: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After each commit the run's hub reads the Run row once, on the sync thread, for the regions of every kind of
+    viewer and the cost section of every sort (it read it three times: the seats, the page, the costs; ten runs
+    moved at once queue their reads on that one thread)."""
+    settings.JR2_SCRIPTED = True
+    tells: list[str] = []
+    reads: list[str] = []
+    tell, execute = RunHub.tell, CursorWrapper._execute
+    counting = threading.Event()
+
+    async def counted(hub: RunHub, message: Any) -> None:
+        tells.append(str(message.get("updated")))
+        await tell(hub, message)
+
+    def read(self: CursorWrapper, sql: str, *args: Any) -> Any:
+        # the pages' reads, not the host's (its database thread is named jr2-db)
+        if counting.is_set() and not threading.current_thread().name.startswith("jr2-db"):
+            if sql.startswith("SELECT") and 'FROM "engine_run" ' in sql:
+                reads.append(sql)
+        return execute(self, sql, *args)
+
+    monkeypatch.setattr(RunHub, "tell", counted)
+    monkeypatch.setattr(CursorWrapper, "_execute", read)
+
+    async def main() -> None:
+        host = Host(WORKFLOWS, owner="live-tests")
+        await host.start()
+        try:
+            run_id = await host.start_run("notes", NOTES_DOOR)
+            for _ in range(300):
+                if await host.db(lambda: Run.objects.filter(id=run_id, status="waiting").exists()):
+                    break
+                await asyncio.sleep(0.02)
+            pages = [communicator(f"/ws/runs/{run_id}/" + ("?sort=turns" if i % 2 else ""), answerer) for i in range(4)]
+            for page in pages:
+                assert (await page.connect())[0]
+                await receive_until(page, 'id="run-gates"')
+            counting.set()
+            await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Ops"})
+            for page in pages:
+                await receive_until(page, 'id="run-status-badge">done<')
+            counting.clear()
+            for page in pages:
+                await page.disconnect()
+        finally:
+            await host.stop()
+
+    asyncio.run(main())
+    assert tells and 1 <= len(reads) <= len(tells), (len(reads), len(tells))
+
+
+def test_on_redis_a_commit_is_told_through_pub_sub_to_a_listener_sure_of_its_subscription(
+    settings: Any, redis_url: str
+) -> None:
+    """With Redis the notices have their own layer, pub/sub (one PUBLISH a group, pushed to the web processes at
+    once); a listener knows its subscription holds once it heard on its group (`heard_on`), before it reads."""
+    from channels.layers import channel_layers, get_channel_layer
+
+    from engine.runtime.notify import NOTICES, PROBE, heard_on, notice_layer
+
+    settings.JR2_SCRIPTED = True
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}},
+        NOTICES: {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [redis_url]}},
+    }
+    channel_layers.backends.clear()
+
+    async def main() -> tuple[str, list[dict[str, Any]]]:
+        layer = notice_layer()
+        assert layer is get_channel_layer(NOTICES) and layer is not get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add("workflow-notes", channel)
+        await asyncio.wait_for(heard_on(layer, "workflow-notes", channel), 10)
+        host = Host(WORKFLOWS, owner="live-tests")
+        await host.start()
+        heard: list[dict[str, Any]] = []
+        try:
+            run_id = await host.start_run("notes", NOTES_DOOR)
+            while not heard or heard[-1].get("status") != "waiting":
+                message = await asyncio.wait_for(layer.receive(channel), 10)
+                if message["type"] != PROBE:
+                    heard.append(message)
+        finally:
+            await host.stop()
+            await layer.flush()
+        return run_id, heard
+
+    try:
+        run_id, heard = asyncio.run(main())
+    finally:
+        channel_layers.backends.clear()
+    assert {(m["type"], m["run"], m["workflow"]) for m in heard} == {("run.updated", run_id, "notes")}
+    assert heard[-1]["seq"] == Run.objects.get(id=run_id).seq

@@ -23,6 +23,22 @@ def costs_of(message: str) -> str:
     return found.group(0)
 
 
+async def shown_until(
+    socket: WebsocketCommunicator, text: str, shown: str = "", timeout: float = 10
+) -> tuple[str, str]:
+    """Messages until one holds `text`: that message, and the cost section the page shows then (the newest one it
+    was sent: a message carries it only when it changed)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        left = deadline - asyncio.get_running_loop().time()
+        assert left > 0, f"no message with {text!r}"
+        message = await socket.receive_from(timeout=left)
+        if 'id="costs"' in message:
+            shown = costs_of(message)
+        if text in message:
+            return message, shown
+
+
 def calls_in_writing(costs: str) -> int:
     """The table's model calls (its second number) in the state `writing`."""
     found = re.search(
@@ -126,11 +142,11 @@ def test_a_live_runs_cost_table_follows_it_sorted_as_the_page_asked(
             run_id = await host.start_run("notes", NOTES_DOOR)
             socket = communicator(f"/ws/runs/{run_id}/?sort=-calls", observer)
             assert (await socket.connect())[0]
-            before = await receive_until(socket, 'id="run-status-badge">waiting<')
+            _, before = await shown_until(socket, 'id="run-status-badge">waiting<')
             await host.deliver(run_id, "gate", gate="writing.asking", event="reply", params={"text": "Ops"})
-            after = await receive_until(socket, 'id="run-status-badge">done<')
+            _, after = await shown_until(socket, 'id="run-status-badge">done<', before)
             await socket.disconnect()
-            return costs_of(before), costs_of(after)
+            return before, after
         finally:
             await host.stop()
 

@@ -211,12 +211,13 @@ def test_a_timer_fires_in_real_time_through_journaled_advances() -> None:
 
 
 def test_each_commit_is_told_to_the_run_and_workflow_groups_of_the_channel_layer() -> None:
-    from channels.layers import get_channel_layer
+    from engine.runtime.notify import heard_on, notice_layer
 
     async def body(host: Host) -> None:
-        layer = get_channel_layer()
+        layer = notice_layer()
         channel = await layer.new_channel()
         await layer.group_add("workflow-notes", channel)
+        await heard_on(layer, "workflow-notes", channel)
         run_id = await host.start_run("notes", DOOR)
         await layer.group_add(f"run-{run_id}", channel)
         await until(host, status(run_id, "waiting"))
@@ -226,6 +227,7 @@ def test_each_commit_is_told_to_the_run_and_workflow_groups_of_the_channel_layer
                 heard.append(await asyncio.wait_for(layer.receive(channel), 0.2))
             except TimeoutError:
                 break
+        heard = [m for m in heard if m["type"] != "notice.probe"]
         assert heard and all(m["type"] == "run.updated" and m["run"] == run_id for m in heard)
         assert heard[-1]["status"] == "waiting"
         run = await host.db(lambda: Run.objects.get(id=run_id))
