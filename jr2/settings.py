@@ -143,6 +143,12 @@ LOGOUT_REDIRECT_URL = "/"
 # The limiter counts in the cache: shared through Redis when REDIS_URL is set (a fleet of web processes must share
 # it), else in this process's memory.
 if JR2["REDIS_URL"]:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": JR2["REDIS_URL"]}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": JR2["REDIS_URL"],
+            "OPTIONS": {"pool_class": "jr2.redis_pool.SharedPool"},  # not a new connection per request
+        }
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

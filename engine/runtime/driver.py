@@ -90,6 +90,8 @@ class RunHost(Protocol):
 
     def forget(self, driver: RunDriver) -> None: ...
 
+    def replied(self, input_id: int, outcome: dict[str, Any]) -> None: ...
+
 
 @dataclass
 class Item:
@@ -363,6 +365,8 @@ class RunDriver:
             self.snapshot_seq = last
         if not item.future.done():
             item.future.set_result(result)
+        if answered is not None:
+            self.host.replied(answered.input_id, answered.outcome)
         self._carry_out(plan.todo)
         self.status = status
         self._schedule_timer()

@@ -47,6 +47,7 @@ from engine.runtime.notify import notify
 from engine.runtime.plan import run_fields
 from engine.runtime.telemetry.resume import resumed_steps
 from engine.runtime.view import build_view, run_status
+from engine.runtime.wakeups import WakeUps
 
 __all__ = ["Host", "HostError", "RunNotHosted", "InputPending", "current_host", "ROLES"]
 
@@ -94,7 +95,9 @@ class Host:
         self.drivers: dict[str, RunDriver] = {}
         self._executor = DbThread()
         self._tasks: list[asyncio.Task[None]] = []
-        self._wake = asyncio.Event()
+        #: What the channel layer asked of this host since its last round, and the replies it owes.
+        self.wakeups = WakeUps(self.owner, self.drivers)
+        self._last_scan = 0.0
         self.ready = asyncio.Event()
         self._releasing: set[asyncio.Task[None]] = set()
         self._stopped = False
@@ -120,7 +123,9 @@ class Host:
             self._tasks = [
                 loop.create_task(self._renew(), name="jr2 lease renewal"),
                 loop.create_task(self._rounds(), name="jr2 claims and relayed inputs"),
-                loop.create_task(self._listen(), name="jr2 host wake-ups"),
+                loop.create_task(
+                    self.wakeups.listen(lambda: self._stopped, self.scan_seconds), name="jr2 host wake-ups"
+                ),
                 loop.create_task(self.courier.run(), name="jr2 webhooks and emails"),
             ]
         self.ready.set()
@@ -265,11 +270,10 @@ class Host:
                 return None, await relay.send(self, run_id, kind, args)  # refuses the kind, in words
             return None, await driver.submit(kind, **args)
         sender = sender or str(args.get("by") or "")
-        input_id = await relay.post(self, run_id, kind, args, sender)
+        input_id, holder = await relay.posted(self, run_id, kind, args, sender)
         driver = self.drivers.get(run_id)
         if driver is None:  # driven elsewhere, or by nobody yet: whoever holds the run next delivers it
-            await relay.wake_hosts("inputs.posted", run_id)
-            return input_id, await relay.settled(self, run_id, input_id)
+            return input_id, await relay.relayed(self, run_id, input_id, holder)
         return input_id, await relay.within_wait(driver.relayed(input_id, kind, args), run_id, input_id)
 
     async def offer_pick(self, run_id: str, agent: str, event: str, params: dict[str, Any], sender: str = "") -> None:
@@ -322,25 +326,30 @@ class Host:
             return 0
         batch = room if mine else min(room, int(getattr(settings, "JR2_CLAIM_BATCH", 25)))
         claimed = await self.db(store.claim_runs, self.owner, self.lease_seconds, batch, mine)
-        for run_id, workflow in claimed:
-            if run_id not in self.drivers:
-                await self._take_up(run_id, workflow)
+        for run in claimed:
+            if run.id not in self.drivers:
+                await self._take_up(run.id, run.workflow, run)
         return len(claimed)
 
     async def _rounds(self) -> None:
-        """Claim runs and hand relayed inputs to the runs they are for: when woken, else every `scan_seconds`."""
+        """Claim runs and hand relayed inputs to the runs they are for: what a wake-up asked for (a claim, or the
+        inputs of runs held here), and everything at least every `scan_seconds` (wake-ups are lossy hints)."""
         while True:
             try:
-                await asyncio.wait_for(self._wake.wait(), self.scan_seconds)
+                await asyncio.wait_for(self.wakeups.event.wait(), self.scan_seconds)
             except TimeoutError:
                 pass
-            self._wake.clear()
+            full = time.monotonic() - self._last_scan >= self.scan_seconds
+            claim, heard = self.wakeups.take()
             try:
-                if await self._claim() >= int(getattr(settings, "JR2_CLAIM_BATCH", 25)):
-                    self._wake.set()  # more may wait: claim again after the other hosts had their turn
+                if full:
+                    self._last_scan = time.monotonic()
+                if (claim or full) and await self._claim() >= int(getattr(settings, "JR2_CLAIM_BATCH", 25)):
+                    self.wakeups.claim()  # more may wait: claim again after the other hosts had their turn
                     await asyncio.sleep(0.02)
-                if self.drivers:
-                    for input_id, run_id, kind, args, sent in await self.db(store.pending_inputs, self.owner):
+                runs = None if full else [r for r in heard if r in self.drivers]
+                if self.drivers and (runs is None or runs):
+                    for input_id, run_id, kind, args, sent in await self.db(store.pending_inputs, self.owner, runs):
                         driver = self.drivers.get(run_id)
                         if driver is not None:
                             driver.relayed(input_id, kind, args, sent)
@@ -349,43 +358,24 @@ class Host:
             except Exception:
                 log.exception("claiming runs or reading relayed inputs failed")
 
-    async def _listen(self) -> None:
-        """Wake the rounds when a web process posts a run or an input (through the channel layer)."""
-        from channels.layers import get_channel_layer
+    def replied(self, input_id: int, outcome: dict[str, Any]) -> None:
+        """A relayed input's row is settled and committed with `outcome`: tell its sender (engine/runtime/
+        wakeups.py)."""
+        self.wakeups.replied(input_id, outcome)
 
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        channel = await layer.new_channel()
-        await layer.group_add(relay.HOSTS_GROUP, channel)
-        try:
-            while not self._stopped:
-                try:
-                    await layer.receive(channel)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as err:
-                    if self._stopped:  # channels_redis may turn the cancel of a stopping host into its own error
-                        return
-                    log.warning("listening for new runs and inputs failed: %r", err)
-                    await asyncio.sleep(self.scan_seconds)
-                    continue
-                self._wake.set()
-        finally:
-            try:
-                await layer.group_discard(relay.HOSTS_GROUP, channel)
-            except Exception:
-                pass
-
-    async def _take_up(self, run_id: str, workflow: str) -> None:
-        if not await self.db(store.take_lease, run_id, self.owner, self.lease_seconds):
-            return
+    async def _take_up(self, run_id: str, workflow: str, claimed: Run | None = None) -> None:
+        """Take a run up from the database: one call on the database thread (`store.take_up`) takes its lease (or
+        starts from the row a claim just leased, `claimed`) and reads it, then its driver starts."""
         machine = self.workflows.get(workflow)
         if machine is None:
-            log.warning('run %s: workflow "%s" did not load; the run waits until it does', run_id, workflow)
-            await self.db(store.release_leases, self.owner, [run_id])
+            if claimed is not None or await self.db(store.take_lease, run_id, self.owner, self.lease_seconds):
+                log.warning('run %s: workflow "%s" did not load; the run waits until it does', run_id, workflow)
+                await self.db(store.release_leases, self.owner, [run_id])
             return
-        resume = await self.db(store.load_resume, run_id)
+        taken = await self.db(store.take_up, run_id, self.owner, self.lease_seconds, machine.digest, claimed)
+        if taken is None:
+            return
+        resume = taken.resume
         if resume.run.digest != machine.digest:
             await self._drift(
                 run_id,
@@ -404,8 +394,6 @@ class Host:
             return
         session.drain()
         del session.journal[:]
-        await self.db(store.expire_in_flight, run_id)
-        kept = await self.db(store.pending_inputs, self.owner, [run_id])
         driver = RunDriver(
             self,
             run_id,
@@ -421,7 +409,7 @@ class Host:
         if driver.telemetry.book is not None:
             driver.telemetry.resumed(*await self.db(resumed_steps, machine, run_id))
         driver.start(resumed=True)
-        for input_id, _, kind, args, sent in kept:  # before its timers and Turns: they were sent first
+        for input_id, _, kind, args, sent in taken.kept:  # before its timers and Turns: they were sent first
             driver.relayed(input_id, kind, args, sent)
         log.info("run %s (%s) taken up at journal entry %d", run_id, workflow, resume.run.seq)
 

@@ -34,6 +34,8 @@ class _Host(Protocol):
         self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None, gates: bool = False
     ) -> None: ...
 
+    def replied(self, input_id: int, outcome: dict[str, Any]) -> None: ...
+
 
 class _Driver(Protocol):
     """What of its driver the kept inputs read (engine/runtime/driver.py's RunDriver)."""
@@ -78,11 +80,10 @@ class KeptInputs:
         result = None if active else ended(driver.session, kind)
         if active:
             human.offer(driver.run_id, args["agent"], args["event"], args.get("params") or {})
-        host = driver.host
-        answer = loop.create_task(
-            host.db(store.answer_input, input_id, relay.encode(result), host.owner, kind, driver.run_id)
-        )
+        host, outcome = driver.host, relay.encode(result)
+        answer = loop.create_task(host.db(store.answer_input, input_id, outcome, host.owner, kind, driver.run_id))
         answer.add_done_callback(lambda done: _settle_future(future, done, result))
+        answer.add_done_callback(lambda done: _replied(host, input_id, outcome, done))
         answer.add_done_callback(  # its pages show it settled
             lambda _: host.notify(driver.run_id, driver.workflow, driver.status, driver.seq)
         )
@@ -103,3 +104,9 @@ def _settle_future(future: asyncio.Future[Any], done: asyncio.Future[Any], resul
         future.set_exception(done.exception())  # type: ignore[arg-type]
     else:
         future.set_result(result)
+
+
+def _replied(host: _Host, input_id: int, outcome: dict[str, Any], done: asyncio.Future[Any]) -> None:
+    """The row settled with `outcome` is committed: its sender may hear it (a row settled first by another is not)."""
+    if not done.cancelled() and done.exception() is None and done.result():
+        host.replied(input_id, outcome)

@@ -13,12 +13,18 @@ The sender waits at most `JR2_RELAY_WAIT` (2 s) for that: settled by then, it ge
 else `InputPending`, which the API answers with 202 and the address of the input's outcome. A row is never taken
 back: an input for a run that ended before any host took it is refused, saying so.
 
+On the fleet the sender hears the outcome rather than polling for it: the wake-up it sends names the input and a
+channel of its process (`Replies`), and the host that settles the row sends the outcome there once it is committed.
+The wake-up goes to the host holding the run's lease alone (`host_group`), or to every host when none holds it. Both
+messages are lossy hints: the sender still reads the row now and then, and the hosts look for inputs on their own.
+
 Results cross processes as JSON: `encode` on the worker, `decode` in the sender.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -26,6 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils import timezone
 
 from engine.core.outputs import Delivery
 from engine.models import Run, RunInput
@@ -33,7 +40,20 @@ from engine.runtime import store, telemetry
 from engine.runtime.errors import HostError, InputPending, RunNotHosted
 from engine.runtime.notify import notice_layer, run_group
 
-__all__ = ["HOSTS_GROUP", "send", "post", "settled", "wake_hosts", "encode", "decode", "RELAYED_KINDS", "Database"]
+__all__ = [
+    "HOSTS_GROUP",
+    "host_group",
+    "send",
+    "post",
+    "relayed",
+    "settled",
+    "wake_hosts",
+    "reply",
+    "encode",
+    "decode",
+    "RELAYED_KINDS",
+    "Database",
+]
 
 log = logging.getLogger("engine.runtime")
 
@@ -43,6 +63,10 @@ HOSTS_GROUP = "jr2-hosts"
 RELAYED_KINDS = frozenset({"gate", "cancel", "seat", "offer", "claim"})
 
 _FIRST_POLL, _LAST_POLL = 0.005, 0.1
+#: With a reply expected on the channel layer the row is read only in case it was lost: seldom.
+_FIRST_LOOK, _LAST_LOOK = 1.0, 2.0
+#: The message a settling host sends to the sender's channel (`reply`).
+SETTLED = "input.settled"
 
 T = TypeVar("T")
 
@@ -60,36 +84,63 @@ def relay_wait() -> float:
 
 async def post(host: Database, run_id: str, kind: str, args: dict[str, Any], sender: str = "") -> int:
     """Keep an input for a live run, durably and in order; its id. RunNotHosted: the run has ended."""
+    return (await posted(host, run_id, kind, args, sender))[0]
+
+
+async def posted(host: Database, run_id: str, kind: str, args: dict[str, Any], sender: str = "") -> tuple[int, str]:
+    """`post`, and who held the run's lease when it was read ("" if nobody): the host to wake for it."""
     if kind not in RELAYED_KINDS:
         raise ValueError(f"input kind {kind!r} cannot be relayed (relayed kinds: {', '.join(sorted(RELAYED_KINDS))})")
-    status = await host.db(_status, run_id)
-    if status not in Run.LIVE:
+    status, holder, input_id = await host.db(_keep, run_id, kind, args, sender)
+    if input_id is None:
         raise RunNotHosted(f"run {run_id} has ended ({status or 'no such run'}); nothing was delivered")
-    return await host.db(store.post_input, run_id, kind, args, sender)
+    return input_id, holder
 
 
 async def send(host: Database, run_id: str, kind: str, args: dict[str, Any], sender: str = "") -> Any:
     """Hand an input to whichever host drives `run_id`, through the database; the run's answer once that host has
     committed it, or InputPending when none did within `JR2_RELAY_WAIT` (the input stays, to be delivered)."""
-    input_id = await post(host, run_id, kind, args, sender)
-    await wake_hosts("inputs.posted", run_id)
-    return await settled(host, run_id, input_id)
+    input_id, holder = await posted(host, run_id, kind, args, sender)
+    return await relayed(host, run_id, input_id, holder)
 
 
-async def settled(host: Database, run_id: str, input_id: int) -> Any:
-    """The run's answer to input `input_id`, polled (5 ms, doubling to 100 ms) for up to `JR2_RELAY_WAIT`."""
+async def relayed(host: Database, run_id: str, input_id: int, holder: str = "") -> Any:
+    """Wake the host holding the run (`holder`; every host when "") for input `input_id`, and wait for its outcome:
+    heard on this process's reply channel, or read from the row (see `settled`)."""
+    replies = await Replies.here()
+    waiter = replies.expect(input_id) if replies is not None else None
+    try:
+        channel = replies.channel if replies is not None else ""
+        await wake_hosts("inputs.posted", run_id, holder=holder, input=input_id, reply=channel)
+        return await settled(host, run_id, input_id, waiter)
+    finally:
+        if replies is not None:
+            replies.forget(input_id)
+
+
+async def settled(host: Database, run_id: str, input_id: int, heard: asyncio.Future[Any] | None = None) -> Any:
+    """The run's answer to input `input_id` within `JR2_RELAY_WAIT`: `heard` from the settling host (its outcome,
+    sent once committed), else read from the row. With no reply to wait for the row is polled, 5 ms doubling to
+    100 ms; with one it is only looked at after 1 s, then every 2 s, in case the reply was lost."""
     deadline = time.monotonic() + relay_wait()
-    delay = _FIRST_POLL
+    delay, last = (_FIRST_POLL, _LAST_POLL) if heard is None else (_FIRST_LOOK, _LAST_LOOK)
     while True:
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, _LAST_POLL)
+        wait = max(0.0, min(delay, deadline - time.monotonic()))
+        if heard is None:
+            await asyncio.sleep(wait)
+        else:
+            try:
+                return decode(await asyncio.wait_for(asyncio.shield(heard), wait))
+            except TimeoutError:
+                pass
+        delay = min(delay * 2, last)
         state, outcome = await host.db(store.read_input, input_id)
         if state != RunInput.Status.PENDING:
             if outcome is None:  # refused without reaching the run: it ended first
                 reason = await host.db(lambda: RunInput.objects.values_list("reason", flat=True).get(id=input_id))
                 raise RunNotHosted(f"run {run_id}: {reason}; nothing was delivered")
             return decode(outcome)
-        if time.monotonic() > deadline:
+        if time.monotonic() >= deadline:
             telemetry.relay_waited()
             await _tell_pages(run_id)
             raise InputPending(run_id, input_id)
@@ -106,15 +157,89 @@ async def within_wait(future: asyncio.Future[T], run_id: str, input_id: int) -> 
         raise InputPending(run_id, input_id) from None
 
 
-async def wake_hosts(kind: str, run_id: str = "") -> None:
-    """Tell every listening host that a run or an input waits (a lossy hint: hosts also look on their own)."""
+def host_group(owner: str) -> str:
+    """The channel layer group of the host `owner` alone (a group name allows few characters: a digest of it)."""
+    return f"jr2-host-{hashlib.sha1(owner.encode()).hexdigest()[:20]}"
+
+
+async def wake_hosts(kind: str, run_id: str = "", holder: str = "", **more: Any) -> None:
+    """Tell the host `holder`, or every listening host, that a run or an input waits (a lossy hint: hosts also look
+    on their own). `more` rides along (an input's id and its sender's reply channel)."""
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        await layer.group_send(HOSTS_GROUP, {"type": kind, "run": run_id})
+        await layer.group_send(host_group(holder) if holder else HOSTS_GROUP, {"type": kind, "run": run_id, **more})
     except Exception as err:
         log.warning("waking the hosts failed: %r", err)
+
+
+async def reply(channel: str, input_id: int, outcome: dict[str, Any]) -> None:
+    """Tell an input's sender its outcome (`encode`d), on its reply channel: only once the row is committed."""
+    layer = get_channel_layer()
+    if layer is None or not channel:
+        return
+    try:
+        await layer.send(channel, {"type": SETTLED, "input": input_id, "outcome": outcome})
+    except Exception as err:
+        log.warning("telling input %s's sender failed: %r", input_id, err)
+
+
+class Replies:
+    """This process's reply channel: the outcomes settling hosts send, handed to the senders awaiting them (one
+    channel and one receiving task per event loop; `here` opens it)."""
+
+    _open: dict[asyncio.AbstractEventLoop, Replies] = {}
+
+    def __init__(self, layer: Any, channel: str) -> None:
+        self.layer = layer
+        self.channel = channel
+        self.waiting: dict[int, asyncio.Future[Any]] = {}
+        self.task = asyncio.get_running_loop().create_task(self._receive(), name="jr2 input replies")
+
+    @classmethod
+    async def here(cls) -> Replies | None:
+        """The reply channel of the running loop (None without a channel layer, or if it cannot open one)."""
+        loop = asyncio.get_running_loop()
+        found = cls._open.get(loop)
+        if found is not None and not found.task.done():
+            return found
+        layer = get_channel_layer()
+        if layer is None:
+            return None
+        try:
+            channel = await layer.new_channel()
+        except Exception as err:
+            log.warning("opening a reply channel failed: %r", err)
+            return None
+        for gone in [old for old in cls._open if old.is_closed()]:
+            del cls._open[gone]
+        found = cls._open.get(loop)
+        if found is None or found.task.done():  # another sender may have opened it meanwhile
+            found = cls._open[loop] = Replies(layer, channel)
+        return found
+
+    def expect(self, input_id: int) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.waiting[input_id] = future
+        return future
+
+    def forget(self, input_id: int) -> None:
+        self.waiting.pop(input_id, None)
+
+    async def _receive(self) -> None:
+        while True:
+            try:
+                message = await self.layer.receive(self.channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                log.warning("hearing input replies failed: %r", err)
+                await asyncio.sleep(1.0)
+                continue
+            future = self.waiting.get(message.get("input")) if message.get("type") == SETTLED else None
+            if future is not None and not future.done():
+                future.set_result(message.get("outcome"))
 
 
 async def _tell_pages(run_id: str) -> None:
@@ -163,9 +288,21 @@ def decode(outcome: Any) -> Any:
     return outcome.get("value")
 
 
-def _status(run_id: str) -> str:
-    """The run's status; an imported run (read-only, never hosted) says so instead, so nothing is relayed to it."""
-    row = Run.objects.filter(id=run_id).values_list("status", "imported_from").first()
+def _keep(run_id: str, kind: str, args: dict[str, Any], sender: str) -> tuple[str, str, int | None]:
+    """The run's status and lease holder (`_status`), and the input kept for it when it is live (one trip to the
+    database thread)."""
+    status, holder = _status(run_id)
+    if status not in Run.LIVE:
+        return status, holder, None
+    return status, holder, store.post_input(run_id, kind, args, sender)
+
+
+def _status(run_id: str) -> tuple[str, str]:
+    """The run's status and the holder of its lease ("" if none, or its lease ran out); an imported run
+    (read-only, never hosted) says so instead, so nothing is relayed to it."""
+    row = Run.objects.filter(id=run_id).values_list("status", "imported_from", "lease_owner", "lease_expires").first()
     if row is None:
-        return ""
-    return "imported, read-only" if row[1] else str(row[0])
+        return "", ""
+    status, imported, owner, expires = row
+    holder = owner if owner and expires is not None and expires > timezone.now() else ""
+    return ("imported, read-only", "") if imported else (str(status), holder)

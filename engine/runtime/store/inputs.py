@@ -32,6 +32,7 @@ __all__ = [
     "verdict",
     "pending_gate_inputs",
     "KEPT",
+    "Kept",
 ]
 
 #: What a sender is told of an input kept but not delivered yet.
@@ -202,9 +203,11 @@ def _ended(kind: str, status: str) -> str:
     return f"the run ended ({status}) before your {WHAT.get(kind, 'input')} was delivered"
 
 
-def pending_inputs(
-    owner: str, run_ids: Iterable[str] | None = None
-) -> list[tuple[int, str, str, dict[str, Any], float]]:
+#: A kept input as a host takes it: (id, run, kind, args, when it was sent in wall-clock ms).
+Kept = tuple[int, str, str, dict[str, Any], float]
+
+
+def pending_inputs(owner: str, run_ids: Iterable[str] | None = None) -> list[Kept]:
     """(id, run, kind, args, when it was sent in wall-clock ms) of the inputs waiting for runs `owner` holds, in
     the order they were sent."""
     rows = RunInput.objects.filter(status=RunInput.Status.PENDING, run__lease_owner=owner)

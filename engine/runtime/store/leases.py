@@ -47,30 +47,36 @@ def release_leases(owner: str, run_ids: Iterable[str]) -> None:
     Run.objects.filter(id__in=list(run_ids), lease_owner=owner).update(lease_owner="", lease_expires=None)
 
 
-def claim_runs(owner: str, seconds: float, limit: int, mine: bool = False) -> list[tuple[str, str]]:
+def claim_runs(owner: str, seconds: float, limit: int, mine: bool = False) -> list[Run]:
     """Take up to `limit` live runs nobody holds (new, handed back, or whose holder's lease expired), oldest first;
-    with `mine`, also those `owner` held (a host restarted under the same id takes its own runs up at once). An
-    imported run is never claimed.
+    with `mine`, also those `owner` held (a host restarted under the same id takes its own runs up at once): their
+    rows, as leased, which is where taking them up starts (`store.take_up`). An imported run is never claimed.
     On PostgreSQL the candidates are locked with SKIP LOCKED, so workers claiming at once split the runs instead of
-    queueing on the same rows; each is then taken with the lease compare-and-set, which alone is enough on SQLite
-    (whose writers are serialised anyway)."""
+    queueing on the same rows, and all are leased in one compare-and-set; on SQLite (whose writers are serialised
+    anyway) a run that compare-and-set did not take is left out."""
     now = timezone.now()
     free = Q(lease_owner="") | Q(lease_expires__lt=now)
     if mine:
         free |= Q(lease_owner=owner)
-    claimed: list[tuple[str, str]] = []
     with transaction.atomic():
         candidates = list(
             Run.objects.filter(free, status__in=Run.LIVE, imported_from="")
             .order_by("created_at")
-            .select_for_update(skip_locked=True)
-            .values_list("id", "workflow")[:limit]
+            .select_for_update(skip_locked=True)[:limit]
         )
+        if not candidates:
+            return []
         expires = now + dt.timedelta(seconds=seconds)
-        for run_id, workflow in candidates:
-            if Run.objects.filter(free, id=run_id).update(lease_owner=owner, lease_expires=expires) == 1:
-                claimed.append((run_id, workflow))
-    return claimed
+        ids = [run.id for run in candidates]
+        taken = Run.objects.filter(free, id__in=ids).update(lease_owner=owner, lease_expires=expires)
+        if taken != len(ids):
+            ours = set(
+                Run.objects.filter(id__in=ids, lease_owner=owner, lease_expires=expires).values_list("id", flat=True)
+            )
+            candidates = [run for run in candidates if run.id in ours]
+    for run in candidates:
+        run.lease_owner, run.lease_expires = owner, expires
+    return candidates
 
 
 def mark_drifted(run_id: str, reason: str) -> None:
