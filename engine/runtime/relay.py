@@ -33,7 +33,18 @@ from engine.runtime import store, telemetry
 from engine.runtime.errors import HostError, InputPending, RunNotHosted
 from engine.runtime.notify import run_group
 
-__all__ = ["HOSTS_GROUP", "send", "post", "settled", "wake_hosts", "encode", "decode", "RELAYED_KINDS", "Database"]
+__all__ = [
+    "HOSTS_GROUP",
+    "send",
+    "post",
+    "deliver_here",
+    "settled",
+    "wake_hosts",
+    "encode",
+    "decode",
+    "RELAYED_KINDS",
+    "Database",
+]
 
 log = logging.getLogger("engine.runtime")
 
@@ -93,6 +104,31 @@ async def settled(host: Database, run_id: str, input_id: int) -> Any:
             telemetry.relay_waited()
             await _tell_pages(run_id)
             raise InputPending(run_id, input_id)
+
+
+class Local(Database, Protocol):
+    """What the embedded path needs of its host: its database thread and its owner's name."""
+
+    owner: str
+
+
+class LocalDriver(Protocol):
+    """The run's driver in this process (engine/runtime/driver.py's RunDriver), as the embedded path reaches it."""
+
+    def relayed(self, input_id: int, kind: str, args: dict[str, Any]) -> asyncio.Future[Any]: ...
+
+
+async def deliver_here(
+    host: Local, driver: LocalDriver, run_id: str, kind: str, args: dict[str, Any], sender: str = ""
+) -> tuple[int, Any]:
+    """The embedded path: an input for a run this process drives, kept and handed straight to its task; (its id,
+    the run's answer). The run is live in the database while its driver here holds it (it holds the lease), so the
+    row is written without reading the run's status first; a run that ended before the step refuses it, in the
+    row, as any kept input (engine/runtime/kept.py)."""
+    if kind not in RELAYED_KINDS:
+        raise ValueError(f"input kind {kind!r} cannot be relayed (relayed kinds: {', '.join(sorted(RELAYED_KINDS))})")
+    input_id = await host.db(store.post_input, run_id, kind, args, sender)
+    return input_id, await within_wait(driver.relayed(input_id, kind, args), run_id, input_id)
 
 
 async def within_wait(future: asyncio.Future[T], run_id: str, input_id: int) -> T:
