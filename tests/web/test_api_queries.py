@@ -6,8 +6,8 @@ driver holds it.
 
 Counted on every connection the calls use (the requests' threads and the host's database thread), each query put to
 the web edge when it comes from engine/web or from a request's thread, to the test when from its own polls, to the
-relay when from engine/runtime/relay.py, else to the host. The speed is measured in bench/fleet_load.py
-(docs/benchmarks.md, "A lean HTTP path"), never here."""
+relay when the relay makes it apart from a step's transaction, else to the host. The speed is measured in
+bench/fleet_load.py (docs/benchmarks.md, "A lean HTTP path"), never here."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ RUNS = 10
 #: or an answer, and the run an answer is checked against (its view: the open Gates, who may answer), are what its
 #: driver in this process last committed, not read back from the Run row.
 WEB_PER_START, WEB_PER_ANSWER = 0, 0
-#: The relay's own reads per answer (engine/runtime/relay.py's, beside the store's writes): none on the embedded path,
-#: which keeps the input without reading the run's status first (its driver here holds the lease: the run is live).
+#: The relay's own statements per answer, apart from the step's transaction: none on the embedded path, which reads
+#: no status first (its driver here holds the lease: the run is live) and writes the answer's row in the
+#: transaction of the step it causes, not in one of its own before it.
 RELAY_PER_ANSWER = 0
 #: The one lookup of the token (the token with its user, the user's and their groups' permissions) and the one
 #: write of its `last_used_at`, for all the calls.
@@ -50,13 +51,16 @@ class Queries:
         self.lock = threading.Lock()
 
     def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        files = [frame.filename for frame in traceback.extract_stack()[:-1]]  # not this wrapper
+        frames = traceback.extract_stack()[:-1]  # not this wrapper
+        files = [frame.filename for frame in frames]
         if any("/tests/" in f for f in files):
             where = "test"  # the test's own polls of the database
         elif not threading.current_thread().name.startswith("jr2-db") or any("/engine/web/" in f for f in files):
             where = "web"
-        elif any(f.endswith("/engine/runtime/relay.py") for f in files):
-            where = "relay"  # the relay's own reads (its writes are the store's, engine/runtime/store/)
+        elif not context["connection"].in_atomic_block and any(
+            frame.filename.endswith("/engine/runtime/relay.py") or frame.name == "post_input" for frame in frames
+        ):
+            where = "relay"  # the relay's own statements, apart from the step's transaction
         else:
             where = "host"
         with self.lock:
