@@ -6,6 +6,7 @@ for people, and recorded journals replay as they were. Pure."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,8 +33,14 @@ def blank_fields(model: type[BaseModel] | None, params: Mapping[str, Any] | None
     """The required text fields of `model` whose value in `params` is only whitespace, in order."""
     if model is None or not isinstance(params, Mapping):
         return []
-    names = required_text(model.model_json_schema())
+    names = _required_text_of(model)
     return [name for name in params if name in names and isinstance(params[name], str) and not params[name].strip()]
+
+
+@functools.lru_cache(maxsize=1024)
+def _required_text_of(model: type[BaseModel]) -> frozenset[str]:
+    """`required_text` of a model's schema, built once per model (building it is most of a blank check's cost)."""
+    return frozenset(required_text(model.model_json_schema()))
 
 
 def blank_text(model: type[BaseModel] | None, params: Mapping[str, Any] | None) -> str | None:

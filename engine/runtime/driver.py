@@ -104,6 +104,8 @@ class Item:
     input_id: int | None = None
     #: When a kept input was sent (wall-clock ms): it is applied as of then, if the run has not moved past it.
     sent_at: float | None = None
+    #: A Gate answer sent in this process, its row written by this item's step (relay.deliver_here).
+    keeping: relay.Keeping | None = None
 
 
 class RunDriver:
@@ -182,6 +184,20 @@ class RunDriver:
             args,
             lambda took, future: self.inbox.put_nowait(Item(kind, took, future, input_id, sent_at)),
         )
+
+    def keep_here(self, keeping: relay.Keeping) -> asyncio.Future[Any] | None:
+        """A Gate answer sent in this process (relay.deliver_here), queued with its row to be written by the step
+        it causes; None when the run is no longer active (it is kept first then, as any input)."""
+        if self.session.status != "active":
+            return None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.inbox.put_nowait(Item(keeping.kind, dict(keeping.args), future, keeping=keeping))
+        return future
+
+    def adopt(self, input_id: int, future: asyncio.Future[Any]) -> None:
+        """A queued Gate answer's row, kept pending by its sender (relay.keep_pending, on the database thread):
+        the kept inputs know it as taken already."""
+        self.kept.adopt(input_id, future)
 
     async def write(self, ops: list[store.Op]) -> None:
         """Records that change nothing in the Session (model calls, replies, refusals), in order with the steps;
@@ -327,7 +343,7 @@ class RunDriver:
         if item.sent_at is not None:
             now = min(now, max(item.sent_at, session.now))  # as of when it was sent; time never goes back
         result, entries = apply_input(session, self.books, item.kind, item.args, plan, now)
-        answered = None if item.input_id is None else _answered(item, result, self.host.owner)
+        answered = None if item.input_id is None and item.keeping is None else _answered(item, result, self.host.owner)
         plan_outputs(session.drain(), session, self.books, plan, self._new_loop)
         status = run_status(session, self.books.seats)
         fields = self._run_fields(status)
@@ -365,7 +381,7 @@ class RunDriver:
             self.snapshot_seq = last
         if not item.future.done():
             item.future.set_result(result)
-        if answered is not None:
+        if isinstance(answered, store.InputAnswered):  # a sender in another process may wait for it
             self.host.replied(answered.input_id, answered.outcome)
         self._carry_out(plan.todo)
         self.status = status
@@ -529,7 +545,9 @@ class RunDriver:
         self.host.forget(self)
 
 
-def _answered(item: Item, result: Any, owner: str) -> store.InputAnswered:
-    """The op that settles a kept input in the transaction of the step it caused."""
+def _answered(item: Item, result: Any, owner: str) -> store.Op:
+    """The op that settles a kept input in the transaction of the step it caused (or writes it settled there)."""
     gate = str(item.args.get("gate") or "")
+    if item.keeping is not None:
+        return relay.KeptWithStep(item.keeping, relay.encode(result), owner, gate)
     return store.InputAnswered(item.input_id or 0, relay.encode(result), owner, item.kind, gate)

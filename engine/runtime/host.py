@@ -270,6 +270,8 @@ class Host:
                 return None, await relay.send(self, run_id, kind, args)  # refuses the kind, in words
             return None, await driver.submit(kind, **args)
         sender = sender or str(args.get("by") or "")
+        if driver is not None:
+            return await relay.deliver_here(self, driver, run_id, kind, args, sender)
         input_id, holder = await relay.posted(self, run_id, kind, args, sender)
         driver = self.drivers.get(run_id)
         if driver is None:  # driven elsewhere, or by nobody yet: whoever holds the run next delivers it

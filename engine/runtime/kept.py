@@ -89,6 +89,12 @@ class KeptInputs:
         )
         return future
 
+    def adopt(self, input_id: int, future: asyncio.Future[Any]) -> None:
+        """Input `input_id` is in the inbox already (a Gate answer whose sender kept it pending while it waited:
+        relay.keep_pending); called on the database thread, before the row can be read, so the host's rounds
+        that find it pending take this future instead of queueing it again (one dict write: atomic)."""
+        self._taken.setdefault(input_id, future)
+
     def _forget_failed(self, input_id: int, future: asyncio.Future[Any]) -> None:
         if future.cancelled() or future.exception() is not None:
             self._taken.pop(input_id, None)

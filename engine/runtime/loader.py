@@ -17,6 +17,7 @@ import is reported, and the others are still loaded.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import os
@@ -149,7 +150,13 @@ def workflows_folder() -> Path:
                 folder = None
     if not folder:
         folder = read(SETTING["JR2_WORKFLOWS"])
-    return Path(folder).expanduser().resolve()
+    return _resolved(str(folder), os.getcwd())
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(folder: str, cwd: str) -> Path:
+    """The folder's absolute path, from `cwd`: resolved once (every API call that names a workflow asks)."""
+    return (Path(cwd) / Path(folder).expanduser()).resolve()
 
 
 def package_name(folder: Path) -> str:

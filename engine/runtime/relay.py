@@ -24,27 +24,39 @@ Results cross processes as JSON: `encode` on the worker, `decode` in the sender.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from engine.core.outputs import Delivery
+from engine.core.text import without_nul
 from engine.models import Run, RunInput
 from engine.runtime import store, telemetry
 from engine.runtime.errors import HostError, InputPending, RunNotHosted
 from engine.runtime.notify import notice_layer, run_group
+from engine.runtime.store import rows
+from engine.runtime.store.inputs import verdict, why_closed
+from engine.runtime.store.ops import Op
 
 __all__ = [
     "HOSTS_GROUP",
     "host_group",
     "send",
     "post",
+    "deliver_here",
+    "Keeping",
+    "KeptWithStep",
+    "keep_pending",
     "relayed",
     "settled",
     "wake_hosts",
@@ -144,6 +156,106 @@ async def settled(host: Database, run_id: str, input_id: int, heard: asyncio.Fut
             telemetry.relay_waited()
             await _tell_pages(run_id)
             raise InputPending(run_id, input_id)
+
+
+class Local(Database, Protocol):
+    """What the embedded path needs of its host: its database thread and its owner's name."""
+
+    owner: str
+
+
+class LocalDriver(Protocol):
+    """The run's driver in this process (engine/runtime/driver.py's RunDriver), as the embedded path reaches it."""
+
+    def relayed(self, input_id: int, kind: str, args: dict[str, Any]) -> asyncio.Future[Any]: ...
+
+    def keep_here(self, keeping: Keeping) -> asyncio.Future[Any] | None: ...
+
+    def adopt(self, input_id: int, future: asyncio.Future[Any]) -> None: ...
+
+
+@dataclass
+class Keeping:
+    """A Gate answer sent in this process to a run its driver here holds. Its RunInput row is written in the
+    transaction of the step it causes, settled (`KeptWithStep`), or, when its sender stops waiting first, pending
+    on its own (`keep_pending`), and settled by the step later. `row_id` is set on the host's database thread only
+    (when a transaction that wrote the row has committed), so the two never both write it."""
+
+    run_id: str
+    kind: str
+    args: dict[str, Any]
+    sender: str
+    row_id: int | None = None
+
+
+@dataclass
+class KeptWithStep(Op):
+    """A Gate answer's RunInput row, written by the step it caused, with the run's verdict: delivered, or refused
+    with the reason in words (as `store.InputAnswered` settles a row kept before)."""
+
+    keeping: Keeping
+    outcome: Any
+    owner: str
+    gate: str = ""
+
+    def apply(self, run_id: str, now: dt.datetime) -> None:
+        keeping = self.keeping
+        if keeping.row_id is not None:  # kept pending while its sender waited no longer: settled now
+            store.InputAnswered(keeping.row_id, self.outcome, self.owner, keeping.kind, self.gate).apply(run_id, now)
+            return
+        status, reason, closed = verdict(keeping.kind, self.outcome)
+        if closed and self.gate:
+            reason = f"{reason}: {why_closed(run_id, self.gate)}"
+        row = {
+            "run_id": run_id,
+            "kind": keeping.kind,
+            "args": json.dumps(keeping.args, default=str),
+            "sent_by": keeping.sender,
+            "status": status,
+            "reason": without_nul(reason),
+            "outcome": without_nul(self.outcome),
+            "answered_by": self.owner,
+            "answered_at": now,
+        }
+        row_id = rows.insert_one(RunInput, row, now)
+        transaction.on_commit(lambda: setattr(keeping, "row_id", row_id))  # a group rolled back wrote nothing
+
+
+def keep_pending(keeping: Keeping, driver: LocalDriver, future: asyncio.Future[Any]) -> int:
+    """On the host's database thread, when the sender stops waiting: the answer's row, pending unless its step
+    has committed it already, so the sender can be told where its outcome will be. The driver takes the row as
+    the input in its inbox already, so the host's rounds, which read pending rows, do not apply it twice."""
+    if keeping.row_id is None:
+        keeping.row_id = store.post_input(keeping.run_id, keeping.kind, keeping.args, keeping.sender)
+        driver.adopt(keeping.row_id, future)
+    return keeping.row_id
+
+
+async def deliver_here(
+    host: Local, driver: LocalDriver, run_id: str, kind: str, args: dict[str, Any], sender: str = ""
+) -> tuple[int, Any]:
+    """The embedded path: an input for a run this process drives, handed straight to its task; (its id, the run's
+    answer). A Gate answer's row is written by the step it causes, in the step's own transaction (`Keeping`): an
+    answer that is delivered, or refused by the run, is kept with its verdict, and one that never reaches a commit
+    (the run ended first, the step failed) writes nothing and its sender is told. One whose sender stops waiting
+    (`JR2_RELAY_WAIT`) is kept pending first, and delivered in order. Other inputs are kept first, as any kept
+    input (engine/runtime/kept.py), without reading the run's status: its driver here holds the lease, so the run
+    is live, and one that ended before the step refuses it, in the row."""
+    if kind not in RELAYED_KINDS:
+        raise ValueError(f"input kind {kind!r} cannot be relayed (relayed kinds: {', '.join(sorted(RELAYED_KINDS))})")
+    keeping = Keeping(run_id, kind, args, sender)
+    future = driver.keep_here(keeping) if kind == "gate" else None
+    if future is None:
+        input_id = await host.db(store.post_input, run_id, kind, args, sender)
+        return input_id, await within_wait(driver.relayed(input_id, kind, args), run_id, input_id)
+    try:
+        result = await asyncio.wait_for(asyncio.shield(future), relay_wait())
+    except TimeoutError:
+        input_id = await host.db(keep_pending, keeping, driver, future)
+        telemetry.relay_waited()
+        await _tell_pages(run_id)
+        raise InputPending(run_id, input_id) from None
+    return keeping.row_id or 0, result
 
 
 async def within_wait(future: asyncio.Future[T], run_id: str, input_id: int) -> T:

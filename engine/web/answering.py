@@ -19,7 +19,7 @@ from engine.core.words import clock_text
 from engine.runtime.assignment import refusal
 from engine.runtime.view import RunView
 
-__all__ = ["answer_refusal", "claim_refusal", "door_of", "is_operator", "OPERATOR_PERMISSION"]
+__all__ = ["answer_refusal", "reads_groups", "claim_refusal", "door_of", "is_operator", "OPERATOR_PERMISSION"]
 
 #: Who may break another person's claim: the operators' permission (the group "operators" has it).
 OPERATOR_PERMISSION = "engine.cancel_run"
@@ -41,6 +41,13 @@ def answer_refusal(user: Any, view: Mapping[str, Any] | None, gate_id: str) -> t
     if words is not None:
         return 403, words
     return claim_refusal(user, run_view, gate_id)
+
+
+def reads_groups(user: Any, view: Mapping[str, Any] | None, gate_id: str) -> bool:
+    """Whether `answer_refusal` reads the database for this Gate (the user's groups, for its assignment): else it
+    decides from the view alone, and may run on the event loop."""
+    gate = RunView.of(view).gate(gate_id)
+    return gate is not None and gate.assign is not None and not getattr(user, "is_superuser", False)
 
 
 def claim_refusal(user: Any, run_view: RunView, gate_id: str) -> tuple[int, str] | None:

@@ -12,6 +12,7 @@ changes something, and on reads unless `JR2_OPEN_READS` is on. A token carries i
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import math
 import time
@@ -41,7 +42,7 @@ from engine.runtime.registry import workflows
 from engine.runtime.view import RunView
 from engine.web import ratelimit, tokens
 from engine.web import search as run_search
-from engine.web.answering import answer_refusal, door_of, is_operator
+from engine.web.answering import answer_refusal, door_of, is_operator, reads_groups
 from engine.web.api_schemas import (
     RATE_LIMITED,
     Accepted,
@@ -132,13 +133,28 @@ class AsyncTokenAuth(TokenAuth):
         self._refuse_blocked(request)
         found = tokens.trusted(token)
         if found is None:
-            found = await sync_to_async(tokens.look_up)(token)
+            found = await _looked_up(token)
         if found is None:
             return self._wrong(request)
         if tokens.due(found[1]):
-            await sync_to_async(tokens.touch)(found[1])
+            await _read(tokens.touch, found[1])
         request.user = found[0]
         return found[0]
+
+
+#: The token lookups under way, by token: the calls that come while one is read wait for it (when the cache lapses
+#: with 50 calls in flight, one query instead of 50).
+_looking_up: dict[str, asyncio.Future[tuple[Any, int] | None]] = {}
+
+
+async def _looked_up(token: str) -> tuple[Any, int] | None:
+    """`tokens.look_up` on the host's database thread, once for all the calls that ask at the same time."""
+    found = _looking_up.get(token)
+    if found is None:
+        found = asyncio.ensure_future(_read(tokens.look_up, token))
+        _looking_up[token] = found
+        found.add_done_callback(lambda _: _looking_up.pop(token, None))
+    return await asyncio.shield(found)
 
 
 class ReadAuth(TokenAuth):
@@ -361,7 +377,7 @@ async def start_run(request: HttpRequest, name: str) -> tuple[int, dict[str, Any
     except ValidationError as err:
         detail, errors = door_errors(err)
         raise _Invalid(f'the input of workflow "{name}" is not valid: {detail}', errors) from err
-    status = await _read(_status, run_id)
+    status = _committed_status(host, run_id) or await _read(_status, run_id)
     return 201, {"id": run_id, "workflow": name, "status": status, "url": f"/api/runs/{run_id}"}
 
 
@@ -637,7 +653,7 @@ def get_journal(request: HttpRequest, run_id: str, after: int = 0, limit: int = 
 )
 async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> Any:
     require(request, "answer_gate", "answer Gates")
-    run, refused = await _read(_answering, run_id, request.user, gate)
+    run, refused = await _answering_here(run_id, request.user, gate)
     open_gates = [g["id"] for g in (run.view or {}).get("gates", [])]
     _refuse_imported(run, "its Gates cannot be answered here")
     if not run.live:
@@ -677,7 +693,8 @@ async def answer_gate(request: HttpRequest, run_id: str, gate: str) -> Any:
     except RunNotHosted as err:
         raise HttpError(409, f"run {run_id} is no longer live: {err}") from err
     _refused(run_id, gate, delivery)
-    return {"outcome": delivery.outcome, "run": run_id, "status": await _read(_status, run_id)}
+    status = _committed_status(host, run_id) or await _read(_status, run_id)
+    return {"outcome": delivery.outcome, "run": run_id, "status": status}
 
 
 def _refused(run_id: str, gate: str, delivery: Any) -> None:
@@ -943,9 +960,44 @@ def _status(run_id: str) -> str:
     return str(Run.objects.values_list("status", flat=True).get(id=run_id))
 
 
+def _driven_here(run_id: str) -> Run | None:
+    """The run as its driver in this process last committed it (status, view, workflow and shape: the Run row's
+    own, without reading it back), or None when no driver here holds it. The driver checks an input against its
+    live Session again when it applies it, so an answer that raced another is still refused there."""
+    host = current_host()
+    driver = None if host is None or not host.ready.is_set() else host.drivers.get(run_id)
+    if driver is None:
+        return None
+    return Run(
+        id=run_id,
+        workflow=driver.workflow,
+        digest=driver.machine.digest,
+        status=driver.status,
+        view=driver.committed_view,
+    )
+
+
+def _committed_status(host: Any, run_id: str) -> str | None:
+    """The status of the run's last committed step, as its driver in this process keeps it (the Run row's own,
+    without reading it back); None when no driver here holds the run (a worker's, or one that ended)."""
+    driver = host.drivers.get(run_id)
+    return None if driver is None else str(driver.status)
+
+
 def _answering(run_id: str, user: Any, gate: str) -> tuple[Run, tuple[int, str] | None]:
     """The run a Gate answer is for, and whether `user` may not answer `gate` now (assignment, claim)."""
     run = _run(run_id)
+    return run, answer_refusal(user, run.view, gate)
+
+
+async def _answering_here(run_id: str, user: Any, gate: str) -> tuple[Run, tuple[int, str] | None]:
+    """`_answering`, from the run's driver in this process when one holds it (no read of the Run row), else from
+    the database."""
+    run = _driven_here(run_id)
+    if run is None:
+        return await _read(_answering, run_id, user, gate)
+    if reads_groups(user, run.view, gate):
+        return run, await _read(answer_refusal, user, run.view, gate)
     return run, answer_refusal(user, run.view, gate)
 
 
@@ -988,7 +1040,7 @@ def _blank_answer(workflow: str, gate: str, event: str, body: dict[str, Any]) ->
 
 def _answered(run: Run, gate: str) -> bool:
     """Whether the journal holds an answer to this Gate: then its being closed is a conflict, not a wrong id."""
-    return JournalEntry.objects.filter(run=run, kind="gate", entry__gate=gate).exists()
+    return JournalEntry.objects.filter(run_id=run.id, kind="gate", entry__gate=gate).exists()
 
 
 def _json_body(request: HttpRequest) -> Any:

@@ -9,10 +9,13 @@ security headers, Common, the frame options, the lazy `request.user`) run them o
 (`_Inline`), and an API call with a bearer token skips what serves browsers only (`_NotForApi`: the session, CSRF,
 the user from the session, messages): the token is its identity, and no cookie is read or set for it (the API's
 operations are CSRF-exempt). settings.MIDDLEWARE keeps Django's names, which `check --deploy` and the admin's checks
-look up: the handler swaps each for its lean shape when it builds its chain (`LEAN`)."""
+look up: the handler swaps each for its lean shape when it builds its chain (`LEAN`). A bearer call to an async
+operation is served without Django's thread per request (`LeanAsgiHandler`)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -23,14 +26,21 @@ from django.conf import settings
 from django.contrib.auth.middleware import AuthenticationMiddleware
 from django.contrib.messages.middleware import MessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware
-from django.core.handlers.asgi import ASGIHandler
+from django.core import signals
+from django.core.cache import close_caches
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.core.handlers.base import reset_urlconf
+from django.db import close_old_connections, reset_queries
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.middleware.csrf import CsrfViewMiddleware
 from django.middleware.security import SecurityMiddleware
+from django.urls import Resolver404, ResolverMatch, get_resolver, set_script_prefix
 
 from engine.core.text import NUL
+from engine.runtime.host import current_host
 
 __all__ = [
     "ApiJsonErrors",
@@ -249,9 +259,36 @@ LEAN = {
 }
 
 
+#: The receivers of Django's request signals that touch only this thread's (this context's) database connections,
+#: caches and URLconf: on the event loop, where an async view opens none, they are quick and do no I/O.
+_PLAIN_RECEIVERS = {reset_queries, close_old_connections, close_caches, reset_urlconf}
+
+
+def _plain(signal: Any, sender: type) -> bool:
+    """Whether every receiver of `signal` is one of Django's own plain ones (else they go through threads, as
+    Django sends them)."""
+    sync, asynchronous = signal._live_receivers(sender)
+    return not asynchronous and all(receiver in _PLAIN_RECEIVERS for receiver in sync)
+
+
+def _bearer_scope(scope: dict[str, Any]) -> bool:
+    """`bearer_api_call` read off the ASGI scope, before any request is made."""
+    if not scope["path"].startswith("/api/"):
+        return False
+    return any(name == b"authorization" and value[:7].lower() == b"bearer " for name, value in scope["headers"])
+
+
 class LeanAsgiHandler(ASGIHandler):
     """Django's ASGI handler, its chain built from settings.MIDDLEWARE with each of Django's middleware in its lean
-    shape (`LEAN`); the settings themselves keep Django's names."""
+    shape (`LEAN`); the settings themselves keep Django's names.
+
+    A bearer API call to an async operation (starting a run, answering a Gate, ...) in a process whose host is
+    ready is served without Django's per-request thread: `ASGIHandler` makes a thread for every request
+    (asgiref's `ThreadSensitiveContext`), hops to it to send `request_started`, and again to close the response
+    (`request_finished`), then joins it. Such a call reads the database on the host's own thread only
+    (engine/web/api.py's `_read`), so its request thread would do nothing but those signals, whose receivers (when
+    they are Django's own, `_PLAIN_RECEIVERS`) touch only the calling thread's connections and caches: they run
+    here on the event loop instead. Any other call, or other receivers, is served as Django serves it."""
 
     def load_middleware(self, is_async: bool = False) -> None:
         named = settings.MIDDLEWARE
@@ -260,3 +297,82 @@ class LeanAsgiHandler(ASGIHandler):
             super().load_middleware(is_async)
         finally:
             settings.MIDDLEWARE = named
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        match = self._lean_match(scope) if scope["type"] == "http" else None
+        if match is None:
+            await super().__call__(scope, receive, send)
+            return
+        scope["jr2.resolver_match"] = match
+        await self._serve_lean(scope, receive, send)
+
+    def _lean_match(self, scope: dict[str, Any]) -> ResolverMatch | None:
+        """The view's match when the call may be served lean (see the class): else None."""
+        if not _bearer_scope(scope):
+            return None
+        host = current_host()
+        if host is None or not host.ready.is_set():
+            return None
+        if not (_plain(signals.request_started, type(self)) and _plain(signals.request_finished, type(self))):
+            return None
+        script = get_script_prefix(scope)
+        try:
+            match = get_resolver().resolve(scope["path"].removeprefix(script) if script else scope["path"])
+        except Resolver404:
+            return None
+        return match if iscoroutinefunction(match.func) else None
+
+    def resolve_request(self, request: HttpRequest) -> ResolverMatch:
+        """The match `__call__` found already, for a call served lean."""
+        match = getattr(request, "scope", {}).get("jr2.resolver_match")
+        if match is None or hasattr(request, "urlconf"):
+            return super().resolve_request(request)  # type: ignore[no-any-return]
+        request.resolver_match = match
+        return match  # type: ignore[no-any-return]
+
+    async def _serve_lean(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """`ASGIHandler.handle`, the request signals sent on the event loop (Django 5.2's steps otherwise)."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            body_file.close()
+            await self.send_response(error_response, send)
+            error_response.close()
+            return
+
+        async def process_request() -> HttpResponse:
+            response = await self.run_get_response(request)
+            with contextlib.suppress(asyncio.CancelledError):  # the client went away while it was sent
+                await self.send_response(response, send)
+            return response
+
+        tasks = [
+            asyncio.create_task(self.listen_for_disconnect(receive)),
+            asyncio.create_task(process_request()),
+        ]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done():
+                try:
+                    task.result()
+                except RequestAborted:
+                    pass
+                except AssertionError:
+                    body_file.close()
+                    raise
+            else:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        try:
+            response = tasks[1].result()
+        except asyncio.CancelledError:
+            signals.request_finished.send(sender=self.__class__)
+        else:
+            response.close()  # sends request_finished
+        body_file.close()
