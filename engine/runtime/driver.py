@@ -314,7 +314,7 @@ class RunDriver:
 
     async def _main(self, resumed: bool) -> None:
         if resumed:
-            self._take_up()
+            _take_up(self)
         self._schedule_timer()
         while True:
             item = await self.inbox.get()
@@ -476,52 +476,6 @@ class RunDriver:
             self._timer.cancel()
             self._timer = None
 
-    # -- taking a run up again after a restart ---------------------------------------------------------------
-
-    def _take_up(self) -> None:
-        """Start what a restarted host must: a loop for every open Turn, from its recorded conversation, and every
-        Effect the run waits on (again only if it is idempotent; otherwise its state gets the error "interrupted by
-        a restart")."""
-        resume, books = self.resume, self.books
-        assert resume is not None
-        for name, messages in resume.conversations.items():
-            books.conversations[name] = Conversation(name, list(messages), resume.message_seqs.get(name, 0))
-        books.latest.update(resume.latest)
-        for turn in self.session.turns:
-            record = resume.turns.get(turn.id)
-            if record is None:
-                continue
-            player = Player(record.model, record.declared_model, record.scripted)
-            conversation = books.conversations.setdefault(record.conversation, Conversation(record.conversation))
-            loop = TurnLoop(
-                self,
-                turn.id,
-                turn.agent,
-                player,
-                conversation,
-                turn.prompt,
-                record.system,
-                tuple(turn.notices),
-                pending_call=record.pending_call,
-            )
-            books.turns[turn.id] = OpenTurn(turn.agent, player, dict(turn.dials), loop, record.pending_call)
-            loop.start()
-        for pending in self.session.effects:
-            effect = resume.effects.get(pending.id)
-            started = effect is not None and effect.status == EffectRecord.Status.STARTED
-            if started and not pending.idempotent:
-                self.submit(
-                    "effect_failed",
-                    effect=pending.id,
-                    value={
-                        "message": f'the Effect "{pending.slot}" was interrupted by a restart; it is not '
-                        "idempotent, so it was not run again"
-                    },
-                )
-            else:
-                self._start_effect(pending, (effect.attempts + 1) if effect is not None else 1)
-        self.resume = None
-
     async def _finish(self) -> None:
         self._cancel_timer()
         for loop in list(self.loops.values()):
@@ -543,6 +497,51 @@ class RunDriver:
             self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated)
         self.telemetry.forget()
         self.host.forget(self)
+
+
+def _take_up(driver: RunDriver) -> None:
+    """Start what a restarted host must: a loop for every open Turn, from its recorded conversation, and every
+    Effect the run waits on (again only if it is idempotent; otherwise its state gets the error "interrupted by
+    a restart")."""
+    resume, books = driver.resume, driver.books
+    assert resume is not None
+    for name, messages in resume.conversations.items():
+        books.conversations[name] = Conversation(name, list(messages), resume.message_seqs.get(name, 0))
+    books.latest.update(resume.latest)
+    for turn in driver.session.turns:
+        record = resume.turns.get(turn.id)
+        if record is None:
+            continue
+        player = Player(record.model, record.declared_model, record.scripted)
+        conversation = books.conversations.setdefault(record.conversation, Conversation(record.conversation))
+        loop = TurnLoop(
+            driver,
+            turn.id,
+            turn.agent,
+            player,
+            conversation,
+            turn.prompt,
+            record.system,
+            tuple(turn.notices),
+            pending_call=record.pending_call,
+        )
+        books.turns[turn.id] = OpenTurn(turn.agent, player, dict(turn.dials), loop, record.pending_call)
+        loop.start()
+    for pending in driver.session.effects:
+        effect = resume.effects.get(pending.id)
+        started = effect is not None and effect.status == EffectRecord.Status.STARTED
+        if started and not pending.idempotent:
+            driver.submit(
+                "effect_failed",
+                effect=pending.id,
+                value={
+                    "message": f'the Effect "{pending.slot}" was interrupted by a restart; it is not '
+                    "idempotent, so it was not run again"
+                },
+            )
+        else:
+            driver._start_effect(pending, (effect.attempts + 1) if effect is not None else 1)
+    driver.resume = None
 
 
 def _answered(item: Item, result: Any, owner: str) -> store.Op:
