@@ -7,6 +7,9 @@ bench/runtime.py's `gate_pass` drives it (its helpers, reused): all N runs start
 
 - SQLite: a fresh file, configured by jr2/settings.py (WAL, synchronous=NORMAL, IMMEDIATE transactions).
 - PostgreSQL: a fresh database on the server DATABASE_URL names, jr2/settings.py's defaults.
+- Either way one process, as `jr2 up` is: the in-memory channel layer, without the REDIS_URL that
+  `scripts/services run` sets (before 2026-12-02's second part of issue 24 the host rows had it, and paid Redis
+  notices that no other row pays).
 
 DEBUG off, as in production. `Host.start_run` returns once the run's start is committed; `Host.deliver` once the
 Gate answer is journaled and applied. With all N answers sent at once, the last ones wait longer than the default
@@ -42,6 +45,9 @@ from bench.runtime import answer_all, check_gate_runs, gate_runs_to_waiting, new
 
 #: Every `Host.deliver` waits for its delivery (see above): read by jr2/settings.py, so set before Django starts.
 os.environ["JR2_RELAY_WAIT"] = "600"
+#: One process, as one `jr2 up` (bench/peers/jr2_up.py) is: the in-memory channel layer, on either database, not
+#: the Redis that `scripts/services run` sets for the fleet (whose notices bench/fleet_load.py measures).
+os.environ.pop("REDIS_URL", None)
 
 
 def setup_postgres(url: str) -> None:
@@ -103,13 +109,16 @@ def measure(args: Any) -> Result:
         path = args.tmp / "jr2.sqlite3"
         setup_django(path, debug=False)
         start, answer = Meter(sqlite_rows(path)), Meter(sqlite_rows(path))
-        config = "the in-process Host on a SQLite file: WAL, synchronous=NORMAL, IMMEDIATE (jr2/settings.py)"
+        config = (
+            "the in-process Host on a SQLite file: WAL, synchronous=NORMAL, IMMEDIATE (jr2/settings.py); "
+            "in-memory channel layer"
+        )
     else:
         url = fresh_pg_database(os.environ["DATABASE_URL"], "peers_jr2")
         setup_postgres(url)
         server = PgServer(url)
         start, answer = Meter(pg_rows(url), server), Meter(pg_rows(url), server)
-        config = "the in-process Host on PostgreSQL (jr2/settings.py's defaults)"
+        config = "the in-process Host on PostgreSQL (jr2/settings.py's defaults); in-memory channel layer"
     rss = asyncio.run(drive(args.runs, args.label, start, answer))
     return Result(
         engine="jr2 Host",
