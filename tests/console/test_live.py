@@ -154,6 +154,16 @@ def test_a_workflow_page_socket_counts_live_runs(observer: Any, settings: Any, c
     assert Run.objects.count() == 1
 
 
+async def waiting_notes_run(host: Host) -> str:
+    """A notes run started on `host`, once it waits at its Gate."""
+    run_id = await host.start_run("notes", NOTES_DOOR)
+    for _ in range(300):
+        if await host.db(lambda: Run.objects.filter(id=run_id, status="waiting").exists()):
+            break
+        await asyncio.sleep(0.02)
+    return run_id
+
+
 def test_a_page_is_sent_only_the_regions_that_changed(answerer: Any, settings: Any) -> None:
     """A region the user may be typing into (a Gate form) is not swapped again when only another region changed."""
     settings.JR2_SCRIPTED = True
@@ -162,11 +172,7 @@ def test_a_page_is_sent_only_the_regions_that_changed(answerer: Any, settings: A
         host = Host(WORKFLOWS, owner="live-tests")
         await host.start()
         try:
-            run_id = await host.start_run("notes", NOTES_DOOR)
-            for _ in range(300):
-                if await host.db(lambda: Run.objects.filter(id=run_id, status="waiting").exists()):
-                    break
-                await asyncio.sleep(0.02)
+            run_id = await waiting_notes_run(host)
             socket = communicator(f"/ws/runs/{run_id}/", answerer)
             assert (await socket.connect())[0]
             await socket.receive_from(timeout=5)
@@ -228,11 +234,7 @@ def test_a_commit_reads_the_run_once_for_all_its_pages_regions_and_cost_section(
         host = Host(WORKFLOWS, owner="live-tests")
         await host.start()
         try:
-            run_id = await host.start_run("notes", NOTES_DOOR)
-            for _ in range(300):
-                if await host.db(lambda: Run.objects.filter(id=run_id, status="waiting").exists()):
-                    break
-                await asyncio.sleep(0.02)
+            run_id = await waiting_notes_run(host)
             pages = [communicator(f"/ws/runs/{run_id}/" + ("?sort=turns" if i % 2 else ""), answerer) for i in range(4)]
             for page in pages:
                 assert (await page.connect())[0]

@@ -32,7 +32,11 @@ def hosted(
 
 
 def fleet(
-    body: Callable[..., Awaitable[None]], *roles: str, workflows: dict[str, Any] | None = None, **kwargs: Any
+    body: Callable[..., Awaitable[None]],
+    *roles: str,
+    workflows: dict[str, Any] | None = None,
+    scan_seconds: float = 0.05,
+    **kwargs: Any,
 ) -> None:
     """Start one host per role (owners web-1, worker-1, ...; `workflows` defaults to notes), as separate processes
     of a fleet would be (each its own database thread), run `body(*hosts)`, stop them all."""
@@ -46,7 +50,7 @@ def fleet(
                     workflows or {"notes": notes_machine},
                     owner=f"{role}-{counts[role]}",
                     role=role,
-                    scan_seconds=0.05,
+                    scan_seconds=scan_seconds,
                     **kwargs,
                 )
             )

@@ -49,22 +49,7 @@ def counted(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[Any, ...]]
 
 def quiet_fleet(body: Callable[..., Any], *roles: str) -> None:
     """Hosts as tests/runtime/hosting.py's `fleet` makes them, but whose own scans wait `QUIET` seconds."""
-
-    async def main() -> None:
-        counts = {"web": 0, "worker": 0}
-        hosts = []
-        for role in roles:
-            counts[role] += 1
-            hosts.append(Host({"notes": notes.machine}, owner=f"{role}-{counts[role]}", role=role, scan_seconds=QUIET))
-        for host in hosts:
-            await host.start()
-        try:
-            await body(*hosts)
-        finally:
-            for host in hosts:
-                await host.stop()
-
-    asyncio.run(main())
+    fleet(body, *roles, scan_seconds=QUIET)
 
 
 def test_a_web_host_hears_its_answers_outcome_and_never_reads_the_row(monkeypatch: pytest.MonkeyPatch) -> None:
