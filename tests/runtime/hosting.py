@@ -3,15 +3,36 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.host import Host
 from engine.runtime.providers import aclose_all
 from workflows.notes import machine as notes_machine
 
-__all__ = ["hosted", "fleet", "until", "status", "records"]
+__all__ = ["hosted", "fleet", "until", "status", "records", "bounded"]
+
+T = TypeVar("T")
+
+#: At most this long for a test's body on its hosts, and for each host's stop: a test that hangs fails, naming
+#: where every task of its loop waits, instead of holding the whole suite up.
+BOUND = 120.0
+
+
+async def bounded(what: str, awaitable: Awaitable[T], seconds: float = BOUND) -> T:
+    """`awaitable`, or an AssertionError after `seconds` that shows the stack of every task still waiting (its own
+    too, taken before it is cancelled)."""
+    task = asyncio.ensure_future(awaitable)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if task in done:
+        return task.result()
+    stacks = io.StringIO()
+    for waiting in asyncio.all_tasks():
+        waiting.print_stack(file=stacks)
+    task.cancel()
+    raise AssertionError(f"{what} did not finish within {seconds:g} s; the tasks waiting:\n{stacks.getvalue()}")
 
 
 def hosted(
@@ -23,9 +44,9 @@ def hosted(
         host = Host(workflows, owner=owner, **kwargs)
         await host.start()
         try:
-            await body(host)
+            await bounded("the test's body", body(host))
         finally:
-            await host.stop()
+            await bounded(f"stopping host {host.owner}", host.stop())
             await aclose_all()
 
     asyncio.run(main())
@@ -57,11 +78,11 @@ def fleet(
         for host in hosts:
             await host.start()
         try:
-            await body(*hosts)
+            await bounded("the test's body", body(*hosts))
         finally:
             for host in hosts:
                 if host.ready.is_set():
-                    await host.stop()
+                    await bounded(f"stopping host {host.owner}", host.stop())
             await aclose_all()
 
     asyncio.run(main())
