@@ -201,10 +201,12 @@ class RunDriver:
 
     async def write(self, ops: list[store.Op]) -> None:
         """Records that change nothing in the Session (model calls, replies, refusals), in order with the steps;
-        what was deferred goes first."""
+        what was deferred goes first. Once the step that ended the run handed its lease back, nobody holds the
+        run: there is no lease left to fence on (a Turn stopping late still writes what it recorded)."""
         ops = self._take_deferred() + list(ops)
         if ops:
-            updated = await self.host.db(store.write, self.run_id, ops, self.host.owner)
+            owner = None if self.released else self.host.owner
+            updated = await self.host.db(store.write, self.run_id, ops, owner)
             self.telemetry.committed(self.seq + 1, [], ops, self.committed_view, self.status)
             self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated)
 
@@ -489,12 +491,7 @@ class RunDriver:
                 item.future.set_result(ended(self.session, item.kind))
             kept = kept or (item is not None and item.input_id is not None)
         if kept or self._deferred or not self.released:
-            ops = self._take_deferred() + [store.PendingRefused(self.status, self.host.owner)]
-            # Once the ending step handed the lease back, nobody holds an ended run: no lease to fence on.
-            owner = None if self.released else self.host.owner
-            updated = await self.host.db(store.write, self.run_id, ops, owner)
-            self.telemetry.committed(self.seq + 1, [], ops, self.committed_view, self.status)
-            self.host.notify(self.run_id, self.workflow, self.status, self.seq, updated)
+            await self.write([store.PendingRefused(self.status, self.host.owner)])
         self.telemetry.forget()
         self.host.forget(self)
 

@@ -92,18 +92,14 @@ def update(model: type[models.Model], changes: Mapping[str, Any], where: Mapping
     """UPDATE `model`'s rows whose columns equal `where` (attribute name -> value; None: IS NULL) with `changes`
     (attribute name -> value); how many rows changed."""
     db, preps = _db(), _preps(model)
-    key = (model, tuple(changes), tuple((name, value is None) for name, value in where.items()))
+    conditions, matched = _where(db, model, where)
+    key = (model, tuple(changes), tuple(conditions))
     sql = _UPDATES.get(key)
     if sql is None:
         quote, fields = db.ops.quote_name, _fields(model)
         sets = ", ".join(f"{quote(fields[name].column)} = %s" for name in changes)
-        conditions = " AND ".join(
-            f"{quote(fields[name].column)} IS NULL" if value is None else f"{quote(fields[name].column)} = %s"
-            for name, value in where.items()
-        )
-        sql = _UPDATES[key] = f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {conditions}"
-    params = [preps[name](value, db) for name, value in changes.items()]
-    params += [preps[name](value, db) for name, value in where.items() if value is not None]
+        sql = _UPDATES[key] = f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {' AND '.join(conditions)}"
+    params = [preps[name](value, db) for name, value in changes.items()] + matched
     with _cursor(db) as cursor:
         cursor.execute(sql, params)
         return int(cursor.rowcount)
@@ -117,8 +113,7 @@ def delete(model: type[models.Model], where: Mapping[str, Any], name: str = "", 
         return 0
     db, preps = _db(), _preps(model)
     quote, fields = db.ops.quote_name, _fields(model)
-    conditions = [f"{quote(fields[key].column)} = %s" for key in where]
-    params = [preps[key](value, db) for key, value in where.items()]
+    conditions, params = _where(db, model, where)
     if name:
         conditions.append(f"{quote(fields[name].column)} IN ({', '.join(['%s'] * len(values))})")
         params += [preps[name](value, db) for value in values]
@@ -130,19 +125,29 @@ def delete(model: type[models.Model], where: Mapping[str, Any], name: str = "", 
 def select(model: type[models.Model], names: Sequence[str], where: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """The `names` columns (attribute names) of `model`'s rows whose columns equal `where`, each value as the ORM
     reads it (JSON decoded), in primary key order: a read on the hot path without building a query or models."""
-    db, preps = _db(), _preps(model)
+    db = _db()
     quote, fields = db.ops.quote_name, _fields(model)
     chosen = [fields[name] for name in names]
-    conditions = " AND ".join(f"{quote(fields[key].column)} = %s" for key in where) or "1 = 1"
-    params = [preps[key](value, db) for key, value in where.items()]
+    conditions, params = _where(db, model, where)
     sql = (
         f"SELECT {', '.join(quote(f.column) for f in chosen)} FROM {quote(model._meta.db_table)} "
-        f"WHERE {conditions} ORDER BY {quote(model._meta.pk.column)}"
+        f"WHERE {' AND '.join(conditions) or '1 = 1'} ORDER BY {quote(model._meta.pk.column)}"
     )
     readers = [_reader(f, db) for f in chosen]
     with _cursor(db) as cursor:
         cursor.execute(sql, params)
         return [tuple(read(value) for read, value in zip(readers, row)) for row in cursor.fetchall()]
+
+
+def _where(db: BaseDatabaseWrapper, model: type[models.Model], where: Mapping[str, Any]) -> tuple[list[str], list[Any]]:
+    """The conditions "column = %s" (None: "column IS NULL") of `where` (attribute name -> value), and their
+    parameters, made ready."""
+    quote, fields, preps = db.ops.quote_name, _fields(model), _preps(model)
+    conditions = [
+        f"{quote(fields[name].column)} IS NULL" if value is None else f"{quote(fields[name].column)} = %s"
+        for name, value in where.items()
+    ]
+    return conditions, [preps[name](value, db) for name, value in where.items() if value is not None]
 
 
 def _reader(field: models.Field, db: BaseDatabaseWrapper) -> Callable[[Any], Any]:
@@ -247,6 +252,5 @@ def _timed(field: models.Field) -> _Prep:
 
 def _default(field: models.Field) -> Callable[[dt.datetime, BaseDatabaseWrapper], Any]:
     if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
-        prep = _timed(field)
-        return lambda now, db: prep(now, db)
+        return _preps(field.model)[field.attname]  # the field's own, remembering the step's time
     return lambda now, db: field.get_db_prep_save(field.get_default(), db)
