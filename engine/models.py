@@ -63,9 +63,9 @@ class Run(models.Model):
     LIVE = (Status.RUNNING, Status.WAITING)
 
     id = models.CharField(primary_key=True, max_length=16, default=new_run_id, editable=False)
-    workflow = models.CharField(max_length=200, db_index=True)
+    workflow = models.CharField(max_length=200)
     digest = models.CharField(max_length=64, help_text="the Machine's shape digest when the run was written")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING, db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     input = models.JSONField(null=True, blank=True, help_text="the door input, as validated")
     output = models.JSONField(null=True, blank=True)
     reason = models.TextField(blank=True, help_text="why the run failed or drifted, in words")
@@ -86,6 +86,7 @@ class Run(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="forks",
+        db_index=False,
         help_text="the run this one was forked from",
     )
     parent_step = models.PositiveIntegerField(
@@ -98,13 +99,21 @@ class Run(models.Model):
         help_text="the run's id where it was exported from: an imported run is "
         "read-only, never hosted, resumed, answered or cancelled",
     )
-    lease_owner = models.CharField(max_length=100, blank=True, default="", db_index=True)
+    lease_owner = models.CharField(max_length=100, blank=True, default="")
     lease_expires = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at"]
+        # Declared here, not with `db_index`: on PostgreSQL a text field's `db_index` adds a second index for LIKE
+        # (varchar_pattern_ops) that nothing queries, and every step's UPDATE of the row paid for both.
+        indexes = [
+            models.Index(fields=["workflow"], name="run_workflow"),
+            models.Index(fields=["status"], name="run_status"),
+            models.Index(fields=["lease_owner"], name="run_lease_owner"),
+            models.Index(fields=["parent"], name="run_parent"),
+        ]
         permissions = [
             ("start_run", "Can start runs"),
             ("answer_gate", "Can answer Gates"),
@@ -130,7 +139,7 @@ class JournalEntry(models.Model):
     """One accepted input of the run's Session (or a mark the host writes for itself, such as an Effect having
     started), with the digest of what it produced and the wall-clock time it was committed."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="journal")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="journal", db_index=False)
     seq = models.PositiveIntegerField()
     kind = models.CharField(max_length=32)
     entry = models.JSONField()
@@ -148,7 +157,7 @@ class JournalEntry(models.Model):
 class RunSnapshot(models.Model):
     """The whole Session (`Session.to_json()`) after journal entry `seq`: a resume starts here."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="snapshots")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="snapshots", db_index=False)
     seq = models.PositiveIntegerField()
     data = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -166,7 +175,7 @@ class TurnRecord(models.Model):
         ENDED = "ended", "ended"
         FAULTED = "faulted", "faulted"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="turns")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="turns", db_index=False)
     turn = models.CharField(max_length=120, help_text="the Session's Turn id, e.g. turn-3 or scouting/turn-5")
     agent = models.CharField(max_length=120)
     state = models.CharField(max_length=300)
@@ -201,7 +210,7 @@ class TurnMessage(models.Model):
     """One message of a conversation, in the neutral form of engine/runtime/providers/base.py: prompts, the model's
     replies (tool calls = picks), tool results (answers and refusals), notices, re-prompts."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages", db_index=False)
     turn = models.ForeignKey(TurnRecord, on_delete=models.CASCADE, related_name="messages")
     conversation = models.CharField(max_length=160)
     seq = models.PositiveIntegerField()
@@ -227,7 +236,7 @@ class ModelCall(models.Model):
         FAILED = "failed", "failed"
         INTERRUPTED = "interrupted", "interrupted"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="model_calls")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="model_calls", db_index=False)
     turn = models.ForeignKey(TurnRecord, on_delete=models.CASCADE, related_name="model_calls")
     seq = models.PositiveIntegerField(help_text="the call's number in the run")
     model = models.CharField(max_length=200)
@@ -262,7 +271,7 @@ class EffectRecord(models.Model):
         FAILED = "failed", "failed"
         CANCELLED = "cancelled", "cancelled"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="effects")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="effects", db_index=False)
     effect = models.CharField(max_length=120)
     slot = models.CharField(max_length=120)
     kind = models.CharField(max_length=16)
@@ -358,7 +367,7 @@ class Seat(models.Model):
     """A person playing an Agent's seat in a run, from the Console: while held, that Agent's Turns come to them
     instead of its model."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="seats")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="seats", db_index=False)
     agent = models.CharField(max_length=120)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="seats")
     taken_at = models.DateTimeField(auto_now_add=True)
@@ -366,6 +375,7 @@ class Seat(models.Model):
 
     class Meta:
         ordering = ["run", "taken_at"]
+        indexes = [models.Index(fields=["run"], name="seat_run")]
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "agent"], condition=models.Q(given_back_at=None), name="one_holder_per_seat"
@@ -388,7 +398,7 @@ class RunInput(models.Model):
         DELIVERED = "delivered", "delivered"
         REFUSED = "refused", "refused"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="inputs")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="inputs", db_index=False)
     kind = models.CharField(max_length=16)
     args = models.TextField(
         default="{}",
@@ -405,7 +415,10 @@ class RunInput(models.Model):
 
     class Meta:
         ordering = ["run", "id"]
-        indexes = [models.Index(fields=["status", "run"], name="run_input_pending")]
+        indexes = [
+            models.Index(fields=["status", "run"], name="run_input_pending"),
+            models.Index(fields=["run"], name="run_input_run"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.run_id} ({self.status})"
@@ -418,7 +431,7 @@ class GateRecord(models.Model):
     """One opening of a Gate in a run, until it closes: the inbox lists the open ones (with how long they waited),
     and a closed one says how and by whom it was answered. A Gate that opens again gets a new record."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="gate_records")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="gate_records", db_index=False)
     workflow = models.CharField(max_length=200, help_text="the run's workflow, so the inbox filters without a join")
     gate = models.CharField(max_length=300, help_text="the Gate's id, e.g. writing.asking")
     state = models.CharField(max_length=300, help_text="the state that invokes it")
@@ -448,7 +461,10 @@ class GateRecord(models.Model):
 
     class Meta:
         ordering = ["opened_at", "id"]
-        indexes = [models.Index(fields=["closed_at", "workflow", "gate"], name="gate_open_kind")]
+        indexes = [
+            models.Index(fields=["closed_at", "workflow", "gate"], name="gate_open_kind"),
+            models.Index(fields=["run"], name="gate_record_run"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "gate"], condition=models.Q(closed_at=None), name="one_open_gate_record"
@@ -469,7 +485,7 @@ class RunMark(models.Model):
         EVENT = "event", "event"
         AGENT = "agent", "agent"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="marks")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="marks", db_index=False)
     kind = models.CharField(max_length=8, choices=Kind.choices)
     name = models.CharField(max_length=300)
 

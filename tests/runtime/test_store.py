@@ -108,3 +108,35 @@ def test_on_postgresql_a_steps_statements_are_prepared_once_unless_turned_off(
     inserts = [sql for sql in _prepared() if sql.startswith('INSERT INTO "engine_turnmessage"')]
     assert len(inserts) == (1 if prepared else 0), _prepared()
     assert TurnMessage.objects.filter(run_id=run_id).count() == 4
+
+
+#: The tables a step writes whose unique constraint starts with the run: that index serves every read by run.
+LED_BY_THE_RUN = ["journalentry", "runsnapshot", "turnrecord", "turnmessage", "modelcall", "effectrecord", "runmark"]
+
+
+def _indexes(table: str) -> list[list[str]]:
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, f"engine_{table}")
+    return [c["columns"] for c in found.values() if c["index"] or c["unique"]]
+
+
+@pytest.mark.parametrize("table", LED_BY_THE_RUN)
+def test_a_steps_rows_keep_no_index_on_the_run_alone(table: str) -> None:
+    indexes = _indexes(table)
+    assert ["run_id"] not in indexes, indexes
+    assert any(columns[0] == "run_id" and len(columns) > 1 for columns in indexes), indexes
+
+
+def test_on_postgresql_of_a_runs_rows_only_the_run_id_has_an_index_for_like() -> None:
+    """Django adds a LIKE index (varchar_pattern_ops) beside a text field's own; of the tables a run's steps write,
+    only the run id's prefix search (`id__startswith`) uses one, and each kept the steps' writes paying twice."""
+    if connection.vendor != "postgresql":
+        pytest.skip("LIKE indexes are PostgreSQL's")
+    tables = [f"engine_{t}" for t in [*LED_BY_THE_RUN, "run", "runtext", "gaterecord", "runinput", "seat"]]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tablename, indexdef FROM pg_indexes WHERE tablename = ANY(%s) AND indexdef LIKE %s",
+            [tables, "%pattern_ops%"],
+        )
+        found = cursor.fetchall()
+    assert [(table, "(id varchar_pattern_ops)" in d) for table, d in found] == [("engine_run", True)], found
