@@ -244,6 +244,16 @@ SETTINGS: tuple[Setting, ...] = (
         "The database and the fleet",
     ),
     Setting(
+        "JR2_GC_FREEZE",
+        "flag",
+        True,
+        "When the first host of a process starts, what is alive then (Django, the workflows, the modules) is moved out "
+        "of the garbage collector's sight (`gc.freeze()`), so its collections stop walking it again at every run's "
+        "steps. `0` to leave the collector as it is, in a process that embeds a host and makes cyclic garbage "
+        "of what it held before.",
+        "The database and the fleet",
+    ),
+    Setting(
         "JR2_RELAY_WAIT",
         "float",
         2.0,

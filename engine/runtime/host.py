@@ -23,6 +23,7 @@ writes new runs for the workers to claim and relays inputs to whichever host dri
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import socket
@@ -116,6 +117,7 @@ class Host:
         restart at once, others' once their leases expire) and keeps looking for more."""
         global _current
         _current = self
+        _freeze_heap()
         await self.courier.prepare()
         if self.drives:
             await self._claim(mine=True)
@@ -446,6 +448,21 @@ class Host:
         if gates:
             self.courier.wake()
         notify(run_id, workflow, str(status), seq, updated.isoformat() if updated is not None else "", gates=gates)
+
+
+_frozen = False
+
+
+def _freeze_heap() -> None:
+    """Once per process, at its first host's start: what is alive then lives as long as the process, so the
+    collector's full collections need not walk it again while runs step (`JR2_GC_FREEZE`). The garbage of that
+    moment is collected first, so none of it is kept."""
+    global _frozen
+    if _frozen or not getattr(settings, "JR2_GC_FREEZE", True):
+        return
+    _frozen = True
+    gc.collect()
+    gc.freeze()
 
 
 def _default_owner(role: str) -> str:
