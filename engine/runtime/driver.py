@@ -354,8 +354,8 @@ class RunDriver:
         last = self.seq + len(entries)
         snapshot = None
         every = max(1, self.host.snapshot_every)
-        if entries and (session.status != "active" or last // every > self.snapshot_seq // every):
-            snapshot = session.to_json()
+        if entries and session.status == "active" and last // every > self.snapshot_seq // every:
+            snapshot = session.to_json()  # a resume starts there; a run that ended is never resumed
         updated = None
         if entries or plan.ops or answered is not None:
             plan.ops.append(indexed(self.workflow, self.committed_view, fields, entries, plan.ops))
