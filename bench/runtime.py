@@ -283,12 +283,15 @@ async def until(check: Callable[[], bool], timeout: float, what: str, every: flo
 
 
 async def runs_ended(host: Any, run_ids: Iterable[str], timeout: float) -> None:
-    """Wait for the runs' tasks to end (a run's task ends right after the commit that ended it)."""
-    tasks = [host.drivers[r].task for r in run_ids if r in host.drivers and host.drivers[r].task is not None]
+    """Wait for the runs' tasks to end (a run's task ends right after the commit that ended it), then until the
+    host holds none of them (a parked run has no task: it is taken up by its answer, which has been sent)."""
+    ids = list(run_ids)
+    tasks = [host.drivers[r].task for r in ids if r in host.drivers and host.drivers[r].task is not None]
     try:
         await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout)
     except TimeoutError:
         raise WrongResult(f"runs did not end within {timeout:.0f} s") from None
+    await until(lambda: not any(host.holds(r) for r in ids), timeout, "the runs to end")
 
 
 def check_counter_run(run_id: str, counts: int, picks: int, replay: bool = False) -> dict[str, Any]:
@@ -686,14 +689,20 @@ def _short_path(filename: str) -> str:
 async def gate_runs_to_waiting(host: Any, runs: int, timeout: float) -> list[str]:
     door = {"changes": CHANGES}
     run_ids = list(await asyncio.gather(*(host.start_run("notes", door) for _ in range(runs))))
-    pending = [host.drivers[r] for r in run_ids]
+    await until(all_waiting(host, run_ids), timeout, f"{runs} notes runs to wait at a Gate")
+    return run_ids
 
-    def all_waiting() -> bool:  # a notes run waits until it is answered: only the others are looked at again
-        pending[:] = [d for d in pending if d.status != "waiting"]
+
+def all_waiting(host: Any, run_ids: list[str]) -> Callable[[], bool]:
+    """Whether every run waits, as the host last committed it, driven or parked (no read of the database): a notes
+    run waits until it is answered, so only the others are looked at again."""
+    pending = list(run_ids)
+
+    def check() -> bool:
+        pending[:] = [r for r in pending if host.held_status(r) != "waiting"]
         return not pending
 
-    await until(all_waiting, timeout, f"{runs} notes runs to wait at a Gate")
-    return run_ids
+    return check
 
 
 async def answer_all(host: Any, replies: dict[str, str], timeout: float) -> None:
@@ -723,7 +732,6 @@ async def measure_ten(args: argparse.Namespace) -> dict[str, Any]:
         run_ids = await gate_runs_to_waiting(host, args.ten_waiting, 60 + args.ten_waiting * 0.2)
         for r in range(args.ten_rounds):
             batch = run_ids[r * 10 : (r + 1) * 10]
-            tasks = [host.drivers[x].task for x in batch]
 
             async def answer(run_id: str) -> None:
                 t0 = time.perf_counter()
@@ -735,7 +743,7 @@ async def measure_ten(args: argparse.Namespace) -> dict[str, Any]:
 
             t0 = time.perf_counter()
             await asyncio.gather(*(answer(x) for x in batch))
-            await asyncio.gather(*(t for t in tasks if t is not None), return_exceptions=True)
+            await runs_ended(host, batch, 60)
             done.append(time.perf_counter() - t0)
             await host.db(check_gate_runs, batch, "done", {x: f"Ten {x}" for x in batch})
             await asyncio.sleep(0.3)

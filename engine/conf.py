@@ -232,7 +232,22 @@ SETTINGS: tuple[Setting, ...] = (
         "The database and the fleet",
     ),
     Setting("JR2_CLAIM_BATCH", "int", 25, "How many runs a worker claims at a time.", "The database and the fleet"),
-    Setting("JR2_MAX_RUNS", "int", 10000, "How many runs a worker drives at most.", "The database and the fleet"),
+    Setting(
+        "JR2_MAX_RUNS",
+        "int",
+        10000,
+        "How many runs a worker drives at most (parked runs, waiting without a driver, not counted).",
+        "The database and the fleet",
+    ),
+    Setting(
+        "JR2_PARK_SECONDS",
+        "float",
+        30.0,
+        "How long a run that only waits on outside input keeps its driver in memory (seconds) before it is "
+        "parked, its id and lease only, and taken up again from the database when an input comes; 0: at once, "
+        "a negative value: never.",
+        "The database and the fleet",
+    ),
     Setting(
         "JR2_PG_PREPARED",
         "flag",

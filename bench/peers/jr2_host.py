@@ -15,7 +15,9 @@ DEBUG off, as in production. `Host.start_run` returns once the run's start is co
 Gate answer is journaled and applied. With all N answers sent at once, the last ones wait longer than the default
 `JR2_RELAY_WAIT` (2 s), after which `deliver` answers "kept, pending" (InputPending) instead of the delivery: the
 bench sets it to 600 s, so that every answer's latency runs to its delivery and every outcome is checked. A run
-waits once its driver's status is `waiting` (checked in the database afterwards: each at its Gate).
+waits once the host's last commit of it says `waiting`, driven or parked (`Host.held_status`, no read of the
+database; checked in the database afterwards: each at its Gate). Runs are parked as the host's settings say
+(`JR2_PARK_SECONDS`, default 0: a waiting run keeps no driver), so an answer takes its run up again first.
 """
 
 from __future__ import annotations
@@ -41,7 +43,16 @@ from bench.peers.common import (
     version,
     vm_rss_kib,
 )
-from bench.runtime import answer_all, check_gate_runs, gate_runs_to_waiting, new_host, runs_ended, setup_django, until
+from bench.runtime import (
+    all_waiting,
+    answer_all,
+    check_gate_runs,
+    gate_runs_to_waiting,
+    new_host,
+    runs_ended,
+    setup_django,
+    until,
+)
 
 #: Every `Host.deliver` waits for its delivery (see above): read by jr2/settings.py, so set before Django starts.
 os.environ["JR2_RELAY_WAIT"] = "600"
@@ -81,8 +92,7 @@ async def drive(runs: int, label: str, start: Meter, answer: Meter) -> float:
         with start.span() as m:
             door = {"changes": CHANGES}
             run_ids = list(await asyncio.gather(*(m.atimed(host.start_run("notes", door)) for _ in range(runs))))
-            drivers = [host.drivers[r] for r in run_ids]
-            await until(lambda: all(d.status == "waiting" for d in drivers), 60 + runs * 0.2, "all runs to wait")
+            await until(all_waiting(host, run_ids), 60 + runs * 0.2, "all runs to wait")
         gc.collect()
         rss = (vm_rss_kib() - rss0) / runs
         await host.db(check_gate_runs, run_ids, "waiting")

@@ -73,8 +73,8 @@ def wall_ms() -> float:
 
 class RunHost(Protocol):
     """What a driver needs of the host it runs in (engine/runtime/host.py): who the host is in lease rows, how
-    often to snapshot, its database thread, telling viewers, its table of drivers, and taking a run up again or
-    letting it go."""
+    often to snapshot, its database thread, telling viewers, its table of drivers, taking a run up again or
+    letting it go, and parking it (engine/runtime/parking.py)."""
 
     owner: str
     snapshot_every: int
@@ -91,6 +91,14 @@ class RunHost(Protocol):
     def forget(self, driver: RunDriver) -> None: ...
 
     def replied(self, input_id: int, outcome: dict[str, Any]) -> None: ...
+
+    def park_wait(self, driver: RunDriver, idle: float) -> float | None: ...
+
+    async def park(self, driver: RunDriver) -> None: ...
+
+
+#: An inbox item that is no input: the driver only looks again whether it may park (`RunDriver.nudge`).
+NUDGE = "nudge"
 
 
 @dataclass
@@ -155,6 +163,8 @@ class RunDriver:
         self.kept = KeptInputs(self)
         #: Spans and metrics, told after each commit (engine/runtime/telemetry/).
         self.telemetry = telemetry.for_run(run_id, workflow, machine.id)
+        #: When the driver last finished a step (monotonic seconds): it parks once idle long enough.
+        self._idle_since = time.monotonic()
 
     @property
     def loops(self) -> dict[str, Loop]:
@@ -248,37 +258,13 @@ class RunDriver:
         """The run's first step: its start entry, what starting produced and its first snapshot, with the Run row
         itself; then the run's task starts and its first Turns and Effects with it. Without a `lease` (a web
         process starting it) the run is only written: a worker claims it and takes it up from that first step."""
-        session = self.session
-        entries = list(session.journal)
-        del session.journal[:]
-        plan = Plan([store.SeatChanged(agent, user_id) for agent, (user_id, _) in self.books.seats.items()])
-        plan_outputs(session.drain(), session, self.books, plan, self._new_loop)
-        self.status = run_status(session, self.books.seats)
-        scripted = any(t.player.scripted for t in self.books.turns.values()) or any(
-            slot.model.startswith("script/") for slot in self.machine.agents.values()
-        )
-        fields = self._run_fields(self.status)
-        plan.ops.append(
-            indexed(self.workflow, self.committed_view, fields, entries, plan.ops, door=create.get("input"))
-        )
-        plan.ops.append(Outboxed(self.workflow, {}, fields["view"], fields["status"], 1, entries))
-        updated = await self.host.db(
-            store.commit,
-            store.Step(
-                self.run_id,
-                1,
-                entries,
-                fields,
-                session.to_json(),
-                plan.ops,
-                create={**create, "scripted": scripted},
-                lease=lease,
-            ),
-        )
+        step, plan = _first_step(self, create, lease)
+        entries, fields = step.entries, step.run
+        updated = await self.host.db(store.commit, step)
         self.committed_view = fields["view"]
         self.seq = self.snapshot_seq = len(entries)
         self.telemetry.committed(1, entries, plan.ops, self.committed_view, self.status)
-        if session.status == "active" and lease is not None:
+        if self.session.status == "active" and lease is not None:
             self.host.drivers[self.run_id] = self  # only now: the lease is in the row, so a renewal keeps it
             self.start()
             self._carry_out(plan.todo)
@@ -314,12 +300,44 @@ class RunDriver:
         ]
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    def quiet(self) -> bool:
+        """Nothing set to happen by itself: no Effect running, no timer, no records deferred, the lease held."""
+        return not self.effects and self._timer is None and not self._deferred and not self.released
+
+    def idle_seconds(self) -> float:
+        """How long since the driver's last step."""
+        return time.monotonic() - self._idle_since
+
+    def nudge(self) -> None:
+        """Have the task look again whether it may park, when it may now (whoever held the run off parking let go,
+        a Turn came to wait for its pick's answer, or the host found it idle long enough)."""
+        if (
+            self.inbox.empty()
+            and self.task is not None
+            and not self.task.done()
+            and self.host.park_wait(self, self.idle_seconds()) == 0
+        ):
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            future.set_result(None)
+            self.inbox.put_nowait(Item(NUDGE, {}, future))
+
+    async def _next(self) -> Item | None:
+        """The next input; None when the task is to end: stopped, or parked by the host (which keeps the lease)."""
+        while True:
+            wait = self.host.park_wait(self, self.idle_seconds())
+            if wait is not None and wait <= 0:
+                await self.host.park(self)
+                return None
+            item = await self.inbox.get()  # idle longer than that, the host nudges it (`Parking.look`)
+            if item is None or item.kind != NUDGE:
+                return item
+
     async def _main(self, resumed: bool) -> None:
         if resumed:
             _take_up(self)
         self._schedule_timer()
         while True:
-            item = await self.inbox.get()
+            item = await self._next()
             if item is None:
                 return
             try:
@@ -337,6 +355,7 @@ class RunDriver:
             if self.session.status != "active":
                 await self._finish()
                 return
+            self._idle_since = time.monotonic()
 
     async def _step(self, item: Item) -> None:
         session = self.session
@@ -494,6 +513,27 @@ class RunDriver:
             await self.write([store.PendingRefused(self.status, self.host.owner)])
         self.telemetry.forget()
         self.host.forget(self)
+
+
+def _first_step(driver: RunDriver, create: dict[str, Any], lease: tuple[str, float] | None) -> tuple[store.Step, Plan]:
+    """The run's first Step (`RunDriver.begin`): its start entry, what starting produced, its first snapshot and the
+    Run row itself; and the plan of what to carry out once it is committed."""
+    session = driver.session
+    entries = list(session.journal)
+    del session.journal[:]
+    plan = Plan([store.SeatChanged(agent, user_id) for agent, (user_id, _) in driver.books.seats.items()])
+    plan_outputs(session.drain(), session, driver.books, plan, driver._new_loop)
+    driver.status = run_status(session, driver.books.seats)
+    scripted = any(t.player.scripted for t in driver.books.turns.values()) or any(
+        slot.model.startswith("script/") for slot in driver.machine.agents.values()
+    )
+    fields = driver._run_fields(driver.status)
+    door = create.get("input")
+    plan.ops.append(indexed(driver.workflow, driver.committed_view, fields, entries, plan.ops, door=door))
+    plan.ops.append(Outboxed(driver.workflow, {}, fields["view"], fields["status"], 1, entries))
+    create = {**create, "scripted": scripted}
+    step = store.Step(driver.run_id, 1, entries, fields, session.to_json(), plan.ops, create=create, lease=lease)
+    return step, plan
 
 
 def _take_up(driver: RunDriver) -> None:

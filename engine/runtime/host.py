@@ -15,6 +15,9 @@ expires. All database work goes through one thread (`db`, engine/runtime/dbthrea
 committed in the order its task made them and no connection is held while a model is called; the steps of several
 runs that are ready at once are committed there in one transaction (group commit).
 
+A run that only waits on outside input is parked: its driver ends and the host keeps only its id and its lease,
+taking it up again when an input comes (engine/runtime/parking.py, `JR2_PARK_SECONDS`).
+
 A host has a role: "up" (`jr2 up`, the embedded default: serves pages and drives every run), "worker"
 (`jr2 worker`: drives runs, claiming new and orphaned ones as they appear) or "web" (`jr2 web`: drives none; it
 writes new runs for the workers to claim and relays inputs to whichever host drives a run, see relay.py).
@@ -45,6 +48,8 @@ from engine.runtime.dbthread import DbThread
 from engine.runtime.driver import RunDriver, wall_ms
 from engine.runtime.errors import HostError, InputPending, RunNotHosted
 from engine.runtime.notify import notify
+from engine.runtime.parking import Held, Parking
+from engine.runtime.parking import park_seconds as park_seconds_of
 from engine.runtime.plan import run_fields
 from engine.runtime.telemetry.resume import resumed_steps
 from engine.runtime.view import build_view, run_status
@@ -77,7 +82,10 @@ class Host:
         role: str = "up",
         scan_seconds: float | None = None,
         max_runs: int | None = None,
+        park_seconds: float | None = None,
     ) -> None:
+        """`park_seconds`: idle seconds before a waiting run is parked, a negative value never (None: the setting
+        `JR2_PARK_SECONDS`)."""
         if role not in ROLES:
             raise ValueError(f"a host's role is one of {', '.join(ROLES)}, not {role!r}")
         if workflows is None:
@@ -91,19 +99,38 @@ class Host:
         self.snapshot_every = snapshot_every or int(getattr(settings, "JR2_SNAPSHOT_EVERY", 50))
         #: How often a driving host looks for runs to claim and relayed inputs without being woken.
         self.scan_seconds = scan_seconds or float(getattr(settings, "JR2_SCAN_SECONDS", 1.0))
-        #: At most this many runs at once; past it the host claims no more (others take them).
+        #: At most this many runs driven at once (parked runs not counted: they cost no memory); past it the host
+        #: claims no more (others take them).
         self.max_runs = max_runs or int(getattr(settings, "JR2_MAX_RUNS", 10_000))
         self.drivers: dict[str, RunDriver] = {}
+        #: The waiting runs held here without a driver (engine/runtime/parking.py).
+        self.parking = Parking(self, park_seconds_of(park_seconds), self._unpark)
         self._executor = DbThread()
         self._tasks: list[asyncio.Task[None]] = []
         #: What the channel layer asked of this host since its last round, and the replies it owes.
-        self.wakeups = WakeUps(self.owner, self.drivers)
+        self.wakeups = WakeUps(self.owner, Held(self.drivers, self.parking))
         self._last_scan = 0.0
         self.ready = asyncio.Event()
         self._releasing: set[asyncio.Task[None]] = set()
         self._stopped = False
         #: Sends the outbox's webhooks and emails (a driving host only).
         self.courier = Courier(self)
+
+    def holds(self, run_id: str) -> bool:
+        """Whether this host holds the run: drives it, or keeps it parked (engine/runtime/parking.py)."""
+        return run_id in self.drivers or run_id in self.parking
+
+    def held_status(self, run_id: str) -> str | None:
+        """The status of a run held here as last committed, without reading the database (a parked run waits);
+        None when this host does not hold it (it ended, or another host drives it)."""
+        driver = self.drivers.get(run_id)
+        if driver is not None:
+            return str(driver.status)
+        return str(Run.Status.WAITING) if run_id in self.parking else None
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
     @property
     def drives(self) -> bool:
@@ -124,7 +151,7 @@ class Host:
             loop = asyncio.get_running_loop()
             self._tasks = [
                 loop.create_task(self._renew(), name="jr2 lease renewal"),
-                loop.create_task(self._rounds(), name="jr2 claims and relayed inputs"),
+                loop.create_task(_rounds(self), name="jr2 claims and relayed inputs"),
                 loop.create_task(
                     self.wakeups.listen(lambda: self._stopped, self.scan_seconds), name="jr2 host wake-ups"
                 ),
@@ -144,11 +171,14 @@ class Host:
         _, late = await asyncio.wait(self._tasks, timeout=5) if self._tasks else (set(), set())
         for task in late:
             log.warning("host %s: %s did not stop within 5 s; going on without it", self.owner, task.get_name())
+        await self.parking.settle()
         drivers = list(self.drivers.values())
         await asyncio.gather(*(d.stop() for d in drivers), *self._releasing, return_exceptions=True)
-        await self.db(store.release_leases, self.owner, [d.run_id for d in drivers])
+        parked = list(self.parking.runs)
+        await self.db(store.release_leases, self.owner, [d.run_id for d in drivers] + parked)
         self.drivers.clear()
-        if drivers:
+        self.parking.runs.clear()
+        if drivers or parked:
             await relay.wake_hosts("runs.posted")
         await self.db(connections.close_all)  # this thread's connection: a stopped host holds none open
         self._executor.shutdown(wait=True)
@@ -265,7 +295,11 @@ class Host:
         """An outside input's id (None for the host's own kinds) and its result once committed. Each is kept first
         as a RunInput row (`sender`, or the answer's `by`, is who sent it), then applied by the run's task here
         when this host drives the run, else by the host that does (relay.py). InputPending: kept, but not
-        delivered within `JR2_RELAY_WAIT`; it will be, in order."""
+        delivered within `JR2_RELAY_WAIT`; it will be, in order. A parked run is taken up first."""
+        async with self.parking.using(run_id):  # held off parking until its input is in (or a parked one taken up)
+            return await self._send_input(run_id, kind, sender, args)
+
+    async def _send_input(self, run_id: str, kind: str, sender: str, args: dict[str, Any]) -> tuple[int | None, Any]:
         driver = self.drivers.get(run_id)
         if kind not in relay.RELAYED_KINDS:
             if driver is None:
@@ -304,6 +338,14 @@ class Host:
             raise HostError(str(result))
         return str(result)
 
+    def park_wait(self, driver: RunDriver, idle: float) -> float | None:
+        """Seconds until the idle `driver` is parked (0: now), or None when it may not be (parking.py)."""
+        return self.parking.wait(driver, idle)
+
+    async def park(self, driver: RunDriver) -> None:
+        """The driver's task ends; its run stays held here, parked."""
+        await self.parking.park(driver)
+
     def forget(self, driver: RunDriver) -> None:
         """A run ended: it needs no host any more."""
         if self.drivers.get(driver.run_id) is driver:
@@ -332,44 +374,22 @@ class Host:
         claimed = await self.db(store.claim_runs, self.owner, self.lease_seconds, batch, mine)
         for run in claimed:
             if run.id not in self.drivers:
+                self.parking.taken(run.id)
                 await self._take_up(run.id, run.workflow, run)
         return len(claimed)
-
-    async def _rounds(self) -> None:
-        """Claim runs and hand relayed inputs to the runs they are for: what a wake-up asked for (a claim, or the
-        inputs of runs held here), and everything at least every `scan_seconds` (wake-ups are lossy hints)."""
-        while True:
-            try:
-                await asyncio.wait_for(self.wakeups.event.wait(), self.scan_seconds)
-            except TimeoutError:
-                pass
-            full = time.monotonic() - self._last_scan >= self.scan_seconds
-            claim, heard = self.wakeups.take()
-            try:
-                if full:
-                    self._last_scan = time.monotonic()
-                if (claim or full) and await self._claim() >= int(getattr(settings, "JR2_CLAIM_BATCH", 25)):
-                    self.wakeups.claim()  # more may wait: claim again after the other hosts had their turn
-                    await asyncio.sleep(0.02)
-                runs = None if full else [r for r in heard if r in self.drivers]
-                if self.drivers and (runs is None or runs):
-                    for input_id, run_id, kind, args, sent in await self.db(store.pending_inputs, self.owner, runs):
-                        driver = self.drivers.get(run_id)
-                        if driver is not None:
-                            driver.relayed(input_id, kind, args, sent)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("claiming runs or reading relayed inputs failed")
 
     def replied(self, input_id: int, outcome: dict[str, Any]) -> None:
         """A relayed input's row is settled and committed with `outcome`: tell its sender (engine/runtime/
         wakeups.py)."""
         self.wakeups.replied(input_id, outcome)
 
-    async def _take_up(self, run_id: str, workflow: str, claimed: Run | None = None) -> None:
+    async def _unpark(self, run_id: str, workflow: str) -> None:
+        await self._take_up(run_id, workflow, parked=True)
+
+    async def _take_up(self, run_id: str, workflow: str, claimed: Run | None = None, parked: bool = False) -> None:
         """Take a run up from the database: one call on the database thread (`store.take_up`) takes its lease (or
-        starts from the row a claim just leased, `claimed`) and reads it, then its driver starts."""
+        starts from the row a claim just leased, `claimed`) and reads it, then its driver starts. A `parked` run
+        was held here all along (not a takeover)."""
         machine = self.workflows.get(workflow)
         if machine is None:
             if claimed is not None or await self.db(store.take_lease, run_id, self.owner, self.lease_seconds):
@@ -378,6 +398,8 @@ class Host:
             return
         taken = await self.db(store.take_up, run_id, self.owner, self.lease_seconds, machine.digest, claimed)
         if taken is None:
+            if parked:
+                log.warning("run %s: parked here, but its lease went to another host; it is driven there", run_id)
             return
         resume = taken.resume
         if resume.run.digest != machine.digest:
@@ -409,13 +431,15 @@ class Host:
             resume=resume,
         )
         self.drivers[run_id] = driver
-        telemetry.takeover()
+        if not parked:
+            telemetry.takeover()
         if driver.telemetry.book is not None:
             driver.telemetry.resumed(*await self.db(resumed_steps, machine, run_id))
         driver.start(resumed=True)
         for input_id, _, kind, args, sent in taken.kept:  # before its timers and Turns: they were sent first
             driver.relayed(input_id, kind, args, sent)
-        log.info("run %s (%s) taken up at journal entry %d", run_id, workflow, resume.run.seq)
+        if not parked:
+            log.info("run %s (%s) taken up at journal entry %d", run_id, workflow, resume.run.seq)
 
     async def _drift(self, run_id: str, workflow: str, reason: str) -> None:
         await self.db(store.mark_drifted, run_id, reason)
@@ -424,17 +448,21 @@ class Host:
     async def _renew(self) -> None:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
-            asked = list(self.drivers)
+            self.parking.look()
+            asked = [*self.drivers, *self.parking.runs]
             try:
                 held = await self.db(store.renew_leases, self.owner, asked, self.lease_seconds)
             except Exception:
                 log.exception("renewing leases failed")
                 continue
             # Only the runs this round asked about: one started while it ran was not in the question.
-            for run_id in [r for r in asked if r not in held and r in self.drivers]:
-                log.warning("run %s: lease lost to another host; stopping here", run_id)
-                driver = self.drivers.pop(run_id)
-                await driver.stop()
+            for run_id in [r for r in asked if r not in held]:
+                if self.parking.lost(run_id):
+                    log.warning("run %s: lease lost to another host while parked here", run_id)
+                elif run_id in self.drivers:
+                    log.warning("run %s: lease lost to another host; stopping here", run_id)
+                    driver = self.drivers.pop(run_id)
+                    await driver.stop()
 
     # -- telling the world -----------------------------------------------------------------------------------
 
@@ -463,6 +491,32 @@ def _freeze_heap() -> None:
     _frozen = True
     gc.collect()
     gc.freeze()
+
+
+async def _rounds(host: Host) -> None:
+    """Claim runs and hand relayed inputs to the runs they are for: what a wake-up asked for (a claim, or the inputs
+    of runs held here), and everything at least every `scan_seconds` (wake-ups are lossy hints)."""
+    while True:
+        try:
+            await asyncio.wait_for(host.wakeups.event.wait(), host.scan_seconds)
+        except TimeoutError:
+            pass
+        full = time.monotonic() - host._last_scan >= host.scan_seconds
+        claim, heard = host.wakeups.take()
+        try:
+            if full:
+                host._last_scan = time.monotonic()
+            if (claim or full) and await host._claim() >= int(getattr(settings, "JR2_CLAIM_BATCH", 25)):
+                host.wakeups.claim()  # more may wait: claim again after the other hosts had their turn
+                await asyncio.sleep(0.02)
+            held = Held(host.drivers, host.parking)
+            runs = None if full else [r for r in heard if r in held]
+            if (host.drivers or host.parking.runs) and (runs is None or runs):
+                await host.parking.hand_on(await host.db(store.pending_inputs, host.owner, runs))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("claiming runs or reading relayed inputs failed")
 
 
 def _default_owner(role: str) -> str:

@@ -89,6 +89,10 @@ class KeptInputs:
         )
         return future
 
+    def pending(self) -> bool:
+        """Whether an input taken is not answered yet (its step, or its row's settling, is still to come)."""
+        return any(not future.done() for future in self._taken.values())
+
     def adopt(self, input_id: int, future: asyncio.Future[Any]) -> None:
         """Input `input_id` is in the inbox already (a Gate answer whose sender kept it pending while it waited:
         relay.keep_pending); called on the database thread, before the row can be read, so the host's rounds

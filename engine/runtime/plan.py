@@ -80,6 +80,8 @@ class Loop(Protocol):
 
     conversation: Conversation
     task: asyncio.Task[None] | None
+    #: Only waiting for its outstanding pick's answer (a Gate's, say): nothing to lose if the run is parked.
+    idle: bool
 
     def start(self) -> None: ...
 

@@ -66,6 +66,8 @@ class TurnDriver(Protocol):
 
     def new_conversation(self, base: str, agent: str | None = None) -> Conversation: ...
 
+    def nudge(self) -> None: ...
+
 
 class _Ended(Exception):
     """The Turn ended (its state was left, or it faulted): the loop stops."""
@@ -102,6 +104,8 @@ class TurnLoop:
         self._wake = asyncio.Event()
         self._in_model = False
         self._asking = False
+        #: Waiting for its outstanding pick's answer, nothing else to do: the run may be parked (parking.py).
+        self.idle = False
         self.task: asyncio.Task[None] | None = None
         self.workspace: Workspace | None = None
 
@@ -381,7 +385,12 @@ class TurnLoop:
             if self.closed:
                 raise _Ended()
             self._wake.clear()
-            await self._wake.wait()
+            self.idle = True
+            self.driver.nudge()  # the run's task looks again whether it may park now
+            try:
+                await self._wake.wait()
+            finally:
+                self.idle = False
         self.pending_call = ""
 
     async def _refuse(self, call_id: str, why: str) -> None:

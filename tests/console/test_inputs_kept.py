@@ -31,6 +31,7 @@ async def die(host: Host) -> None:
         task.cancel()
     await asyncio.gather(*(d.stop() for d in host.drivers.values()), *host._tasks, return_exceptions=True)
     host.drivers.clear()
+    host.parking.runs.clear()
     host._executor.shutdown(wait=True)
 
 

@@ -177,7 +177,7 @@ def test_a_claim_survives_the_run_being_taken_up_again() -> None:
         await host.claim(made["run"], GATE, "claim", "ann")
 
     async def second(host: Host) -> None:
-        await until(host, lambda: made["run"] in host.drivers, what="the run taken up again")
+        await until(host, lambda: host.holds(made["run"]), what="the run taken up again")
         refused = await host.deliver(made["run"], "gate", gate=GATE, event="reply", params={"text": "x"}, by="bo")
         assert refused.code == "claimed" and "claimed by ann" in refused.error
 

@@ -84,7 +84,7 @@ def test_importing_again_gives_a_new_id_and_an_imported_live_run_is_never_hosted
     assert JournalEntry.objects.filter(run=again).count() == JournalEntry.objects.filter(run_id=made["notes"]).count()
 
     async def body(host: Host) -> None:
-        assert made["notes"] in host.drivers and again.id not in host.drivers
+        assert host.holds(made["notes"]) and not host.holds(again.id)
         with pytest.raises(RunNotHosted, match=r"imported, read-only\); nothing was delivered"):
             await host.deliver(again.id, "gate", gate="writing.asking", event="reply", params={"text": "x"})
 

@@ -17,6 +17,7 @@ from django.conf import settings
 from engine.runtime.host import Host
 host = Host({}, role="worker")
 print(json.dumps({"scan": host.scan_seconds, "max_runs": host.max_runs, "lease": host.lease_seconds,
+                  "park": host.parking.seconds,
                   **{name: getattr(settings, name) for name in
                      ("JR2_CLAIM_BATCH", "JR2_RELAY_WAIT", "JR2_DRAIN_SECONDS")}}))
 """
@@ -41,6 +42,7 @@ def test_a_worker_reads_its_scan_claim_relay_and_drain_settings_from_the_environ
         "scan": 1.0,
         "max_runs": 10000,
         "lease": 15.0,
+        "park": 30.0,
         "JR2_CLAIM_BATCH": 25,
         "JR2_RELAY_WAIT": 2.0,
         "JR2_DRAIN_SECONDS": 10.0,
@@ -53,12 +55,18 @@ def test_a_worker_reads_its_scan_claim_relay_and_drain_settings_from_the_environ
             "JR2_CLAIM_BATCH": "7",
             "JR2_RELAY_WAIT": "60",
             "JR2_DRAIN_SECONDS": "5",
+            "JR2_PARK_SECONDS": "0",
         }
     ) == {
         "scan": 0.25,
         "max_runs": 40,
         "lease": 3.0,
+        "park": 0.0,
         "JR2_CLAIM_BATCH": 7,
         "JR2_RELAY_WAIT": 60.0,
         "JR2_DRAIN_SECONDS": 5.0,
     }
+
+
+def test_a_negative_park_seconds_never_parks() -> None:
+    assert read({"JR2_PARK_SECONDS": "-1"})["park"] is None

@@ -131,7 +131,7 @@ def test_a_fork_with_an_edited_context_runs_to_another_output_and_survives_a_res
     hosted(WORKFLOWS, first)
 
     async def second(host: Host) -> None:  # a new host takes the fork up from its snapshot
-        assert made["fork"] in host.drivers
+        assert host.holds(made["fork"])
         await host.deliver(made["fork"], "gate", gate="desk", event="go", params={})
         await until(host, status(made["fork"], "done"))
 

@@ -67,7 +67,7 @@ def host_loop(settings: Any) -> Iterator[tuple[asyncio.AbstractEventLoop, Host, 
     settings.JR2_SCRIPTED = True
     user = User.objects.create_user("fuzzer")
     loop = asyncio.new_event_loop()
-    host = Host({m.values[0].id: m.values[0] for m in MACHINES}, owner="sequences", lease_seconds=120)
+    host = Host({m.values[0].id: m.values[0] for m in MACHINES}, owner="sequences", lease_seconds=120, park_seconds=-1)
     loop.run_until_complete(host.start())
     try:
         yield loop, host, user.pk

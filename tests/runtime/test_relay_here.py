@@ -143,4 +143,4 @@ def test_a_row_kept_pending_before_its_step_is_settled_by_that_step_and_taken_on
         assert await host.db(rows, run_id) == [("gate", "delivered", "")]
         assert await host.db(gate_entries, run_id) == 1
 
-    hosted({"notes": notes.machine}, body, scan_seconds=0.01)
+    hosted({"notes": notes.machine}, body, scan_seconds=0.01, park_seconds=-1)  # reads its live driver

@@ -173,7 +173,7 @@ def test_a_run_taken_up_by_another_host_goes_on_in_the_same_trace(spans: InMemor
         host = Host({"notes": notes.machine}, owner="host-2")
         await host.start()
         try:
-            await until(host, lambda: run_ids[0] in host.drivers)
+            await until(host, lambda: host.holds(run_ids[0]))
             await host.deliver(run_ids[0], "gate", gate="writing.asking", event="reply", params={"text": "Ops"})
             await until(host, status(run_ids[0], "done"))
         finally:
@@ -218,13 +218,13 @@ def test_in_the_fleet_a_run_written_by_web_and_taken_over_between_workers_is_one
     async def body(web: Host, first: Host) -> None:
         run_ids.append(await web.start_run("notes", DOOR))
         await until(web, status(run_ids[0], "waiting"))
-        assert run_ids[0] in first.drivers
+        assert first.holds(run_ids[0])
         await first.stop()
         await web.db(lambda: Run.objects.filter(id=run_ids[0]).update(lease_expires=None, lease_owner=""))
         second = Host({"notes": notes.machine}, owner="worker-2", role="worker", scan_seconds=0.05)
         await second.start()
         try:
-            await until(web, lambda: run_ids[0] in second.drivers)
+            await until(web, lambda: second.holds(run_ids[0]))
             await web.deliver(run_ids[0], "gate", gate="writing.asking", event="reply", params={"text": "Ops"})
             await until(web, status(run_ids[0], "done"))
         finally:
