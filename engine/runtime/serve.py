@@ -12,15 +12,41 @@ import asyncio
 import logging
 import signal
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 
 from engine.runtime import telemetry
 from engine.runtime.telemetry.instrument import instrument_process
 
-__all__ = ["serve", "work"]
+__all__ = ["serve", "work", "lean_requests"]
 
 log = logging.getLogger("engine.runtime")
+
+
+def lean_requests(factory: Any) -> None:
+    """Daphne's HTTP factory, its requests made so that a JSON body is not parsed as a form first: Twisted's
+    `Request.requestReceived` reads every POST's Content-Type through the `email` package, to fill `request.args`
+    from a form, which daphne never reads (it hands the raw body to the application). A JSON call skips that (a
+    tenth of the event loop's time at 50 API calls in flight); a form or an upload is read as before."""
+    from daphne.http_protocol import WebRequest
+
+    class JsonRequest(WebRequest):  # type: ignore[misc]  # Twisted's classes are untyped
+        def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+            ctype = self.requestHeaders.getRawHeaders(b"content-type")
+            if ctype and ctype[0].partition(b";")[0].strip().lower() == b"application/json":
+                self._parsePOSTFormSubmission = False
+            super().requestReceived(command, path, version)
+
+    build = factory.buildProtocol
+
+    def buildProtocol(addr: Any) -> Any:
+        protocol = build(addr)
+        if protocol is not None and protocol.requestFactory is WebRequest:
+            protocol.requestFactory = JsonRequest
+        return protocol
+
+    factory.buildProtocol = buildProtocol
 
 
 def serve(address: str, port: int, say: Callable[[str], None] = print, role: str = "up") -> None:
@@ -48,6 +74,7 @@ def serve(address: str, port: int, say: Callable[[str], None] = print, role: str
             )
 
     def ready() -> None:
+        lean_requests(server.http_factory)
         asyncio.get_event_loop().create_task(start())
         say(f"{name}: serving http://{address}:{port}/ — the Console at /, the API at /api/ (docs at /api/docs)")
 
@@ -59,13 +86,14 @@ def serve(address: str, port: int, say: Callable[[str], None] = print, role: str
         return defer.Deferred.fromFuture(asyncio.ensure_future(stop()))
 
     reactor.addSystemEventTrigger("before", "shutdown", shutdown)  # type: ignore[arg-type]  # zope interface
-    Server(
+    server = Server(
         application,
         endpoints=[f"tcp:port={port}:interface={address}"],
         ready_callable=ready,
         signal_handlers=True,
         verbosity=0,
-    ).run()
+    )
+    server.run()
 
 
 def work(say: Callable[[str], None] = print) -> None:
