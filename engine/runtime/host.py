@@ -48,7 +48,7 @@ from engine.runtime.dbthread import DbThread
 from engine.runtime.driver import RunDriver, wall_ms
 from engine.runtime.errors import HostError, InputPending, RunNotHosted
 from engine.runtime.notify import notify
-from engine.runtime.parking import Held, Parking
+from engine.runtime.parking import HeldRuns, Parking
 from engine.runtime.parking import park_seconds as park_seconds_of
 from engine.runtime.plan import run_fields
 from engine.runtime.telemetry.resume import resumed_steps
@@ -108,7 +108,9 @@ class Host:
         self._executor = DbThread()
         self._tasks: list[asyncio.Task[None]] = []
         #: What the channel layer asked of this host since its last round, and the replies it owes.
-        self.wakeups = WakeUps(self.owner, Held(self.drivers, self.parking))
+        #: The runs held here, driven or parked: what `holds` answers and the wake-ups read.
+        self.held = HeldRuns(self.drivers, self.parking)
+        self.wakeups = WakeUps(self.owner, self.held)
         self._last_scan = 0.0
         self.ready = asyncio.Event()
         self._releasing: set[asyncio.Task[None]] = set()
@@ -118,7 +120,7 @@ class Host:
 
     def holds(self, run_id: str) -> bool:
         """Whether this host holds the run: drives it, or keeps it parked (engine/runtime/parking.py)."""
-        return run_id in self.drivers or run_id in self.parking
+        return run_id in self.held
 
     def held_status(self, run_id: str) -> str | None:
         """The status of a run held here as last committed, without reading the database (a parked run waits);
@@ -509,8 +511,7 @@ async def _rounds(host: Host) -> None:
             if (claim or full) and await host._claim() >= int(getattr(settings, "JR2_CLAIM_BATCH", 25)):
                 host.wakeups.claim()  # more may wait: claim again after the other hosts had their turn
                 await asyncio.sleep(0.02)
-            held = Held(host.drivers, host.parking)
-            runs = None if full else [r for r in heard if r in held]
+            runs = None if full else [r for r in heard if r in host.held]
             if (host.drivers or host.parking.runs) and (runs is None or runs):
                 await host.parking.hand_on(await host.db(store.pending_inputs, host.owner, runs))
         except asyncio.CancelledError:

@@ -28,7 +28,7 @@ from engine.models import Run
 from engine.runtime.driver import RunDriver
 from engine.runtime.store.inputs import Kept
 
-__all__ = ["Parking", "Held", "park_seconds", "parkable"]
+__all__ = ["Parking", "HeldRuns", "park_seconds", "parkable"]
 
 log = logging.getLogger("engine.runtime")
 
@@ -185,7 +185,7 @@ class Parking:
         await asyncio.gather(*self._taking.values(), return_exceptions=True)
 
 
-class Held:
+class HeldRuns:
     """The runs a host holds: driven, parked or being taken up (what its wake-ups read as "held here")."""
 
     def __init__(self, drivers: Mapping[str, RunDriver], parking: Parking) -> None:
