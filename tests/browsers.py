@@ -9,7 +9,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "chromium", "fill_login", "log_in"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "WS_WATCH", "chromium", "fill_login", "log_in", "settled"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -20,6 +20,13 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+#: An init script (`context.add_init_script`) that counts the page's websocket openings and remembers when it last
+#: swapped something in (see `settled`).
+WS_WATCH = """
+window.__ws = {opens: 0, last: 0};
+document.addEventListener('htmx:wsOpen', () => { window.__ws.opens++; window.__ws.last = performance.now(); });
+document.addEventListener('htmx:wsAfterMessage', () => { window.__ws.last = performance.now(); });
+"""
 
 
 @contextmanager
@@ -52,3 +59,16 @@ def log_in(context: BrowserContext, url: str, username: str, password: str, next
     fill_login(tab, username, password)
     tab.wait_for_url(url + next_path)
     return tab
+
+
+def settled(tab: Page, quiet_ms: int = 300) -> None:
+    """Wait until the live page's websocket is open and has swapped nothing in for `quiet_ms` (its context has
+    `WS_WATCH`).
+
+    A live update that changes the Gate or seat region replaces it whole (what was typed in its forms is put back,
+    console.js), so a click that lands while it is being swapped is lost. A person reads the page before acting;
+    the tests wait for it to be quiet the same way."""
+    # A function, not an expression: Playwright evals an expression inside the page, which the CSP forbids.
+    tab.wait_for_function(
+        "quiet => window.__ws.opens > 0 && performance.now() - window.__ws.last > quiet", arg=quiet_ms
+    )

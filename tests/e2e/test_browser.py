@@ -20,6 +20,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, ViewportSize, WebSocketRoute, expect
 
 from tests import browsers
+from tests.browsers import WS_WATCH, settled
 from tests.live_server import ROOT, LiveServer, served
 
 SHOTS = ROOT / "docs" / "screenshots"
@@ -31,12 +32,6 @@ QUESTION = "Who reads these notes, and what should they know first?"
 RUN_URL = re.compile(r"/runs/([a-z0-9]+)/$")
 ACTIVE = re.compile(r"\bactive\b")
 WRITER = '#run-turns-list article.turn[data-agent="writer"]'  # the writer's Turns on the run page
-# Counts the page's websocket openings and remembers when it last swapped something in (see `settled`).
-WS_WATCH = """
-window.__ws = {opens: 0, last: 0};
-document.addEventListener('htmx:wsOpen', () => { window.__ws.opens++; window.__ws.last = performance.now(); });
-document.addEventListener('htmx:wsAfterMessage', () => { window.__ws.last = performance.now(); });
-"""
 
 expect.set_options(timeout=15_000)
 
@@ -127,18 +122,6 @@ def mark_document(tab: Page) -> None:
 
 def same_document(tab: Page) -> None:
     assert tab.evaluate("window.__sameDocument") == "yes", "the page was reloaded or navigated away"
-
-
-def settled(tab: Page, quiet_ms: int = 300) -> None:
-    """Wait until the run page's websocket is open and has swapped nothing in for `quiet_ms`.
-
-    A live update that changes the Gate or seat region replaces it whole (what was typed in its forms is put back,
-    console.js), so a click that lands while it is being swapped is lost. A person reads the page before acting;
-    the tests wait for it to be quiet the same way."""
-    # A function, not an expression: Playwright evals an expression inside the page, which the CSP forbids.
-    tab.wait_for_function(
-        "quiet => window.__ws.opens > 0 && performance.now() - window.__ws.last > quiet", arg=quiet_ms
-    )
 
 
 def start_from_form(tab: Page, server: LiveServer, changes: str, play: str | None = None) -> str:

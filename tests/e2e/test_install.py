@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import venv
@@ -20,6 +21,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, expect
 
+from tests.browsers import WS_WATCH, settled
 from tests.live_server import ROOT, answered, free_port, spawn, stop_group
 
 pytestmark = [
@@ -43,6 +45,16 @@ def _files(folder: Path) -> dict[str, tuple[int, int]]:
             stat = path.stat()
             out[str(path.relative_to(folder))] = (stat.st_size, stat.st_mtime_ns)
     return out
+
+
+def _run_row(database: Path, run_id: str) -> str:
+    """A run's row and its journal's kinds as the project's database holds them (what a failure shows)."""
+    with sqlite3.connect(database) as db:
+        row = db.execute("SELECT status, seq, lease_owner, view FROM engine_run WHERE id = ?", (run_id,)).fetchone()
+        kinds = [
+            k for (k,) in db.execute("SELECT kind FROM engine_journalentry WHERE run_id = ? ORDER BY seq", (run_id,))
+        ]
+    return f"{row!r:.2500} journal: {kinds}"
 
 
 def _clean_env(home: Path) -> dict[str, str]:
@@ -121,6 +133,7 @@ def test_a_new_project_from_the_installed_wheel_runs_a_notes_run_to_done(
         ), log.read_text()[-3000:]
 
         context = browser.new_context()
+        context.add_init_script(WS_WATCH)
         tab = context.new_page()
         tab.goto(link)
         expect(tab.locator("header .who")).to_contain_text("admin")
@@ -131,9 +144,14 @@ def test_a_new_project_from_the_installed_wheel_runs_a_notes_run_to_done(
         tab.wait_for_url(re.compile(r"/runs/[a-z0-9]+/$"))
         form = tab.locator("#run-gates form.gate-form[data-event=reply]")
         expect(form).to_be_visible(timeout=30_000)
+        settled(tab)  # as a person reads the page first: a click while its Gate region is swapped is lost
         form.locator("textarea[name=text]").fill("Operators of the service")
         form.get_by_role("button", name="Send reply").click()
-        expect(tab.locator("#run-status-badge")).to_have_text("done", timeout=30_000)
+        try:
+            expect(tab.locator("#run-status-badge")).to_have_text("done", timeout=30_000)
+        except AssertionError as err:
+            run = _run_row(project / ".jr2" / "db.sqlite3", tab.url.rstrip("/").rsplit("/", 1)[-1])
+            raise AssertionError(f"{err}\nthe run: {run}\nthe server's log: {log.read_text()[-4000:]}") from None
         expect(tab.locator("body")).to_contain_text("Written for: Operators of the service")
 
         second = browser.new_context().new_page()
