@@ -9,7 +9,22 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["fresh_database_url", "server_database", "all_rows"]
+import pytest
+
+__all__ = ["fresh_database_url", "server_database", "all_rows", "on_postgres", "BROWSER_ON_SQLITE_PASS"]
+
+
+def on_postgres() -> bool:
+    """Whether this is the suite's PostgreSQL pass (`scripts/services run` sets DATABASE_URL)."""
+    return os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
+
+
+#: The mark of the Console's browser tests: the pages, their scripts and their live updates are the same on either
+#: database, so they run in the SQLite pass only. The PostgreSQL pass reads the same pages through Django's test
+#: client (tests/console/), and the fleet's browser tests watch live pages over PostgreSQL and Redis there.
+BROWSER_ON_SQLITE_PASS = pytest.mark.skipif(
+    on_postgres(), reason="a browser test: the same pages on either database; the SQLite pass runs it"
+)
 
 
 class _Server(Protocol):
@@ -24,9 +39,9 @@ class _Reader(Protocol):
 def fresh_database_url() -> str | None:
     """With DATABASE_URL set to PostgreSQL (the suite's PostgreSQL pass), a new empty database on that server for
     one live server, as its own SQLite file is otherwise; None on SQLite."""
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
+    if not on_postgres():
         return None
+    url = os.environ["DATABASE_URL"]
     import uuid
 
     import psycopg

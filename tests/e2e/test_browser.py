@@ -21,7 +21,10 @@ from playwright.sync_api import Browser, BrowserContext, Locator, Page, Viewport
 
 from tests import browsers
 from tests.browsers import WS_WATCH, settled
+from tests.databases import BROWSER_ON_SQLITE_PASS
 from tests.live_server import ROOT, LiveServer, served
+
+pytestmark = BROWSER_ON_SQLITE_PASS
 
 SHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT: ViewportSize = {"width": 1400, "height": 1000}

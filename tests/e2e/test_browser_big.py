@@ -18,8 +18,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect
 
+from tests.databases import BROWSER_ON_SQLITE_PASS
 from tests.e2e.test_browser import OPERATOR, PASSWORD, SHOTS, log_in, new_context, page, settled  # noqa: F401 - page is a fixture, used by name
 from tests.live_server import ROOT, LiveServer, served
+
+pytestmark = BROWSER_ON_SQLITE_PASS
 
 STEP_PAGE = 50  # console/pages/feeds.py STEP_PAGE
 STEP_HEAD = 10  # console/pages/feeds.py STEP_HEAD: the newest steps a live update carries

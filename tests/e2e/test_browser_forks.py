@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.databases import BROWSER_ON_SQLITE_PASS
 from tests.e2e.test_browser import OPERATOR, PASSWORD, operator, page, settled, shot, waiting_run  # noqa: F401 - operator and page are fixtures, used by name
 from tests.e2e.test_cli_forks import GREET
 from tests.live_server import LiveServer, served
+
+pytestmark = BROWSER_ON_SQLITE_PASS
 
 RUN_URL = re.compile(r"/runs/([a-z0-9]+)/$")
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from playwright.sync_api import Page, WebSocketRoute, expect
 
+from tests.databases import BROWSER_ON_SQLITE_PASS
 from tests.e2e.test_browser import (  # noqa: F401 - the fixtures are used by name
     OPERATOR,
     operator,
@@ -22,6 +23,8 @@ from tests.e2e.test_browser import (  # noqa: F401 - the fixtures are used by na
     waiting_run,
 )
 from tests.live_server import LiveServer
+
+pytestmark = BROWSER_ON_SQLITE_PASS
 
 INBOX_ITEM = "#inbox-items article.inbox-item"
 

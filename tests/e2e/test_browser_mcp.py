@@ -16,7 +16,10 @@ from mcp.client.streamable_http import streamable_http_client
 from playwright.sync_api import Browser, expect
 
 from tests import browsers
+from tests.databases import BROWSER_ON_SQLITE_PASS
 from tests.live_server import LiveServer, served
+
+pytestmark = BROWSER_ON_SQLITE_PASS
 
 PASSWORD = "a long test password"
 

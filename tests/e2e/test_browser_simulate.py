@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
+from tests.databases import BROWSER_ON_SQLITE_PASS
 from tests.e2e.test_browser import PASSWORD, VIEWPORT, log_in, mark_document, same_document, shot, state, watch_errors
 from tests.live_server import LiveServer, served
+
+pytestmark = BROWSER_ON_SQLITE_PASS
 
 LAB = (Path(__file__).parents[1] / "simulation" / "lab.py").read_text(encoding="utf-8")
 ACTIVE = re.compile(r"\bactive\b")

@@ -18,8 +18,11 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page
 
 from tests.browsers import log_in
+from tests.databases import BROWSER_ON_SQLITE_PASS
 from tests.live_server import LiveServer, served
 from tests.security.conftest import ECHO, PASSWORD, ROLES, csrf_of
+
+pytestmark = BROWSER_ON_SQLITE_PASS
 
 PAYLOAD = (
     '<b data-xss="1">bold</b><img data-xss="1" src="x" onerror="window.__xss=1">'
