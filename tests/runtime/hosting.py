@@ -7,18 +7,30 @@ import io
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+import pytest
+
 from engine.models import JournalEntry, ModelCall, Run, TurnMessage, TurnRecord
 from engine.runtime.host import Host
 from engine.runtime.providers import aclose_all
 from workflows.notes import machine as notes_machine
 
-__all__ = ["hosted", "fleet", "until", "status", "records", "bounded"]
+__all__ = ["hosted", "fleet", "until", "status", "records", "bounded", "scripted", "NOTES_DOOR", "NOTES_GATE"]
+
+#: A notes run's door input, and the Gate it waits at.
+NOTES_DOOR = {"changes": "Faster start-up."}
+NOTES_GATE = "writing.asking"
 
 T = TypeVar("T")
 
 #: At most this long for a test's body on its hosts, and for each host's stop: a test that hangs fails, naming
 #: where every task of its loop waits, instead of holding the whole suite up.
 BOUND = 120.0
+
+
+@pytest.fixture
+def scripted(settings: Any) -> None:
+    """The workflows' scripted stand-ins play their Agents (offline: no model is asked)."""
+    settings.JR2_SCRIPTED = True
 
 
 async def bounded(what: str, awaitable: Awaitable[T], seconds: float = BOUND) -> T:

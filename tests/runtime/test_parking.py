@@ -15,18 +15,11 @@ from django.test import AsyncClient
 
 from engine.models import ApiToken, JournalEntry, Run, RunInput
 from engine.runtime.host import Host
-from tests.runtime.hosting import fleet, hosted, status, until
+from tests.runtime.hosting import NOTES_DOOR, NOTES_GATE, fleet, hosted, scripted, status, until  # noqa: F401 - scripted is a fixture
 from workflows import notes
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-DOOR = {"changes": "Faster start-up."}
-GATE = "writing.asking"
-
-
-@pytest.fixture(autouse=True)
-def offline(settings: Any) -> None:
-    settings.JR2_SCRIPTED = True
+#: Every test on the database, the notes workflow's scripted writer playing (`scripted`, imported above).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("scripted")]
 
 
 class Counting(Host):
@@ -43,7 +36,7 @@ class Counting(Host):
 
 async def parked(host: Host) -> str:
     """A notes run waiting at its Gate, parked: no driver, only its id."""
-    run_id = await host.start_run("notes", DOOR)
+    run_id = await host.start_run("notes", NOTES_DOOR)
     await until(host, status(run_id, "waiting"))
     for _ in range(200):
         if run_id in host.parking.runs:
@@ -57,7 +50,7 @@ async def parked(host: Host) -> str:
 def test_a_parked_run_is_answered_and_finishes_with_the_notes_from_its_reply() -> None:
     async def body(host: Host) -> None:
         run_id = await parked(host)
-        delivery = await host.deliver(run_id, "gate", gate=GATE, event="reply", params={"text": "Admins"})
+        delivery = await host.deliver(run_id, "gate", gate=NOTES_GATE, event="reply", params={"text": "Admins"})
         assert delivery.outcome == "delivered"
         run = await until(host, status(run_id, "done"))
         assert "Written for: Admins" in run.output["notes"]
@@ -76,7 +69,7 @@ def test_two_answers_racing_on_a_parked_run_take_it_up_once_and_deliver_one() ->
             run_id = await parked(host)
             first, second = await asyncio.gather(
                 *(
-                    host.deliver(run_id, "gate", gate=GATE, event="reply", params={"text": text})
+                    host.deliver(run_id, "gate", gate=NOTES_GATE, event="reply", params={"text": text})
                     for text in ("Ann", "Bo")
                 )
             )
@@ -122,7 +115,7 @@ def test_a_host_restarted_takes_its_parked_runs_up_and_they_finish() -> None:
 
     async def second(host: Host) -> None:
         assert host.holds(made["run"])  # taken up at start, parked again
-        delivery = await host.deliver(made["run"], "gate", gate=GATE, event="reply", params={"text": "Ops"})
+        delivery = await host.deliver(made["run"], "gate", gate=NOTES_GATE, event="reply", params={"text": "Ops"})
         assert delivery.outcome == "delivered"
         assert "Written for: Ops" in (await until(host, status(made["run"], "done"))).output["notes"]
 
@@ -143,7 +136,7 @@ def test_a_parked_run_taken_over_by_another_host_is_not_delivered_by_the_one_tha
         await other._take_up(run_id, "notes")
         await until(worker, lambda: other.holds(run_id))
         assert run_id in worker.parking.runs  # worker 1 does not know yet
-        delivery = await worker.deliver(run_id, "gate", gate=GATE, event="reply", params={"text": "Night owls"})
+        delivery = await worker.deliver(run_id, "gate", gate=NOTES_GATE, event="reply", params={"text": "Night owls"})
         assert delivery.outcome == "delivered"
         run = await until(worker, status(run_id, "done"))
         assert "Written for: Night owls" in run.output["notes"]
@@ -177,9 +170,9 @@ def test_the_api_reads_a_parked_runs_status_and_answers_it() -> None:
         read = await client.get(f"/api/runs/{run_id}", headers=auth)
         assert read.status_code == 200, read.content
         shown = json.loads(read.content)
-        assert shown["status"] == "waiting" and GATE in json.dumps(shown.get("gates", shown))
+        assert shown["status"] == "waiting" and NOTES_GATE in json.dumps(shown.get("gates", shown))
         answered = await client.post(
-            f"/api/runs/{run_id}/gates/{GATE}/events",
+            f"/api/runs/{run_id}/gates/{NOTES_GATE}/events",
             {"type": "reply", "text": "Admins."},
             "application/json",
             headers=auth,
@@ -195,14 +188,14 @@ def test_the_api_reads_a_parked_runs_status_and_answers_it() -> None:
 
 def test_a_run_is_parked_once_idle_for_the_park_seconds_not_before() -> None:
     async def body(host: Host) -> None:
-        run_id = await host.start_run("notes", DOOR)
+        run_id = await host.start_run("notes", NOTES_DOOR)
         await until(host, status(run_id, "waiting"))
         assert run_id in host.drivers  # idle for less than 0.5 s: kept
         await asyncio.sleep(1.0)  # looked at every 0.2 s (a third of the lease)
         assert run_id in host.parking.runs and run_id not in host.drivers
-        assert (await host.deliver(run_id, "gate", gate=GATE, event="reply", params={"text": "Later"})).outcome == (
-            "delivered"
-        )
+        assert (
+            await host.deliver(run_id, "gate", gate=NOTES_GATE, event="reply", params={"text": "Later"})
+        ).outcome == "delivered"
         assert "Written for: Later" in (await until(host, status(run_id, "done"))).output["notes"]
 
     hosted({"notes": notes.machine}, body, lease_seconds=0.6, park_seconds=0.5)

@@ -17,18 +17,11 @@ from engine.models import JournalEntry, RunInput
 from engine.runtime import relay
 from engine.runtime.errors import InputPending
 from engine.runtime.host import Host
-from tests.runtime.hosting import hosted, status, until
+from tests.runtime.hosting import NOTES_DOOR, NOTES_GATE, hosted, scripted, status, until  # noqa: F401 - scripted is a fixture
 from workflows import notes
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-DOOR = {"changes": "Faster start-up."}
-GATE = "writing.asking"
-
-
-@pytest.fixture(autouse=True)
-def offline(settings: Any) -> None:
-    settings.JR2_SCRIPTED = True
+#: Every test on the database, the notes workflow's scripted writer playing (`scripted`, imported above).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("scripted")]
 
 
 class InputWrites:
@@ -61,7 +54,7 @@ def input_writes() -> Iterator[InputWrites]:
 
 
 async def at_gate(host: Host) -> str:
-    run_id = await host.start_run("notes", DOOR)
+    run_id = await host.start_run("notes", NOTES_DOOR)
     await until(host, status(run_id, "waiting"), what="the run at its Gate")
     return run_id
 
@@ -79,7 +72,7 @@ def test_a_gate_answer_here_is_written_with_its_step_in_one_transaction(input_wr
         run_id = await at_gate(host)
         input_writes.inserts.clear()
         input_id, delivery = await host.send_input(
-            run_id, "gate", gate=GATE, event="reply", params={"text": "Admins."}, by="ann"
+            run_id, "gate", gate=NOTES_GATE, event="reply", params={"text": "Admins."}, by="ann"
         )
         assert delivery.outcome == "delivered"
         assert input_writes.inserts == [True]  # one INSERT, inside the step's transaction: no commit of its own
@@ -94,7 +87,7 @@ def test_a_gate_answer_here_is_written_with_its_step_in_one_transaction(input_wr
 def test_a_gate_answer_the_run_refuses_is_kept_refused_with_its_words() -> None:
     async def body(host: Host) -> None:
         run_id = await at_gate(host)
-        delivery = await host.deliver(run_id, "gate", gate=GATE, event="no-such-event", params={})
+        delivery = await host.deliver(run_id, "gate", gate=NOTES_GATE, event="no-such-event", params={})
         assert delivery.outcome == "refused"
         [(kind, state, reason)] = await host.db(rows, run_id)
         assert (kind, state) == ("gate", "refused") and "no-such-event" in reason
@@ -110,7 +103,7 @@ def test_an_answer_whose_sender_stops_waiting_is_kept_pending_and_delivered_once
     async def body(host: Host) -> None:
         run_id = await at_gate(host)
         with pytest.raises(InputPending) as pending:
-            await host.deliver(run_id, "gate", gate=GATE, event="reply", params={"text": "Admins."}, by="ann")
+            await host.deliver(run_id, "gate", gate=NOTES_GATE, event="reply", params={"text": "Admins."}, by="ann")
         input_id = pending.value.input_id
         assert await host.db(lambda: RunInput.objects.filter(id=input_id, run_id=run_id).exists())
         await until(host, status(run_id, "done"), what="the run done")
@@ -129,7 +122,9 @@ def test_a_row_kept_pending_before_its_step_is_settled_by_that_step_and_taken_on
     async def body(host: Host) -> None:
         run_id = await at_gate(host)
         driver = host.drivers[run_id]
-        keeping = relay.Keeping(run_id, "gate", {"gate": GATE, "event": "reply", "params": {"text": "Ann."}}, "ann")
+        keeping = relay.Keeping(
+            run_id, "gate", {"gate": NOTES_GATE, "event": "reply", "params": {"text": "Ann."}}, "ann"
+        )
         placeholder = asyncio.get_running_loop().create_future()
         row_id = await host.db(relay.keep_pending, keeping, driver, placeholder)  # its sender stopped waiting
         assert await host.db(rows, run_id) == [("gate", "pending", "")]
