@@ -34,7 +34,7 @@ from engine.runtime.claims import claims_json, claims_of
 from engine.runtime.conversation import Conversation
 from engine.runtime.effects import EffectOutcome, run_effect
 from engine.runtime.kept import KeptInputs
-from engine.runtime.outboxing import Outboxed
+from engine.runtime.outboxing import Outboxed, put_any
 from engine.runtime.plan import (
     Books,
     CancelEffect,
@@ -83,7 +83,14 @@ class RunHost(Protocol):
     async def db(self, fn: Callable[..., T], *args: Any) -> T: ...
 
     def notify(
-        self, run_id: str, workflow: str, status: str, seq: int, updated: Any = None, gates: bool = False
+        self,
+        run_id: str,
+        workflow: str,
+        status: str,
+        seq: int,
+        updated: Any = None,
+        gates: bool = False,
+        outbox: bool = False,
     ) -> None: ...
 
     async def reload(self, driver: RunDriver) -> None: ...
@@ -269,7 +276,13 @@ class RunDriver:
             self.start()
             self._carry_out(plan.todo)
         self.host.notify(
-            self.run_id, self.workflow, self.status, self.seq, updated, gates=bool(self.committed_view.get("gates"))
+            self.run_id,
+            self.workflow,
+            self.status,
+            self.seq,
+            updated,
+            gates=bool(self.committed_view.get("gates")),
+            outbox=put_any(step.ops),
         )
 
     def _run_fields(self, status: str) -> dict[str, Any]:
@@ -416,6 +429,7 @@ class RunDriver:
                 last,
                 updated,
                 gates=gates_after != gates_before or any(isinstance(e, (GateAnswer, Claim)) for e in entries),
+                outbox=put_any(plan.ops),
             )
 
     # -- after a commit ------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from engine.runtime import webhooks
 from engine.runtime.assignment import assignees
 from engine.runtime.store import Op, read_once, rows
 
-__all__ = ["Outboxed", "happenings", "public_url", "run_url"]
+__all__ = ["Outboxed", "happenings", "put_any", "public_url", "run_url"]
 
 
 def public_url() -> str:
@@ -115,6 +115,8 @@ class Outboxed(Op):
     seq: int
     entries: list[Entry] = field(default_factory=list)
     was_live: bool = True
+    #: Whether applying it put anything in the outbox: only then is the courier woken (`put_any`).
+    put: bool = field(default=False, init=False)
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
         bodies = happenings(self.workflow, run_id, self.before, self.after, self.entries, self.status, self.was_live)
@@ -145,6 +147,7 @@ class Outboxed(Op):
                 )
         if deliveries:
             Delivery.objects.bulk_create(deliveries, ignore_conflicts=True)
+            self.put = True
         self._emails(run_id, now, [b for b in bodies if b["type"] == "gate.assigned"])
 
     def _emails(self, run_id: str, now: dt.datetime, assigned: list[dict[str, Any]]) -> None:
@@ -171,6 +174,12 @@ class Outboxed(Op):
                 )
         if notices:
             EmailNotice.objects.bulk_create(notices, ignore_conflicts=True)
+            self.put = True
+
+
+def put_any(ops: Iterable[Any]) -> bool:
+    """Whether a committed step's ops put a webhook delivery or an email notice in the outbox."""
+    return any(isinstance(op, Outboxed) and op.put for op in ops)
 
 
 def _due(user: Any, now: dt.datetime, digest: float) -> dt.datetime:

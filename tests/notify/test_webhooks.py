@@ -5,6 +5,7 @@ more of the context than the Gate's meta."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -188,5 +189,53 @@ def test_an_admin_endpoint_is_used_beside_the_settings_ones(settings: Any, recei
         await host.cancel(run_id, by="ann")
         await until(host, all_delivered, what="run.ended")
         assert [(b["type"], b["status"]) for b in bodies(receiver)] == [("run.ended", "cancelled")]
+
+    hosted({"escalation": escalation.machine}, body)
+
+
+class CountedRounds:
+    """The host's courier's rounds, counted (each one is two outbox queries on the run's database thread)."""
+
+    def __init__(self, host: Host) -> None:
+        self.n = 0
+        self._round = host.courier.round
+        host.courier.round = self  # type: ignore[method-assign]  # the real round, counted
+        host.courier.scan_seconds = 60.0  # from its next wait on, only a wake-up starts a round
+
+    async def __call__(self, client: Any) -> bool:
+        self.n += 1
+        return await self._round(client)
+
+
+def test_the_courier_is_woken_by_a_step_that_put_something_in_the_outbox(settings: Any, receiver: Receiver):
+    endpoint(settings, receiver.start(), events=["gate.opened", "gate.answered"])
+
+    async def body(host: Host) -> None:
+        CountedRounds(host)
+        await asyncio.sleep(1.1)  # the courier's wait under way when the test began ends (at most its 1 s scan)
+        run_id = await host.start_run("escalation", DOOR)  # the first step
+        await until(host, lambda: len(receiver.got) == 1, what="gate.opened sent long before the courier's next scan")
+        await host.deliver(run_id, "gate", gate="review", event="reject", params={"reason": "no"}, by="bo")  # a step
+        await until(host, lambda: len(receiver.got) == 2, what="gate.answered sent long before the next scan")
+        assert [b["type"] for b in bodies(receiver)] == ["gate.opened", "gate.answered"]
+
+    hosted({"escalation": escalation.machine}, body)
+
+
+def test_gate_steps_that_put_nothing_in_the_outbox_leave_the_courier_asleep():
+    """No endpoint and no assignee with an address: the Gates opened and answered put no row in the outbox, so no
+    step wakes the courier for two empty queries (its scan still comes once a second in a real host)."""
+
+    async def body(host: Host) -> None:
+        rounds = CountedRounds(host)
+        await asyncio.sleep(1.1)
+        before = rounds.n
+        started = [await host.start_run("escalation", DOOR) for _ in range(10)]
+        for run_id in started:
+            await host.deliver(run_id, "gate", gate="review", event="reject", params={"reason": "no"}, by="bo")
+        for run_id in started:
+            await until(host, status(run_id, "done"))
+        assert rounds.n == before
+        assert not await host.db(lambda: Delivery.objects.exists())
 
     hosted({"escalation": escalation.machine}, body)
