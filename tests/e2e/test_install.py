@@ -22,6 +22,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.browsers import WS_WATCH, settled
+from tests.databases import on_postgres
 from tests.live_server import ROOT, answered, free_port, spawn, stop_group
 
 pytestmark = [
@@ -29,7 +30,7 @@ pytestmark = [
     # A new user's project runs on its own SQLite file whatever the pass (the environment is a new shell's), so the
     # PostgreSQL pass would run the same 80 s again.
     pytest.mark.skipif(
-        os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
+        on_postgres(),
         reason="a new project is on SQLite in either pass; the SQLite pass runs it",
     ),
 ]

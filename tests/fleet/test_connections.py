@@ -14,14 +14,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.databases import fresh_database_url
+from tests.databases import fresh_database_url, on_postgres
 from tests.live_server import answered, free_port, migrate, spawn, stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 JR2 = [sys.executable, "-m", "jr2.cli"]
 
 pytestmark = pytest.mark.skipif(
-    not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
+    not on_postgres(),
     reason="PostgreSQL only: the suite's second pass (scripts/services run) sets it",
 )
 

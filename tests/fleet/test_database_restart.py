@@ -5,7 +5,6 @@ for the rest of the process's life, and its runs go on."""
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 import pytest
@@ -13,12 +12,13 @@ from django.db import DatabaseError, connection
 
 from engine.core.outputs import Delivery
 from engine.runtime.host import Host
+from tests.databases import on_postgres
 from tests.runtime.hosting import fleet, status, until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
-        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
+        not on_postgres(),
         reason="PostgreSQL only: the suite's second pass (scripts/services run) sets it",
     ),
 ]

@@ -6,7 +6,6 @@ delivered, without reloading. Real processes on PostgreSQL and Redis (the suite'
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -20,12 +19,13 @@ from playwright.sync_api import expect
 
 from bench.soak import Fleet
 from tests.browsers import chromium, log_in
+from tests.databases import on_postgres
 from tests.live_server import ROOT, api_client, copy_workflows, migrate, run_when, server_env
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")),
+        not on_postgres(),
         reason="PostgreSQL only: the suite's second pass (scripts/services run) sets it",
     ),
 ]

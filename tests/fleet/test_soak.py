@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.databases import on_postgres
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
-        or not os.environ.get("REDIS_URL"),
+        not on_postgres() or not os.environ.get("REDIS_URL"),
         reason="the fleet runs on PostgreSQL and Redis: the suite's second pass (scripts/services run) sets them",
     ),
 ]
