@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,7 +18,16 @@ from typing import Any, Protocol
 
 import pytest
 
-__all__ = ["fresh_database_url", "server_database", "all_rows", "on_postgres", "BROWSER_ON_SQLITE_PASS"]
+__all__ = [
+    "fresh_database_url",
+    "migrated_database",
+    "server_database",
+    "all_rows",
+    "on_postgres",
+    "BROWSER_ON_SQLITE_PASS",
+]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def on_postgres() -> bool:
@@ -36,20 +52,77 @@ class _Reader(Protocol):
     def execute(self, sql: str, params: tuple[Any, ...] = ...) -> Any: ...
 
 
-def fresh_database_url() -> str | None:
-    """With DATABASE_URL set to PostgreSQL (the suite's PostgreSQL pass), a new empty database on that server for
-    one live server, as its own SQLite file is otherwise; None on SQLite."""
+def fresh_database_url(template: str | None = None) -> str | None:
+    """With DATABASE_URL set to PostgreSQL (the suite's PostgreSQL pass), a new database on that server for one
+    live server, as its own SQLite file is otherwise: empty, or a copy of the database `template`; None on
+    SQLite."""
     if not on_postgres():
         return None
     url = os.environ["DATABASE_URL"]
-    import uuid
-
     import psycopg
 
     name = f"jr2_e2e_{uuid.uuid4().hex[:12]}"
+    copied = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+        for wait in (0.05, 0.1, 0.2, 0.4, 0.8, 0):
+            try:
+                connection.execute(f'CREATE DATABASE "{name}"{copied}')
+                break
+            except psycopg.errors.ObjectInUse:
+                # the template's last connection (its migrate) may take a moment to end on the server's side
+                if not wait:
+                    raise
+                time.sleep(wait)
     return url.rsplit("/", 1)[0] + "/" + name
+
+
+def migrated_database(sqlite_path: Path) -> str | None:
+    """A database with every migration applied, for one live server: on the PostgreSQL pass, the URL of a new
+    database copied from one migrated once for the session; on SQLite, a copy of a migrated file written at
+    `sqlite_path` (None). A server then starts without migrating (about a second and a half each, which the
+    suite's hundreds of servers would spend again and again); `jr2 up`'s own migrate is tested on an empty
+    database (tests/engine/test_check_command.py)."""
+    template = _migrated_template()
+    if on_postgres():
+        return fresh_database_url(template)
+    if not sqlite_path.exists():
+        shutil.copyfile(template, sqlite_path)
+    return None
+
+
+_TEMPLATE: list[str] = []
+
+
+def _migrated_template() -> str:
+    """The session's migrated database: a PostgreSQL database's name, or a SQLite file's path; made on first
+    use, dropped at exit."""
+    if _TEMPLATE:
+        return _TEMPLATE[0]
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "JR2_SQLITE_PATH")}
+    if on_postgres():
+        url = fresh_database_url()
+        assert url is not None
+        env["DATABASE_URL"] = url
+        made = url.rsplit("/", 1)[1]
+        atexit.register(_drop, made)
+    else:
+        folder = tempfile.mkdtemp(prefix="jr2-test-migrated-")
+        atexit.register(shutil.rmtree, folder, True)
+        made = str(Path(folder) / "db.sqlite3")
+        env["JR2_SQLITE_PATH"] = made
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    if not on_postgres():
+        with sqlite3.connect(made) as lite:  # everything in the file itself, none of it left in its WAL
+            lite.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    _TEMPLATE.append(made)
+    return made
+
+
+def _drop(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from tests.databases import fresh_database_url
+from tests.databases import migrated_database
 
 __all__ = [
     "BIN",
@@ -36,7 +36,6 @@ __all__ = [
     "kill_group",
     "listening",
     "make_server",
-    "migrate",
     "run_when",
     "served",
     "server_env",
@@ -82,8 +81,8 @@ def copy_workflows(into: Path, files: Mapping[str, str] | None = None) -> Path:
 
 
 def server_env(folder: Path, workflows: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a server (and of the commands run against it): its workflows, its own database (a
-    SQLite file in `folder`, or a fresh PostgreSQL database on the suite's PostgreSQL pass) and this checkout's
+    """The environment of a server (and of the commands run against it): its workflows, its own migrated database
+    (a SQLite file in `folder`, or a new PostgreSQL database on the suite's PostgreSQL pass) and this checkout's
     code, less what the shell running the tests set for itself (NOT_INHERITED)."""
     base = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     env = {
@@ -96,15 +95,10 @@ def server_env(folder: Path, workflows: Path, extra: Mapping[str, str] | None = 
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")])),
         **(extra or {}),
     }
-    database = fresh_database_url()
+    database = migrated_database(Path(env["JR2_SQLITE_PATH"]))
     if database is not None:
         env["DATABASE_URL"] = database
     return env
-
-
-def migrate(env: Mapping[str, str], cwd: Path = ROOT) -> None:
-    """`manage.py migrate` on the database `env` names (for processes that do not migrate themselves)."""
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], cwd=cwd, env=dict(env), check=True)
 
 
 def spawn(argv: list[str], *, cwd: Path, env: Mapping[str, str], log: Path) -> subprocess.Popen[str]:

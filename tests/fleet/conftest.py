@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.soak import Fleet
-from tests.live_server import ROOT, copy_workflows, migrate, server_env
+from tests.live_server import ROOT, copy_workflows, server_env
 
 
 @pytest.fixture
@@ -23,7 +23,6 @@ def player_fleet(tmp_path: Path) -> Iterator[Fleet]:
         {"JR2_SCRIPTED": "1", "JR2_LEASE_SECONDS": "2", "JR2_SCAN_SECONDS": "0.2"},
     )
     fleet = Fleet(tmp_path, env)
-    migrate(env)
     made = subprocess.run(
         [
             sys.executable,

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.databases import fresh_database_url, on_postgres
-from tests.live_server import answered, free_port, migrate, spawn, stop_group
+from tests.databases import migrated_database, on_postgres
+from tests.live_server import answered, free_port, spawn, stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 JR2 = [sys.executable, "-m", "jr2.cli"]
@@ -37,11 +37,10 @@ def connections(url: str) -> int:
 
 
 def test_a_web_process_does_not_keep_a_database_connection_for_each_request_it_served(tmp_path: Path) -> None:
-    url = fresh_database_url()
+    url = migrated_database(tmp_path / "unused.sqlite3")
     assert url is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("JR2_") and k not in ("REDIS_URL",)}
     env.update(DATABASE_URL=url, PYTHONPATH=str(ROOT), JR2_WORKFLOWS=str(ROOT / "workflows"), JR2_DEBUG="0")
-    migrate(env)
     token = (
         subprocess.run(
             [*JR2, "token", "create", "conns", "--create-user"],

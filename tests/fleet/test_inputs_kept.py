@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 from bench.soak import Fleet
 from tests.browsers import chromium, log_in
 from tests.databases import on_postgres
-from tests.live_server import ROOT, api_client, copy_workflows, migrate, run_when, server_env
+from tests.live_server import ROOT, api_client, copy_workflows, run_when, server_env
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,7 +44,6 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
         {"JR2_SCRIPTED": "1", "JR2_LEASE_SECONDS": "2", "JR2_SCAN_SECONDS": "0.2"},
     )
     fleet = Fleet(tmp_path, env)
-    migrate(env)
     fleet.env["TOKEN"] = fleet.jr2("token", "create", "fleet", "--create-user").strip()
     fleet.start(webs=1, workers=1)
     try:

@@ -14,7 +14,7 @@ import pytest
 
 from bench.soak import Fleet
 from engine.runtime import webhooks
-from tests.live_server import api_client, copy_workflows, migrate, run_when, server_env
+from tests.live_server import api_client, copy_workflows, run_when, server_env
 from tests.notify.receivers import Receiver
 
 pytestmark = pytest.mark.slow
@@ -56,7 +56,6 @@ def test_a_worker_killed_between_the_step_and_its_webhook_still_delivers_once_ta
         },
     )
     fleet = Fleet(tmp_path, env)
-    migrate(env)
     token = fleet.jr2("token", "create", "fleet", "--create-user").strip()
     fleet.env["JR2_CRASH_AFTER_COMMIT"] = "gate"  # the first worker dies right after a Gate answer's commit
     fleet.start(webs=1, workers=1)

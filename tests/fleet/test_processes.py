@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from bench.soak import Fleet
-from tests.live_server import api_client, copy_workflows, migrate, run_when, server_env
+from tests.live_server import api_client, copy_workflows, run_when, server_env
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,6 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
         },
     )
     fleet = Fleet(tmp_path, env)
-    migrate(env)
     token = fleet.jr2("token", "create", "fleet", "--create-user").strip()
     fleet.env["TOKEN"] = token
     fleet.start(webs=1, workers=1)
