@@ -17,7 +17,9 @@ Gate answer is journaled and applied. With all N answers sent at once, the last 
 bench sets it to 600 s, so that every answer's latency runs to its delivery and every outcome is checked. A run
 waits once the host's last commit of it says `waiting`, driven or parked (`Host.held_status`, no read of the
 database; checked in the database afterwards: each at its Gate). Runs are parked as the host's settings say
-(`JR2_PARK_SECONDS`, default 0: a waiting run keeps no driver), so an answer takes its run up again first.
+(`JR2_PARK_SECONDS`, default 30 s idle): the answers come at once, so no run is parked and none is taken up
+again; with `JR2_PARK_SECONDS=0` every answer takes its run up again first, about 7 ms of CPU a run more
+(2026-12-03), and the RSS per waiting run stays the same (it is read while all N wait, before any is parked).
 """
 
 from __future__ import annotations
