@@ -79,9 +79,9 @@ def fresh_database_url(template: str | None = None) -> str | None:
 def migrated_database(sqlite_path: Path) -> str | None:
     """A database with every migration applied, for one live server: on the PostgreSQL pass, the URL of a new
     database copied from one migrated once for the session; on SQLite, a copy of a migrated file written at
-    `sqlite_path` (None). A server then starts without migrating (about a second and a half each, which the
-    suite's hundreds of servers would spend again and again); `jr2 up`'s own migrate is tested on an empty
-    database (tests/engine/test_check_command.py)."""
+    `sqlite_path` (None). A server then starts without migrating (about 1.2 s each on a quiet machine, which
+    the suite's many servers would spend again and again); `jr2 up`'s own migrate is tested on an empty database
+    (tests/engine/test_check_command.py)."""
     template = _migrated_template()
     if on_postgres():
         return fresh_database_url(template)
