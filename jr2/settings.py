@@ -82,14 +82,15 @@ ASGI_APPLICATION = "jr2.asgi.application"
 DATABASES = {
     "default": dj_database_url.parse(JR2["DATABASE_URL"] or f"sqlite:///{JR2['JR2_SQLITE_PATH']}", conn_max_age=0),
 }
+# WAL lets pages read while the host writes; IMMEDIATE makes writers queue instead of failing to upgrade.
+SQLITE_OPTIONS = {
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 30,
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["ENGINE"] = "jr2.sqlite"  # Django's, making the project's .jr2/ on first connection
-    # WAL lets pages read while the host writes; IMMEDIATE makes writers queue instead of failing to upgrade.
-    DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        "transaction_mode": "IMMEDIATE",
-        "timeout": 30,
-    }
+    DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
     # Tests use a file too: an in-memory shared-cache database locks whole tables between threads (the host's
     # database thread and a page's) instead of waiting, which a real server never sees.
     DATABASES["default"]["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"jr2-test-{os.getpid()}.sqlite3")}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
+from jr2.settings import SQLITE_OPTIONS
 from jr2.sqlite.base import IDLE_KEPT, DatabaseWrapper
 
 pytestmark = pytest.mark.django_db  # the suite refuses database access elsewhere
@@ -20,15 +21,7 @@ pytestmark = pytest.mark.django_db  # the suite refuses database access elsewher
 
 def settings_for(path: Path) -> dict[str, Any]:
     """The settings jr2/settings.py gives a SQLite database, at `path`."""
-    settings: dict[str, Any] = {
-        "ENGINE": "jr2.sqlite",
-        "NAME": str(path),
-        "OPTIONS": {
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            "transaction_mode": "IMMEDIATE",
-            "timeout": 30,
-        },
-    }
+    settings: dict[str, Any] = {"ENGINE": "jr2.sqlite", "NAME": str(path), "OPTIONS": dict(SQLITE_OPTIONS)}
     return dict(connections.configure_settings({"default": settings})["default"])
 
 
