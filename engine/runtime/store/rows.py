@@ -7,12 +7,18 @@ ORM each cost a model instance, a compiled INSERT and a RETURNING, which was mos
 database thread. The values go through each field's own `get_db_prep_save`, so JSON, times and foreign keys are
 stored exactly as the ORM stores them, on SQLite and on PostgreSQL; a field the row does not give gets its default
 (`auto_now` and `auto_now_add` fields: the step's time).
+
+Inside `batched()` (a step's transaction, or a group commit's) the INSERTs wait and go out together at its end, one
+`executemany` per table for every step of the group: a thousand runs moving at once pay a statement per table per
+group, not per step. A statement that reads or changes a table with rows waiting (an UPDATE, a DELETE, a SELECT,
+the ORM's own) sends that table's rows first, so every statement sees what the steps before it wrote.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -20,7 +26,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.fields import AutoFieldMixin
 
-__all__ = ["insert", "insert_one", "update", "delete", "select"]
+__all__ = ["insert", "insert_one", "update", "delete", "select", "batched"]
 
 #: How a value is made ready for the database (`Field.get_db_prep_save`, or a short cut with the same result).
 _Prep = Callable[[Any, BaseDatabaseWrapper], Any]
@@ -68,6 +74,11 @@ def insert(
         tuple(prep(row[name], db) if name in row else default(now, db) for name, prep, default in columns)
         for row in rows
     ]
+    batch: _Batch | None = getattr(db, "jr2_batch", None)
+    if batch is not None:
+        key = _run_key(model)
+        batch.add(sql, db.ops.quote_name(model._meta.db_table), params, {row.get(key) if key else None for row in rows})
+        return
     with _cursor(db) as cursor:
         if len(params) == 1:
             cursor.execute(sql, params[0])
@@ -80,6 +91,7 @@ def insert_one(model: type[models.Model], row: Mapping[str, Any], now: dt.dateti
     db = _db()
     sql, columns = _statement(model, False, db)
     params = tuple(prep(row[name], db) if name in row else default(now, db) for name, prep, default in columns)
+    _ready(db, model, row)
     with _cursor(db) as cursor:
         if db.features.can_return_columns_from_insert:
             cursor.execute(f"{sql} RETURNING {db.ops.quote_name(model._meta.pk.column)}", params)
@@ -100,6 +112,7 @@ def update(model: type[models.Model], changes: Mapping[str, Any], where: Mapping
         sets = ", ".join(f"{quote(fields[name].column)} = %s" for name in changes)
         sql = _UPDATES[key] = f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {' AND '.join(conditions)}"
     params = [preps[name](value, db) for name, value in changes.items()] + matched
+    _ready(db, model, where)
     with _cursor(db) as cursor:
         cursor.execute(sql, params)
         return int(cursor.rowcount)
@@ -117,6 +130,7 @@ def delete(model: type[models.Model], where: Mapping[str, Any], name: str = "", 
     if name:
         conditions.append(f"{quote(fields[name].column)} IN ({', '.join(['%s'] * len(values))})")
         params += [preps[name](value, db) for value in values]
+    _ready(db, model, where)
     with _cursor(db) as cursor:
         cursor.execute(f"DELETE FROM {quote(model._meta.db_table)} WHERE {' AND '.join(conditions)}", params)
         return int(cursor.rowcount)
@@ -134,9 +148,105 @@ def select(model: type[models.Model], names: Sequence[str], where: Mapping[str, 
         f"WHERE {' AND '.join(conditions) or '1 = 1'} ORDER BY {quote(model._meta.pk.column)}"
     )
     readers = [_reader(f, db) for f in chosen]
+    _ready(db, model, where)
     with _cursor(db) as cursor:
         cursor.execute(sql, params)
         return [tuple(read(value) for read, value in zip(readers, row)) for row in cursor.fetchall()]
+
+
+#: How the statements that make, release and roll back to a savepoint begin.
+_SAVEPOINTS = ("SAVEPOINT", "RELEASE", "ROLLBACK")
+
+
+class _Batch:
+    """The INSERTs waiting in a `batched()` block: by statement, in the order they were first made, each with its
+    table (quoted, as statements name it) and the runs its rows belong to."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, tuple[str, list[tuple[Any, ...]], set[Any]]] = {}
+        #: The next statement is one of ours that already sent what it needs (`_ready`): the wrapper lets it by.
+        self.passing = False
+
+    def add(self, sql: str, table: str, params: list[tuple[Any, ...]], runs: set[Any]) -> None:
+        found = self.pending.get(sql)
+        if found is None:
+            self.pending[sql] = (table, params, runs)
+        else:
+            found[1].extend(params)
+            found[2].update(runs)
+
+    def send(self, db: BaseDatabaseWrapper, touched: Callable[[str, set[Any]], bool] | None = None) -> None:
+        """Send the waiting rows (with `touched`: only those of the statements it picks, by table and runs)."""
+        chosen = [sql for sql, (table, _, runs) in self.pending.items() if touched is None or touched(table, runs)]
+        if not chosen:
+            return
+        self.passing = True
+        try:
+            with _cursor(db) as cursor:
+                for sql in chosen:
+                    _, params, _ = self.pending.pop(sql)
+                    if len(params) == 1:
+                        cursor.execute(sql, params[0])
+                    else:
+                        cursor.executemany(sql, params)
+        finally:
+            self.passing = False
+
+    def before(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        """Django's execute wrapper: a statement naming a table with rows waiting sends them first; a savepoint's
+        statement sends them all (so a rollback to it takes back the rows made after it, as it would have)."""
+        if self.passing:
+            self.passing = False
+        elif self.pending:
+            if sql.lstrip()[:9].upper().startswith(_SAVEPOINTS):
+                self.send(context["connection"])
+            else:
+                self.send(context["connection"], lambda table, _: table in sql)
+        return execute(sql, params, many, context)
+
+
+def _ready(db: BaseDatabaseWrapper, model: type[models.Model], where: Mapping[str, Any]) -> None:
+    """Before one of this module's statements on `model`'s rows matching `where` (for an INSERT, the row), in a
+    `batched()` block: send the waiting rows it could see or clash with. A statement on one run's rows (`where`
+    names the run) needs only the table's rows when some are that run's; any other, all of the table's."""
+    batch: _Batch | None = getattr(db, "jr2_batch", None)
+    if batch is None or not batch.pending:
+        return
+    table, key = db.ops.quote_name(model._meta.db_table), _run_key(model)
+    run = where.get(key, _ANY) if key else _ANY
+    batch.send(db, lambda name, runs: name == table and (run is _ANY or run in runs or None in runs))
+    batch.passing = True
+
+
+#: No one run: a statement over rows of any run.
+_ANY = object()
+
+
+def _run_key(model: type[models.Model]) -> str | None:
+    """The attribute naming the run a row of `model` belongs to: `run_id`, or the Run's own `id`."""
+    fields = _fields(model)
+    if "run_id" in fields:
+        return "run_id"
+    return "id" if model._meta.label == "engine.Run" else None
+
+
+@contextlib.contextmanager
+def batched() -> Iterator[None]:
+    """Hold this thread's INSERTs until the block ends, then send them, one `executemany` per table (see the module
+    docstring); open it inside the transaction, so the rows go out before it commits. When the block raises, the
+    waiting rows are dropped with the transaction that would have held them. A block inside another is part of
+    it."""
+    db = _db()
+    if getattr(db, "jr2_batch", None) is not None:
+        yield
+        return
+    batch = db.jr2_batch = _Batch()
+    try:
+        with db.execute_wrapper(batch.before):
+            yield
+            batch.send(db)
+    finally:
+        db.jr2_batch = None
 
 
 def _where(db: BaseDatabaseWrapper, model: type[models.Model], where: Mapping[str, Any]) -> tuple[list[str], list[Any]]:

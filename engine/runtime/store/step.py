@@ -47,7 +47,7 @@ def commit(step: Step) -> dt.datetime:
     """Write a step: journal entries, the Run's new state, its records and maybe a snapshot, all or nothing. Returns
     the commit's time, which is the Run row's `updated_at` after it (what a live page keys its view on)."""
     try:
-        with transaction.atomic():
+        with transaction.atomic(), rows.batched():
             return _write_step(step)
     finally:
         forget_uncommitted()
@@ -100,7 +100,7 @@ def write(run_id: str, ops: Iterable[Op], owner: str | None = None) -> dt.dateti
     """Records that change nothing in the run's Session (a model call, a refusal of a malformed tool call). The Run
     row's `updated_at` moves too, so a live page knows its view is older."""
     try:
-        with transaction.atomic():
+        with transaction.atomic(), rows.batched():
             return _write_records(run_id, ops, owner)
     finally:
         forget_uncommitted()
@@ -122,14 +122,14 @@ GROUPED: dict[Callable[..., dt.datetime], Callable[..., dt.datetime]] = {commit:
 def commit_group(calls: Sequence[tuple[Callable[..., dt.datetime], tuple[Any, ...]]]) -> list[dt.datetime | Exception]:
     """Group commit: the steps and records of several runs (`commit` and `write` calls, in order) in ONE
     transaction, so a host with many runs moving at once pays one transaction (one WAL commit, one round trip and
-    fsync on PostgreSQL) for all of them. Each step keeps its own fencing: when one fails (its lease lost, an input
-    already settled, a database error), the group's transaction is rolled back whole and each call is made again
-    alone, so the others are written and only that one fails, as it would have by itself. Nothing is returned (so
-    nobody is told) before the transaction that wrote a call has committed. Returns each call's time, or its
-    exception."""
+    fsync on PostgreSQL) and one INSERT per table (`rows.batched`) for all of them. Each step keeps its own
+    fencing: when one fails (its lease lost, an input already settled, a database error), the group's transaction
+    is rolled back whole and each call is made again alone, so the others are written and only that one fails, as
+    it would have by itself. Nothing is returned (so nobody is told) before the transaction that wrote a call has
+    committed. Returns each call's time, or its exception."""
     if len(calls) > 1:
         try:
-            with transaction.atomic():
+            with transaction.atomic(), rows.batched():
                 return [GROUPED[fn](*args) for fn, args in calls]
         except Exception:
             pass  # nothing of the group was written: each call again, alone
