@@ -158,7 +158,7 @@ def database_cpu_s(postmaster: int) -> float:
         for child in (task / "children").read_text().split():
             try:
                 total += sum(int(x) for x in _stat(int(child))[11:13])
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError):  # the backend exited between the listing and the read
                 pass
     return total / tick
 
