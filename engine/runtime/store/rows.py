@@ -166,6 +166,8 @@ class _Batch:
         self.pending: dict[str, tuple[str, list[tuple[Any, ...]], set[Any]]] = {}
         #: The next statement is one of ours that already sent what it needs (`_ready`): the wrapper lets it by.
         self.passing = False
+        #: The waiting rows are going out: the wrapper lets their statements by.
+        self.sending = False
 
     def add(self, sql: str, table: str, params: list[tuple[Any, ...]], runs: set[Any]) -> None:
         found = self.pending.get(sql)
@@ -180,7 +182,7 @@ class _Batch:
         chosen = [sql for sql, (table, _, runs) in self.pending.items() if touched is None or touched(table, runs)]
         if not chosen:
             return
-        self.passing = True
+        self.sending = True
         try:
             with _cursor(db) as cursor:
                 for sql in chosen:
@@ -190,12 +192,14 @@ class _Batch:
                     else:
                         cursor.executemany(sql, params)
         finally:
-            self.passing = False
+            self.sending = False
 
     def before(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
         """Django's execute wrapper: a statement naming a table with rows waiting sends them first; a savepoint's
         statement sends them all (so a rollback to it takes back the rows made after it, as it would have)."""
-        if self.passing:
+        if self.sending:
+            pass
+        elif self.passing:
             self.passing = False
         elif self.pending:
             if sql.lstrip()[:9].upper().startswith(_SAVEPOINTS):
