@@ -91,8 +91,7 @@ def insert_one(model: type[models.Model], row: Mapping[str, Any], now: dt.dateti
     db = _db()
     sql, columns = _statement(model, False, db)
     params = tuple(prep(row[name], db) if name in row else default(now, db) for name, prep, default in columns)
-    _ready(db, model, row)
-    with _cursor(db) as cursor:
+    with _ready(db, model, row), _cursor(db) as cursor:
         if db.features.can_return_columns_from_insert:
             cursor.execute(f"{sql} RETURNING {db.ops.quote_name(model._meta.pk.column)}", params)
             return int(cursor.fetchone()[0])
@@ -112,8 +111,7 @@ def update(model: type[models.Model], changes: Mapping[str, Any], where: Mapping
         sets = ", ".join(f"{quote(fields[name].column)} = %s" for name in changes)
         sql = _UPDATES[key] = f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {' AND '.join(conditions)}"
     params = [preps[name](value, db) for name, value in changes.items()] + matched
-    _ready(db, model, where)
-    with _cursor(db) as cursor:
+    with _ready(db, model, where), _cursor(db) as cursor:
         cursor.execute(sql, params)
         return int(cursor.rowcount)
 
@@ -130,8 +128,7 @@ def delete(model: type[models.Model], where: Mapping[str, Any], name: str = "", 
     if name:
         conditions.append(f"{quote(fields[name].column)} IN ({', '.join(['%s'] * len(values))})")
         params += [preps[name](value, db) for value in values]
-    _ready(db, model, where)
-    with _cursor(db) as cursor:
+    with _ready(db, model, where), _cursor(db) as cursor:
         cursor.execute(f"DELETE FROM {quote(model._meta.db_table)} WHERE {' AND '.join(conditions)}", params)
         return int(cursor.rowcount)
 
@@ -148,8 +145,7 @@ def select(model: type[models.Model], names: Sequence[str], where: Mapping[str, 
         f"WHERE {' AND '.join(conditions) or '1 = 1'} ORDER BY {quote(model._meta.pk.column)}"
     )
     readers = [_reader(f, db) for f in chosen]
-    _ready(db, model, where)
-    with _cursor(db) as cursor:
+    with _ready(db, model, where), _cursor(db) as cursor:
         cursor.execute(sql, params)
         return [tuple(read(value) for read, value in zip(readers, row)) for row in cursor.fetchall()]
 
@@ -164,9 +160,8 @@ class _Batch:
 
     def __init__(self) -> None:
         self.pending: dict[str, tuple[str, list[tuple[Any, ...]], set[Any]]] = {}
-        #: The next statement is one of ours that already sent what it needs (`_ready`): the wrapper lets it by.
-        self.passing = False
-        #: The waiting rows are going out: the wrapper lets their statements by.
+        #: The statements under way are the waiting rows going out, or ours that sent what they need first
+        #: (`_ready`): the wrapper lets them by.
         self.sending = False
 
     def add(self, sql: str, table: str, params: list[tuple[Any, ...]], runs: set[Any]) -> None:
@@ -197,11 +192,7 @@ class _Batch:
     def before(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
         """Django's execute wrapper: a statement naming a table with rows waiting sends them first; a savepoint's
         statement sends them all (so a rollback to it takes back the rows made after it, as it would have)."""
-        if self.sending:
-            pass
-        elif self.passing:
-            self.passing = False
-        elif self.pending:
+        if self.pending and not self.sending:
             if sql.lstrip()[:9].upper().startswith(_SAVEPOINTS):
                 self.send(context["connection"])
             else:
@@ -209,17 +200,24 @@ class _Batch:
         return execute(sql, params, many, context)
 
 
-def _ready(db: BaseDatabaseWrapper, model: type[models.Model], where: Mapping[str, Any]) -> None:
-    """Before one of this module's statements on `model`'s rows matching `where` (for an INSERT, the row), in a
-    `batched()` block: send the waiting rows it could see or clash with. A statement on one run's rows (`where`
-    names the run) needs only the table's rows when some are that run's; any other, all of the table's."""
+@contextlib.contextmanager
+def _ready(db: BaseDatabaseWrapper, model: type[models.Model], where: Mapping[str, Any]) -> Iterator[None]:
+    """Around one of this module's statements on `model`'s rows matching `where` (for an INSERT, the row), in a
+    `batched()` block: first send the waiting rows it could see or clash with, then let it past the wrapper. A
+    statement on one run's rows (`where` names the run) needs only the table's rows when some are that run's; any
+    other, all of the table's."""
     batch: _Batch | None = getattr(db, "jr2_batch", None)
-    if batch is None or not batch.pending:
+    if batch is None or not batch.pending or batch.sending:
+        yield
         return
     table, key = db.ops.quote_name(model._meta.db_table), _run_key(model)
     run = where.get(key, _ANY) if key else _ANY
     batch.send(db, lambda name, runs: name == table and (run is _ANY or run in runs or None in runs))
-    batch.passing = True
+    batch.sending = True
+    try:
+        yield
+    finally:
+        batch.sending = False
 
 
 #: No one run: a statement over rows of any run.
