@@ -13,6 +13,7 @@ The courier wakes when a step commits (`wake()`), and otherwise looks every `JR2
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 from collections import defaultdict
@@ -187,10 +188,9 @@ class Courier:
                     busy = False
                 if busy:
                     continue
-                try:
-                    await asyncio.wait_for(self._wake.wait(), self.scan_seconds)
-                except TimeoutError:
-                    pass
+                with contextlib.suppress(TimeoutError):  # not wait_for, which may drop a cancel (see host._rounds)
+                    async with asyncio.timeout(self.scan_seconds):
+                        await self._wake.wait()
                 self._wake.clear()
 
     async def round(self, client: httpx.AsyncClient) -> bool:

@@ -26,6 +26,7 @@ writes new runs for the workers to claim and relays inputs to whichever host dri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import os
@@ -507,10 +508,11 @@ async def _rounds(host: Host) -> None:
     """Claim runs and hand relayed inputs to the runs they are for: what a wake-up asked for (a claim, or the inputs
     of runs held here), and everything at least every `scan_seconds` (wake-ups are lossy hints)."""
     while True:
-        try:
-            await asyncio.wait_for(host.wakeups.event.wait(), host.scan_seconds)
-        except TimeoutError:
-            pass
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancel that comes as the event is set, and
+        # the loop then never ends (a host's stop waited for it forever)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(host.scan_seconds):
+                await host.wakeups.event.wait()
         full = time.monotonic() - host._last_scan >= host.scan_seconds
         claim, heard = host.wakeups.take()
         try:
