@@ -7,6 +7,7 @@ what it is told, so with 1,000 runs moving and 500 pages open each notice paid f
 over (a thousand waiting messages and members read per notice). Here what expired is looked for at most once per
 `CLEAN_EVERY` seconds (a message still expires after `expiry`, a membership after `group_expiry`, at most that much
 later), and a group send puts the message on each member's queue in turn instead of making a task per member.
+A host's notices after each commit go out at once, with no task at all (`tell`).
 """
 
 from __future__ import annotations
@@ -58,3 +59,15 @@ class InMemoryLayer(InMemoryChannelLayer):  # type: ignore[misc]
                 await self.send(channel, message)
             except ChannelFull:
                 pass  # as Channels' own: a full channel misses a group message
+
+    def tell(self, groups: tuple[str, ...], message: dict[str, Any]) -> None:
+        """`group_send` of one flat message (its values str, int or bool, so a copy per member is a shallow one)
+        to each of `groups`, now, from the event loop: a commit's notices cost no task each (three or four of them
+        per commit, a tenth of the event loop's share of a start through the API)."""
+        self._clean_when_due()
+        for group in groups:
+            self.require_valid_group_name(group)
+            for channel in list(self.groups.get(group, ())):
+                queue = self.channels.setdefault(channel, asyncio.Queue(maxsize=self.get_capacity(channel)))
+                if not queue.full():  # as Channels' own: a full channel misses a group message
+                    queue.put_nowait((time.time() + self.expiry, dict(message)))

@@ -18,6 +18,8 @@ from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
 
+from engine.runtime.layers import InMemoryLayer
+
 __all__ = [
     "notify",
     "notice_layer",
@@ -91,8 +93,11 @@ def notify(run_id: str, workflow: str, status: str, seq: int, updated: str = "",
         "seq": seq,
         "updated": updated,
     }
-    loop = asyncio.get_running_loop()
     groups = (run_group(run_id), workflow_group(workflow), RUNS_GROUP) + ((GATES_GROUP,) if gates else ())
+    if isinstance(layer, InMemoryLayer):
+        layer.tell(groups, message)
+        return
+    loop = asyncio.get_running_loop()
     for group in groups:
         task = loop.create_task(layer.group_send(group, dict(message)))
         task.add_done_callback(_report)

@@ -61,3 +61,50 @@ def test_an_expired_message_and_membership_still_go(monkeypatch: pytest.MonkeyPa
         assert await layer.receive(other) == {"type": "kept"}
 
     asyncio.run(main())
+
+
+def test_tell_puts_one_notice_on_every_member_of_each_group_at_once_and_a_full_channel_misses_it() -> None:
+    async def main() -> None:
+        layer = InMemoryLayer(capacity=1)
+        run_page, runs_page, full = [await layer.new_channel() for _ in range(3)]
+        await layer.group_add("run-x", run_page)
+        await layer.group_add("runs", runs_page)
+        await layer.group_add("runs", full)
+        await layer.send(full, {"type": "first"})
+        notice = {"type": "run.updated", "run": "x", "seq": 3}
+        layer.tell(("run-x", "workflow-notes", "runs"), notice)  # no await: nothing is left for a task to do
+        assert layer.channels[run_page].qsize() == 1 and layer.channels[runs_page].qsize() == 1
+        got = await layer.receive(run_page)
+        assert got == notice and got is not notice  # each member its own copy
+        assert await layer.receive(runs_page) == notice
+        assert await layer.receive(full) == {"type": "first"}
+        assert layer.channels == {}
+
+    asyncio.run(main())
+
+
+def test_a_notice_reaches_the_in_memory_layers_groups_without_a_task(settings: Any) -> None:
+    from channels.layers import channel_layers, get_channel_layer
+
+    from engine.runtime.notify import GATES_GROUP, notify
+
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "engine.runtime.layers.InMemoryLayer"}}
+    channel_layers.backends.clear()
+
+    async def main() -> None:
+        layer = get_channel_layer()
+        assert isinstance(layer, InMemoryLayer)
+        page, inbox = await layer.new_channel(), await layer.new_channel()
+        await layer.group_add("run-r1", page)
+        await layer.group_add(GATES_GROUP, inbox)
+        tasks = len(asyncio.all_tasks())
+        notify("r1", "notes", "waiting", 4, "2026-12-03T12:00:00+00:00", gates=True)
+        assert len(asyncio.all_tasks()) == tasks
+        want = {"type": "run.updated", "run": "r1", "workflow": "notes", "status": "waiting", "seq": 4}
+        assert await layer.receive(page) == {**want, "updated": "2026-12-03T12:00:00+00:00"}
+        assert (await layer.receive(inbox))["seq"] == 4
+
+    try:
+        asyncio.run(main())
+    finally:
+        channel_layers.backends.clear()
