@@ -9,6 +9,7 @@ The host sends these; the Session decides when (TurnStarted, PickAnswered, Allow
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -47,8 +48,10 @@ def allowed_line(allowed: Iterable[str]) -> str:
     return "Allowed picks now: " + ", ".join(names) + "."
 
 
+@functools.lru_cache(maxsize=256)
 def system_prompt(instructions: str) -> str:
-    """The Agent's instructions, then the fixed briefing about its seat."""
+    """The Agent's instructions, then the fixed briefing about its seat: one string for every Turn of the same
+    instructions (each waiting run's Turn held a copy of its own)."""
     return f"{instructions.rstrip()}\n\n{BRIEFING}"
 
 

@@ -57,6 +57,7 @@ from engine.runtime.players import Player
 from engine.runtime.providers import human
 from engine.runtime.turns import TurnLoop
 from engine.runtime.view import build_view, run_status
+from engine.runtime.waiting import Inbox
 from engine.runtime.workspace.sandbox import Workspace, WorkspaceError
 from engine.runtime.workspace.tools import effect_folder, workspace_for
 
@@ -154,7 +155,7 @@ class RunDriver:
             claim_minutes=float(getattr(settings, "JR2_CLAIM_MINUTES", 15.0)),
         )
         self.effects: dict[str, asyncio.Task[None]] = {}
-        self.inbox: asyncio.Queue[Item | None] = asyncio.Queue()
+        self.inbox: Inbox[Item | None] = Inbox()
         self.task: asyncio.Task[None] | None = None
         self.resume = resume
         self._model_calls = resume.model_calls if resume is not None else 0

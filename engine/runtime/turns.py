@@ -30,6 +30,7 @@ from engine.runtime.conversation import Conversation
 from engine.runtime.players import Player
 from engine.runtime.providers import ModelReply, ModelRequest, ProviderError, TurnView, provider_for, split_model
 from engine.runtime.providers.human import SeatGivenBack
+from engine.runtime.waiting import Wake
 from engine.runtime.workspace import tools as workspace_tools
 from engine.runtime.workspace.sandbox import Workspace
 
@@ -101,7 +102,7 @@ class TurnLoop:
         self.closed = False
         self.pending_call = pending_call
         self._earlier: list[str] = []
-        self._wake = asyncio.Event()
+        self._wake = Wake()
         self._in_model = False
         self._asking = False
         #: Waiting for its outstanding pick's answer, nothing else to do: the run may be parked (parking.py).

@@ -1,0 +1,96 @@
+"""What a run's task and its Turn loops wait on, in the few bytes a waiting run can afford.
+
+A host holds a thousand runs waiting at their Gates. `asyncio.Queue` makes four deques when it is made (its items,
+its getters, its putters, and an `Event` with a deque of its own), and `asyncio.Event` one: about 600 bytes each,
+empty or not, so a waiting run's inbox and Turn loop held 3 KiB of empty deques. These hold a future only while
+someone waits and an item list only while items wait. Each serves one waiter, which is all a run's task (its inbox)
+or a Turn loop (its wake-up) is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Generic, TypeVar
+
+__all__ = ["Inbox", "Wake"]
+
+T = TypeVar("T")
+
+
+class Inbox(Generic[T]):
+    """Items in arrival order for one task (`asyncio.Queue`'s `put_nowait`, `get`, `get_nowait` and `empty`,
+    unbounded)."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: list[T] | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: T) -> None:
+        if self._items is None:
+            self._items = [item]
+        else:
+            self._items.append(item)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def qsize(self) -> int:
+        return len(self._items or ())
+
+    def get_nowait(self) -> T:
+        """The oldest item; `asyncio.QueueEmpty` when there is none."""
+        if not self._items:
+            raise asyncio.QueueEmpty
+        item = self._items.pop(0)
+        if not self._items:
+            self._items = None
+        return item
+
+    async def get(self) -> T:
+        """The oldest item, once there is one. A cancelled wait takes nothing."""
+        while not self._items:
+            if self._waiter is not None and not self._waiter.done():
+                raise RuntimeError("an inbox serves one waiter at a time")
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self.get_nowait()
+
+
+class Wake:
+    """A flag one task waits for (`asyncio.Event`'s `set`, `clear`, `is_set` and `wait`)."""
+
+    __slots__ = ("_set", "_waiter")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self._set = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    async def wait(self) -> None:
+        """Return once set (at once if it is)."""
+        if self._set:
+            return
+        if self._waiter is not None and not self._waiter.done():
+            raise RuntimeError("a wake serves one waiter at a time")
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
