@@ -22,7 +22,10 @@ turn.
    processes that host runs (the workers; `jr2 up` itself) with the N runs waiting, minus before them, over N. Then
    every Gate is answered (`POST /api/runs/<id>/gates/writing.asking/events`, the same concurrency): the time to
    every run `done`. Every run must wait at `writing.asking`, every answer be `delivered`, and every run end `done`
-   with the notes its writer makes from its own reply, with exactly that answer in its journal.
+   with the notes its writer makes from its own reply, with exactly that answer in its journal. The runs rounds'
+   client is bench/lean_http.py's (`--client lean`, the default), which costs a few hundredths of what the server
+   does per request; httpx (`--client httpx`) cost a core of its own, so on two cores it timed itself as much as
+   the server.
 2. Pages: bench/console.py's live rounds: M runs at their Gates, 500 websocket clients on `/ws/runs/<id>/` (spread
    over the runs, and over the web processes), each Gate answered through the API; a page's latency is from the
    Gate answer's commit (its journal entry's `at`) to the first fragment the page receives after it. Its checks
@@ -69,6 +72,7 @@ from bench.console import (  # noqa: E402
     spread,
 )
 from bench.host import cpu_model  # noqa: E402
+from bench.lean_http import LeanClient  # noqa: E402
 from bench.runtime import WrongResult, expect  # noqa: E402
 from bench.soak import Fleet  # noqa: E402
 
@@ -382,14 +386,17 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
             for e in server.endpoints
         ]
         http = Spread(clients)
+        lean = [LeanClient(e.url, args.concurrency) for e in server.endpoints] if args.client == "lean" else []
+        runs_http = Spread(lean) if lean else http
+        out["client"] = args.client
         try:
             rss_idle = {pid: proc_rss_kib(pid) for pid in server.pids}
             print(f"  {name}: warm-up, {args.warmup} runs", flush=True)
-            out["warmup"] = await runs_round(server, http, args.warmup, args.concurrency, "warm-up")
+            out["warmup"] = await runs_round(server, runs_http, args.warmup, args.concurrency, "warm-up")
             out["rss_idle_kib_by_pid"] = rss_idle
             if not args.pages_only:
                 print(f"  {name}: {args.runs} runs at once", flush=True)
-                out["runs"] = await runs_round(server, http, args.runs, args.concurrency, "load")
+                out["runs"] = await runs_round(server, runs_http, args.runs, args.concurrency, "load")
                 r = out["runs"]
                 print(
                     f"    all waiting in {r['all_waiting_s']:.1f} s, all done {r['all_done_s']:.1f} s after the "
@@ -423,7 +430,7 @@ async def measure(server: Server, args: argparse.Namespace, name: str) -> dict[s
                     }
                 )
         finally:
-            for client in clients:
+            for client in [*clients, *lean]:
                 await client.aclose()
         out["rss_end_kib_by_pid"] = {pid: proc_rss_kib(pid) for pid in server.pids}
     finally:
@@ -538,6 +545,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, help="runs at once (default 1,000; --quick 100)")
     ap.add_argument("--warmup", type=int, help="runs in the warm-up round (default 60; --quick 15)")
     ap.add_argument("--concurrency", type=int, default=50, help="API requests in flight at most (default 50)")
+    ap.add_argument(
+        "--client",
+        choices=("lean", "httpx"),
+        default="lean",
+        help="the runs rounds' HTTP client (default lean: bench/lean_http.py, which costs the machine little; "
+        "httpx cost a core of its own at 50 requests in flight)",
+    )
     ap.add_argument("--pages", type=int, help="open run pages (default 500; --quick 100)")
     ap.add_argument(
         "--live",

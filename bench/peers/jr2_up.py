@@ -6,8 +6,10 @@ writer, an API token made with `jr2 token create`), driven as bench/fleet_load.p
 N runs are started with `POST /api/workflows/notes/runs` (at most --concurrency requests in flight), until all N
 are `waiting` (polled with `GET /api/runs?status=waiting`); every Gate is answered with `POST
 /api/runs/<id>/gates/writing.asking/events`, until all N are `done`; every run's output and journal are checked
-through the API. The CPU is the `jr2 up` process's (the engine), not this client's; the latency is each POST's, from
-request to response (201: the run's start committed; 200: the answer delivered). The rows are those the whole
+through the API. The client is bench/lean_http.py's (keep-alive connections on asyncio streams): httpx spent more
+CPU per POST than the server did, and on two cores the round then timed the client. The CPU is the `jr2 up`
+process's (the engine), not this client's; the latency is each POST's, from request to response (201: the run's
+start committed; 200: the answer delivered). The rows are those the whole
 round added (the two phases are not split: `runs_round` measures both in one call).
 """
 
@@ -19,16 +21,14 @@ from typing import Any
 
 from bench.console import Server
 from bench.fleet_load import runs_round
+from bench.lean_http import LeanClient
 from bench.peers.common import Result, engine_args, run_module, sqlite_rows, version
 
 CONCURRENCY = 50
 
 
 async def drive(server: Server, runs: int, label: str) -> dict[str, Any]:
-    import httpx
-
-    limits = httpx.Limits(max_connections=CONCURRENCY)
-    async with httpx.AsyncClient(base_url=server.url, trust_env=False, timeout=180, limits=limits) as http:
+    async with LeanClient(server.url, CONCURRENCY) as http:
         await runs_round(server, http, 5, CONCURRENCY, "warm-up")
         rows = sqlite_rows(server.tmp / "server.sqlite3")
         rows0 = rows()
@@ -49,7 +49,8 @@ def measure(args: Any) -> Result:
         store=args.store,
         runs=args.runs,
         versions=version("jr2", "django", "daphne"),
-        config=f"`jr2 up` on a SQLite file (WAL, synchronous=NORMAL), {CONCURRENCY} API requests in flight",
+        config=f"`jr2 up` on a SQLite file (WAL, synchronous=NORMAL), {CONCURRENCY} API requests in flight "
+        "(bench/lean_http.py's keep-alive client)",
         acknowledged="start: POST .../runs answers 201 once the start is committed; answer: POST "
         ".../gates/<gate>/events answers 200 once delivered",
         start={
