@@ -17,23 +17,45 @@ __all__ = ["Inbox", "Wake"]
 T = TypeVar("T")
 
 
-class Inbox(Generic[T]):
+class _OneWaiter:
+    """A future made only while its one waiter waits."""
+
+    __slots__ = ("_waiter",)
+
+    def __init__(self) -> None:
+        self._waiter: asyncio.Future[None] | None = None
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def _wait(self, what: str) -> None:
+        """Until `_wake` (or a cancel, which leaves nothing behind)."""
+        if self._waiter is not None and not self._waiter.done():
+            raise RuntimeError(f"{what} serves one waiter at a time")
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+
+class Inbox(_OneWaiter, Generic[T]):
     """Items in arrival order for one task (`asyncio.Queue`'s `put_nowait`, `get`, `get_nowait` and `empty`,
     unbounded)."""
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_items",)
 
     def __init__(self) -> None:
+        super().__init__()
         self._items: list[T] | None = None
-        self._waiter: asyncio.Future[None] | None = None
 
     def put_nowait(self, item: T) -> None:
         if self._items is None:
             self._items = [item]
         else:
             self._items.append(item)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        self._wake()
 
     def empty(self) -> bool:
         return not self._items
@@ -53,29 +75,22 @@ class Inbox(Generic[T]):
     async def get(self) -> T:
         """The oldest item, once there is one. A cancelled wait takes nothing."""
         while not self._items:
-            if self._waiter is not None and not self._waiter.done():
-                raise RuntimeError("an inbox serves one waiter at a time")
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
+            await self._wait("an inbox")
         return self.get_nowait()
 
 
-class Wake:
+class Wake(_OneWaiter):
     """A flag one task waits for (`asyncio.Event`'s `set`, `clear`, `is_set` and `wait`)."""
 
-    __slots__ = ("_set", "_waiter")
+    __slots__ = ("_set",)
 
     def __init__(self) -> None:
+        super().__init__()
         self._set = False
-        self._waiter: asyncio.Future[None] | None = None
 
     def set(self) -> None:
         self._set = True
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        self._wake()
 
     def clear(self) -> None:
         self._set = False
@@ -85,12 +100,5 @@ class Wake:
 
     async def wait(self) -> None:
         """Return once set (at once if it is)."""
-        if self._set:
-            return
-        if self._waiter is not None and not self._waiter.done():
-            raise RuntimeError("a wake serves one waiter at a time")
-        self._waiter = asyncio.get_running_loop().create_future()
-        try:
-            await self._waiter
-        finally:
-            self._waiter = None
+        if not self._set:
+            await self._wait("a wake")
