@@ -43,7 +43,7 @@ class DbThread:
         self._thread: threading.Thread | None = None
         self._closed = False
         #: The thread waits for a call: only then does a new call wake it (a busy thread takes the next call
-        #: without being told, and telling it each time was a twentieth of the event loop's share of a start).
+        #: without being told, and telling it each time was a tenth of the event loop's share of a start).
         self._idle = False
 
     def call(self, fn: Callable[..., T], args: tuple[Any, ...]) -> asyncio.Future[T]:

@@ -63,7 +63,7 @@ class InMemoryLayer(InMemoryChannelLayer):  # type: ignore[misc]
     def tell(self, groups: tuple[str, ...], message: dict[str, Any]) -> None:
         """`group_send` of one flat message (its values str, int or bool, so a copy per member is a shallow one)
         to each of `groups`, now, from the event loop: a commit's notices cost no task each (three or four of them
-        per commit, a tenth of the event loop's share of a start through the API)."""
+        per commit, a twentieth of the event loop's share of a start through the API)."""
         self._clean_when_due()
         for group in groups:
             self.require_valid_group_name(group)
