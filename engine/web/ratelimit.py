@@ -60,8 +60,9 @@ def blocked(scope: str, who: str, rate: str) -> int:
         return max(1, math.ceil(ends - now))
     if count * 2 < limit:
         if len(_clear) > 4096:
-            for old in [k for k, until in _clear.items() if until <= mono]:
-                del _clear[old]
+            for old, until in list(_clear.items()):  # a copy: request threads add keys meanwhile
+                if until <= mono:
+                    _clear.pop(old, None)
         _clear[key] = mono + CLEAR_FOR
     return 0
 

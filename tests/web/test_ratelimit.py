@@ -50,3 +50,14 @@ def test_a_key_past_half_its_failures_is_asked_every_time() -> None:
     assert ratelimit.blocked("token", "10.0.0.4", rate) == 0
     _count_elsewhere("token", "10.0.0.4", rate, 2)
     assert ratelimit.blocked("token", "10.0.0.4", rate) > 0  # no shortcut taken at 2 of 4
+
+
+def test_the_shortcuts_of_many_addresses_are_pruned_once_past_their_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ratelimit, "CLEAR_FOR", 3600.0)  # none expires while they are made, however slow the machine
+    for i in range(4100):
+        assert ratelimit.blocked("token", f"10.1.{i // 256}.{i % 256}", "60/60") == 0
+    assert len(ratelimit._clear) == 4100
+    for key in list(ratelimit._clear):
+        ratelimit._clear[key] = 0.0  # their second is over
+    assert ratelimit.blocked("token", "10.2.0.1", "60/60") == 0
+    assert len(ratelimit._clear) == 1  # the 4,100 expired ones went, the new one stays
