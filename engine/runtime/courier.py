@@ -13,7 +13,6 @@ The courier wakes when a step commits (`wake()`), and otherwise looks every `JR2
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 from collections import defaultdict
@@ -28,6 +27,7 @@ from django.utils import timezone
 
 from engine.models import Delivery, EmailNotice, WebhookEndpoint
 from engine.runtime import links, mailing, webhooks
+from engine.runtime.waiting import wait_up_to
 
 __all__ = [
     "Courier",
@@ -188,9 +188,7 @@ class Courier:
                     busy = False
                 if busy:
                     continue
-                with contextlib.suppress(TimeoutError):  # not wait_for, which may drop a cancel (see host._rounds)
-                    async with asyncio.timeout(self.scan_seconds):
-                        await self._wake.wait()
+                await wait_up_to(self._wake, self.scan_seconds)
                 self._wake.clear()
 
     async def round(self, client: httpx.AsyncClient) -> bool:

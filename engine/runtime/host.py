@@ -26,7 +26,6 @@ writes new runs for the workers to claim and relays inputs to whichever host dri
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import os
@@ -54,6 +53,7 @@ from engine.runtime.parking import park_seconds as park_seconds_of
 from engine.runtime.plan import run_fields
 from engine.runtime.telemetry.resume import resumed_steps
 from engine.runtime.view import build_view, run_status
+from engine.runtime.waiting import wait_up_to
 from engine.runtime.wakeups import WakeUps
 
 __all__ = ["Host", "HostError", "RunNotHosted", "InputPending", "current_host", "ROLES"]
@@ -508,11 +508,7 @@ async def _rounds(host: Host) -> None:
     """Claim runs and hand relayed inputs to the runs they are for: what a wake-up asked for (a claim, or the inputs
     of runs held here), and everything at least every `scan_seconds` (wake-ups are lossy hints)."""
     while True:
-        # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancel that comes as the event is set, and
-        # the loop then never ends (a host's stop waited for it forever)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(host.scan_seconds):
-                await host.wakeups.event.wait()
+        await wait_up_to(host.wakeups.event, host.scan_seconds)
         full = time.monotonic() - host._last_scan >= host.scan_seconds
         claim, heard = host.wakeups.take()
         try:

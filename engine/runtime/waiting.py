@@ -5,14 +5,17 @@ its getters, its putters, and an `Event` with a deque of its own), and `asyncio.
 empty or not, so a waiting run's inbox and Turn loop held 3 KiB of empty deques. These hold a future only while
 someone waits and an item list only while items wait. Each serves one waiter, which is all a run's task (its inbox)
 or a Turn loop (its wake-up) is.
+
+`wait_up_to` is how a host's loops (its claims and relays, its courier) sleep until woken or their next scan.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Generic, TypeVar
+import contextlib
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Inbox", "Wake"]
+__all__ = ["Inbox", "Wake", "wait_up_to"]
 
 T = TypeVar("T")
 
@@ -102,3 +105,16 @@ class Wake(_OneWaiter):
         """Return once set (at once if it is)."""
         if not self._set:
             await self._wait("a wake")
+
+
+class _Settable(Protocol):
+    async def wait(self) -> Any: ...
+
+
+async def wait_up_to(event: _Settable, seconds: float) -> None:
+    """Until `event` is set or `seconds` have passed. Not `asyncio.wait_for`: on Python 3.11 it drops a cancel that
+    comes as the event is set, so a loop that waited that way went round again and a host's stop waited for it
+    forever; a cancel here always goes through."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
