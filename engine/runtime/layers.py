@@ -13,10 +13,11 @@ A host's notices after each commit go out at once, with no task at all (`tell`).
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
+from collections.abc import Callable
 from typing import Any
 
-from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
 
 __all__ = ["InMemoryLayer", "CLEAN_EVERY"]
@@ -38,11 +39,14 @@ class InMemoryLayer(InMemoryChannelLayer):  # type: ignore[misc]
             self._cleaned = now
             self._clean_expired()
 
+    def _queue(self, channel: str) -> asyncio.Queue[Any]:
+        return self.channels.setdefault(channel, asyncio.Queue(maxsize=self.get_capacity(channel)))
+
     async def receive(self, channel: str) -> Any:
         """The next message on `channel` (the parent's, without its clean-up at every call)."""
         self.require_valid_channel_name(channel)
         self._clean_when_due()
-        queue = self.channels.setdefault(channel, asyncio.Queue(maxsize=self.get_capacity(channel)))
+        queue = self._queue(channel)
         try:
             _, message = await queue.get()
         finally:
@@ -52,13 +56,8 @@ class InMemoryLayer(InMemoryChannelLayer):  # type: ignore[misc]
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         assert isinstance(message, dict), "message is not a dict"
-        self.require_valid_group_name(group)
         self._clean_when_due()
-        for channel in list(self.groups.get(group, ())):
-            try:
-                await self.send(channel, message)
-            except ChannelFull:
-                pass  # as Channels' own: a full channel misses a group message
+        self._put_to_members(group, message, copy.deepcopy)
 
     def tell(self, groups: tuple[str, ...], message: dict[str, Any]) -> None:
         """`group_send` of one flat message (its values str, int or bool, so a copy per member is a shallow one)
@@ -66,8 +65,14 @@ class InMemoryLayer(InMemoryChannelLayer):  # type: ignore[misc]
         per commit, a twentieth of the event loop's share of a start through the API)."""
         self._clean_when_due()
         for group in groups:
-            self.require_valid_group_name(group)
-            for channel in list(self.groups.get(group, ())):
-                queue = self.channels.setdefault(channel, asyncio.Queue(maxsize=self.get_capacity(channel)))
-                if not queue.full():  # as Channels' own: a full channel misses a group message
-                    queue.put_nowait((time.time() + self.expiry, dict(message)))
+            self._put_to_members(group, message, dict)
+
+    def _put_to_members(
+        self, group: str, message: dict[str, Any], copied: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> None:
+        """A copy of the message on each member's queue, in turn; a full channel misses it, as in Channels' own."""
+        self.require_valid_group_name(group)
+        for channel in list(self.groups.get(group, ())):
+            queue = self._queue(channel)
+            if not queue.full():
+                queue.put_nowait((time.time() + self.expiry, copied(message)))
