@@ -153,12 +153,7 @@ def workflows_folder() -> Path:
     folder = str(folder)
     # the current directory only for a relative folder: os.getcwd lets go of the GIL, and on the event loop of a
     # busy server each call waited for the host's database thread to give it back (0.4 ms an API call)
-    return _resolved(folder, "" if _absolute(folder) else os.getcwd())
-
-
-@functools.lru_cache(maxsize=64)
-def _absolute(folder: str) -> bool:
-    return Path(folder).expanduser().is_absolute()
+    return _resolved(folder, "" if os.path.isabs(os.path.expanduser(folder)) else os.getcwd())
 
 
 @functools.lru_cache(maxsize=64)
