@@ -77,13 +77,13 @@ class Indexed(Op):
         if self.first:
             rows.insert(RunText, [{"run_id": run_id, "input": words(self.door), "output": words(self.output)}], now)
         elif self.output is not None:
-            rows.update(RunText, {"output": words(self.output)}, {"run_id": run_id})
+            rows.update(RunText, {"output": words(self.output)}, {"run_id": run_id}, later=True)
 
     def _states(self, run_id: str) -> list[dict[str, Any]]:
         """Deletes the marks of the states the run left; the marks of those it entered and passed, to insert."""
         was, now = set(self.before.get("active", ())), set(self.after.get("active", ()))
         if was - now:
-            rows.delete(RunMark, {"run_id": run_id, "kind": RunMark.Kind.IN}, "name", sorted(was - now))
+            rows.delete(RunMark, {"run_id": run_id, "kind": RunMark.Kind.IN}, "name", sorted(was - now), later=True)
         passed = set(self.after.get("visited", ())) - set(self.before.get("visited", ()))
         added = [_mark(run_id, RunMark.Kind.IN, name) for name in now - was]
         return added + [_mark(run_id, RunMark.Kind.PASSED, name) for name in passed]
@@ -107,6 +107,7 @@ class Indexed(Op):
                     "claimed_until": None,
                 },
                 {"run_id": run_id, "gate": gate, "closed_at": None},
+                later=True,
             )
         opened = (set(after) - was) | (set(answered) & set(after))
         if opened:
@@ -146,6 +147,7 @@ class Indexed(Op):
                     "claimed_until": dt.datetime.fromtimestamp(held["until"], tz=dt.UTC) if held else None,
                 },
                 {"run_id": run_id, "gate": gate, "closed_at": None},
+                later=True,
             )
 
 

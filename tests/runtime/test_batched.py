@@ -121,3 +121,80 @@ class _Text(store.Op):
 
     def apply(self, run_id: str, now: Any) -> None:
         rows.insert(RunText, [{"run_id": run_id, "input": "fresh", "output": ""}], now)
+
+
+# -- a group commit's UPDATEs and DELETEs ----------------------------------------------------------------------------
+
+
+def shapes(seen: list[str], start: str) -> int:
+    return sum(sql.startswith(start) for sql in seen)
+
+
+def test_in_a_group_the_updates_and_deletes_made_later_go_out_once_per_shape_each_run_in_its_order() -> None:
+    """Five runs, two steps each: per step a DELETE of the state left and an INSERT of the state entered, and the
+    Run's UPDATE. Each run's rows see its statements in order (the second step deletes what the first inserted)."""
+    ids = runs(5)
+    with statements() as seen, transaction.atomic(), rows.batched(group=True):
+        for left, entered in (("start", "drafting"), ("drafting", "review")):
+            for run_id in ids:
+                now = timezone.now()
+                rows.delete(RunMark, {"run_id": run_id, "kind": RunMark.Kind.IN}, "name", [left], later=True)
+                rows.insert(RunMark, [mark(run_id, entered)], now, ignore=True)
+                rows.update(Run, {"status": entered}, {"id": run_id, "lease_owner": "me"}, later=True)
+        assert [sql for sql in seen if not sql.startswith("BEGIN")] == []  # nothing has gone out yet
+    assert all(marks(run_id) == {"review"} for run_id in ids)
+    assert set(Run.objects.filter(id__in=ids).values_list("status", flat=True)) == {"review"}
+    assert shapes(seen, 'DELETE FROM "engine_runmark"') == 2  # the first step's, then the second's
+    assert inserts(seen, "engine_runmark") == 2
+    assert shapes(seen, 'UPDATE "engine_run"') == 1
+
+
+def test_outside_a_group_an_update_made_later_goes_out_at_once_and_must_match_its_row() -> None:
+    [run_id] = runs(1)
+    with statements() as seen, transaction.atomic(), rows.batched():
+        assert rows.update(Run, {"status": "waiting"}, {"id": run_id, "lease_owner": "me"}, later=True) == 1
+        assert shapes(seen, 'UPDATE "engine_run"') == 1
+        with pytest.raises(LookupError, match="not mine"):
+            rows.update(Run, {"status": "done"}, {"id": run_id, "lease_owner": "other"}, later=True, must=_not_mine)
+    assert Run.objects.get(id=run_id).status == "waiting"
+
+
+def _not_mine() -> Exception:
+    return LookupError("not mine")
+
+
+def test_a_group_whose_fenced_update_matched_no_row_raises_when_it_goes_out_and_writes_nothing() -> None:
+    mine, theirs = runs(2)
+    Run.objects.filter(id=theirs).update(lease_owner="another host")
+    with pytest.raises(rows.Unmatched, match="1 of 2"), transaction.atomic(), rows.batched(group=True):
+        for run_id in (mine, theirs):
+            rows.update(Run, {"status": "waiting"}, {"id": run_id, "lease_owner": "me"}, later=True, must=_not_mine)
+            rows.insert(RunMark, [mark(run_id, "writing")], timezone.now())
+    assert not Run.objects.filter(status="waiting").exists()
+    assert marks(mine) == marks(theirs) == set()
+
+
+def test_a_statement_on_one_run_sends_the_tables_waiting_statements_up_to_that_runs_last_in_order() -> None:
+    """Waiting: the marks of run 2 deleted, then an INSERT of run 1's and run 2's marks. A read of run 1's marks
+    sends both, in that order (sending the INSERT alone would put run 2's mark before its own DELETE)."""
+    first, second = runs(2)
+    RunMark.objects.create(run_id=second, kind=RunMark.Kind.IN, name="old")
+    with transaction.atomic(), rows.batched(group=True):
+        rows.delete(RunMark, {"run_id": second, "kind": RunMark.Kind.IN}, "name", ["old", "new"], later=True)
+        rows.insert(RunMark, [mark(first, "new"), mark(second, "new")], timezone.now(), ignore=True)
+        assert rows.select(RunMark, ("name",), {"run_id": first}) == [("new",)]
+        assert rows.select(RunMark, ("name",), {"run_id": second}) == [("new",)]
+    assert marks(second) == {"new"}
+
+
+def test_an_update_by_case_sets_each_row_by_its_own_column() -> None:
+    from engine.models import RunInput
+
+    [run_id] = runs(1)
+    for kind in ("gate", "cancel", "other"):
+        RunInput.objects.create(run_id=run_id, kind=kind, args="{}")
+    reason = rows.Case("kind", {"gate": "an answer", "cancel": "a cancel"}, "an input")
+    with transaction.atomic(), rows.batched(group=True):
+        rows.update(RunInput, {"reason": reason, "status": "refused"}, {"run_id": run_id}, later=True)
+    found = dict(RunInput.objects.filter(run_id=run_id).values_list("kind", "reason"))
+    assert found == {"gate": "an answer", "cancel": "a cancel", "other": "an input"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,8 +111,8 @@ class InputAnswered(Op):
     gate: str = ""
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        if not _settle(self.input_id, self.kind, self.gate, self.outcome, self.owner, now, run_id):
-            raise InputSettled(f"input {self.input_id} of run {run_id} was already delivered or refused")
+        settled = _settled(self.input_id, run_id)
+        _settle(self.input_id, self.kind, self.gate, self.outcome, self.owner, now, run_id, settled)
 
 
 @dataclass
@@ -124,9 +124,9 @@ class PendingRefused(Op):
     owner: str
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        pending = {"run_id": run_id, "status": RunInput.Status.PENDING}
-        for input_id, kind in rows.select(RunInput, ("id", "kind"), pending):
-            _refuse(input_id, _ended(kind, self.status), self.owner, now)
+        reason = rows.Case("kind", {kind: _ended(kind, self.status) for kind in WHAT}, _ended("", self.status))
+        changes = {"status": RunInput.Status.REFUSED, "reason": reason, "answered_by": self.owner, "answered_at": now}
+        rows.update(RunInput, changes, {"run_id": run_id, "status": RunInput.Status.PENDING}, later=True)
 
 
 def verdict(kind: str, outcome: Any) -> tuple[str, str, bool]:
@@ -176,7 +176,18 @@ def why_closed(run_id: str, gate: str) -> str:
     return "the run moved on first"
 
 
-def _settle(input_id: int, kind: str, gate: str, outcome: Any, owner: str, now: dt.datetime, run_id: str = "") -> bool:
+def _settle(
+    input_id: int,
+    kind: str,
+    gate: str,
+    outcome: Any,
+    owner: str,
+    now: dt.datetime,
+    run_id: str = "",
+    must: Callable[[], Exception] | None = None,
+) -> bool:
+    """Settle a pending input; whether it was still pending. With `must` (a step settling it), it must be: else
+    that error, and the UPDATE may wait for the group's others (`rows.update`'s `later`)."""
     status, reason, closed = verdict(kind, outcome)
     if closed and gate:
         reason = f"{reason}: {why_closed(run_id, gate)}"
@@ -187,7 +198,15 @@ def _settle(input_id: int, kind: str, gate: str, outcome: Any, owner: str, now: 
         "answered_by": owner,
         "answered_at": now,
     }
-    return rows.update(RunInput, changes, {"id": input_id, "status": RunInput.Status.PENDING}) == 1
+    where: dict[str, Any] = {"id": input_id, "status": RunInput.Status.PENDING}
+    if run_id:
+        where["run_id"] = run_id
+    return rows.update(RunInput, changes, where, later=must is not None, must=must) == 1
+
+
+def _settled(input_id: int, run_id: str) -> Callable[[], InputSettled]:
+    """The error of a step that would answer an input no longer pending."""
+    return lambda: InputSettled(f"input {input_id} of run {run_id} was already delivered or refused")
 
 
 def _refuse(input_id: int, reason: str, owner: str, now: dt.datetime) -> bool:

@@ -142,6 +142,7 @@ class TurnClosed(Op):
             TurnRecord,
             {"status": self.status, "reason": self.reason, "ended_at": now, "pending_call": ""},
             {"run_id": run_id, "turn": self.turn, "status": TurnRecord.Status.OPEN},
+            later=True,
         )
         transaction.on_commit(lambda: _turn_rows.pop((run_id, self.turn), None))
 
@@ -164,7 +165,7 @@ class TurnChanged(Op):
         if self.conversation is not None:
             changes["conversation"] = self.conversation
         if changes:
-            rows.update(TurnRecord, changes, {"run_id": run_id, "turn": self.turn})
+            rows.update(TurnRecord, changes, {"run_id": run_id, "turn": self.turn}, later=True)
 
 
 @dataclass
@@ -245,7 +246,7 @@ class CallFinished(Op):
     latency_ms: float | None = None
 
     def apply(self, run_id: str, now: dt.datetime) -> None:
-        rows.update(ModelCall, self.changes(now), {"run_id": run_id, "seq": self.seq})
+        rows.update(ModelCall, self.changes(now), {"run_id": run_id, "seq": self.seq}, later=True)
         self.count_tokens(run_id)
 
     def changes(self, now: dt.datetime) -> dict[str, Any]:

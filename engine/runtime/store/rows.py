@@ -12,6 +12,14 @@ Inside `batched()` (a step's transaction, or a group commit's) the INSERTs wait 
 `executemany` per table for every step of the group: a thousand runs moving at once pay a statement per table per
 group, not per step. A statement that reads or changes a table with rows waiting (an UPDATE, a DELETE, a SELECT,
 the ORM's own) sends that table's rows first, so every statement sees what the steps before it wrote.
+
+In a group commit (`batched(group=True)`) the UPDATEs and DELETEs that say `later=True` wait too, and go out one
+`executemany` per statement at the group's end: on PostgreSQL a step's half a dozen single-row statements each
+cost a round trip, and psycopg sends an `executemany` as one. The order of the statements on each run's rows is
+kept (a statement of another shape on the same table and run sends the waiting ones first). One that `must` match
+a row (fencing: the Run's lease, an input still pending) is checked when it goes out, by the rows the whole
+`executemany` matched; when one of them matched none, the block raises `Unmatched` and the group is written call
+by call, where each statement is sent and checked at once (engine/runtime/store/step.py).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -26,7 +35,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.fields import AutoFieldMixin
 
-__all__ = ["insert", "insert_one", "update", "delete", "select", "batched"]
+__all__ = ["insert", "insert_one", "update", "delete", "select", "batched", "Case", "Unmatched"]
 
 #: How a value is made ready for the database (`Field.get_db_prep_save`, or a short cut with the same result).
 _Prep = Callable[[Any, BaseDatabaseWrapper], Any]
@@ -99,27 +108,100 @@ def insert_one(model: type[models.Model], row: Mapping[str, Any], now: dt.dateti
         return int(cursor.lastrowid)
 
 
-def update(model: type[models.Model], changes: Mapping[str, Any], where: Mapping[str, Any]) -> int:
+class Unmatched(Exception):
+    """A waiting statement that must match a row matched none when its group's statements went out (which one is
+    not known there): the group is written again call by call, where each is checked as it is sent."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """A value that depends on another column of the row (`CASE column WHEN ... THEN ... ELSE ... END`)."""
+
+    column: str
+    values: Mapping[Any, Any]
+    default: Any
+
+
+def update(
+    model: type[models.Model],
+    changes: Mapping[str, Any],
+    where: Mapping[str, Any],
+    later: bool = False,
+    must: Callable[[], Exception] | None = None,
+) -> int:
     """UPDATE `model`'s rows whose columns equal `where` (attribute name -> value; None: IS NULL) with `changes`
-    (attribute name -> value); how many rows changed."""
+    (attribute name -> value, or a `Case`); how many rows changed. `must`: the row must be there (`where` names at
+    most one row), else the error it makes is raised. `later`: nothing reads the result now, so in a group commit
+    the statement waits and goes out with the others of its shape (1 is returned: it is checked then)."""
     db, preps = _db(), _preps(model)
     conditions, matched = _where(db, model, where)
-    key = (model, tuple(changes), tuple(conditions))
+    shape = tuple((name, tuple(value.values)) if isinstance(value, Case) else name for name, value in changes.items())
+    key = (model, shape, tuple(conditions))
     sql = _UPDATES.get(key)
     if sql is None:
-        quote, fields = db.ops.quote_name, _fields(model)
-        sets = ", ".join(f"{quote(fields[name].column)} = %s" for name in changes)
-        sql = _UPDATES[key] = f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {' AND '.join(conditions)}"
-    params = [preps[name](value, db) for name, value in changes.items()] + matched
+        sql = _UPDATES[key] = _update_sql(db, model, changes, conditions)
+    params: list[Any] = []
+    for name, value in changes.items():
+        if isinstance(value, Case):
+            for when, then in value.values.items():
+                params += [preps[value.column](when, db), preps[name](then, db)]
+            params.append(preps[name](value.default, db))
+        else:
+            params.append(preps[name](value, db))
+    params += matched
+    if later and _deferred(db, model, where, sql, params, must is not None):
+        return 1
     with _ready(db, model, where), _cursor(db) as cursor:
         cursor.execute(sql, params)
-        return int(cursor.rowcount)
+        changed = int(cursor.rowcount)
+    if must is not None and changed == 0:
+        raise must()
+    return changed
 
 
-def delete(model: type[models.Model], where: Mapping[str, Any], name: str = "", values: Sequence[Any] = ()) -> int:
+def _update_sql(
+    db: BaseDatabaseWrapper, model: type[models.Model], changes: Mapping[str, Any], conditions: list[str]
+) -> str:
+    quote, fields = db.ops.quote_name, _fields(model)
+    sets = []
+    for name, value in changes.items():
+        column = quote(fields[name].column)
+        if isinstance(value, Case):
+            cases = " ".join("WHEN %s THEN %s" for _ in value.values)
+            sets.append(f"{column} = CASE {quote(fields[value.column].column)} {cases} ELSE %s END")
+        else:
+            sets.append(f"{column} = %s")
+    return f"UPDATE {quote(model._meta.db_table)} SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
+
+
+def _deferred(
+    db: BaseDatabaseWrapper,
+    model: type[models.Model],
+    where: Mapping[str, Any],
+    sql: str,
+    params: list[Any],
+    must: bool,
+) -> bool:
+    """Queue a statement of a group commit to go out with the others of its shape; False outside one."""
+    batch: _Batch | None = getattr(db, "jr2_batch", None)
+    if batch is None or not batch.group:
+        return False
+    key = _run_key(model)
+    batch.add(sql, db.ops.quote_name(model._meta.db_table), [tuple(params)], {where.get(key) if key else None}, must)
+    return True
+
+
+def delete(
+    model: type[models.Model],
+    where: Mapping[str, Any],
+    name: str = "",
+    values: Sequence[Any] = (),
+    later: bool = False,
+) -> int:
     """DELETE `model`'s rows whose columns equal `where` (attribute name -> value) and, with `name`, whose `name`
     column is one of `values` (nothing is deleted when `values` is empty); how many rows went. Without the ORM's
-    collector, which reads the rows first to find what points at them: only for tables nothing points at."""
+    collector, which reads the rows first to find what points at them: only for tables nothing points at.
+    `later`: as `update`'s (the count returned is then 0)."""
     if name and not values:
         return 0
     db, preps = _db(), _preps(model)
@@ -128,8 +210,11 @@ def delete(model: type[models.Model], where: Mapping[str, Any], name: str = "", 
     if name:
         conditions.append(f"{quote(fields[name].column)} IN ({', '.join(['%s'] * len(values))})")
         params += [preps[name](value, db) for value in values]
+    sql = f"DELETE FROM {quote(model._meta.db_table)} WHERE {' AND '.join(conditions)}"
+    if later and _deferred(db, model, where, sql, params, False):
+        return 0
     with _ready(db, model, where), _cursor(db) as cursor:
-        cursor.execute(f"DELETE FROM {quote(model._meta.db_table)} WHERE {' AND '.join(conditions)}", params)
+        cursor.execute(sql, params)
         return int(cursor.rowcount)
 
 
@@ -154,38 +239,75 @@ def select(model: type[models.Model], names: Sequence[str], where: Mapping[str, 
 _SAVEPOINTS = ("SAVEPOINT", "RELEASE", "ROLLBACK")
 
 
-class _Batch:
-    """The INSERTs waiting in a `batched()` block: by statement, in the order they were first made, each with its
-    table (quoted, as statements name it) and the runs its rows belong to."""
+@dataclass
+class _Waiting:
+    """The rows of one waiting statement (its SQL, and whether each row must match one), its table (quoted, as
+    statements name it) and the runs its rows belong to."""
 
-    def __init__(self) -> None:
-        self.pending: dict[str, tuple[str, list[tuple[Any, ...]], set[Any]]] = {}
+    sql: str
+    must: bool
+    table: str
+    params: list[tuple[Any, ...]]
+    runs: set[Any]
+
+    def meets(self, table: str, runs: set[Any]) -> bool:
+        """Whether a statement on `table`'s rows of `runs` could see or change these rows (None: any run)."""
+        return self.table == table and (None in runs or None in self.runs or not self.runs.isdisjoint(runs))
+
+
+class _Batch:
+    """The statements waiting in a `batched()` block, in the order they go out. `group`: UPDATEs and DELETEs made
+    `later` wait too.
+
+    A statement joins the last waiting one of its shape unless a statement of another shape on the same table and
+    run waits after that one; then it waits after it, apart. So each run's rows of a table see their statements in
+    the order they were made, and runs moving side by side share one `executemany` per shape (a DELETE and an
+    INSERT of marks per step, a thousand steps: two statements, not two thousand)."""
+
+    def __init__(self, group: bool) -> None:
+        self.group = group
+        self.pending: list[_Waiting] = []
         #: The statements under way are the waiting rows going out, or ours that sent what they need first
         #: (`_ready`): the wrapper lets them by.
         self.sending = False
 
-    def add(self, sql: str, table: str, params: list[tuple[Any, ...]], runs: set[Any]) -> None:
-        found = self.pending.get(sql)
-        if found is None:
-            self.pending[sql] = (table, params, runs)
-        else:
-            found[1].extend(params)
-            found[2].update(runs)
+    def add(self, sql: str, table: str, params: list[tuple[Any, ...]], runs: set[Any], must: bool = False) -> None:
+        for waiting in reversed(self.pending):
+            if waiting.sql == sql and waiting.must == must:
+                waiting.params.extend(params)
+                waiting.runs.update(runs)
+                return
+            if waiting.meets(table, runs):
+                break
+        self.pending.append(_Waiting(sql, must, table, params, set(runs)))
 
-    def send(self, db: BaseDatabaseWrapper, touched: Callable[[str, set[Any]], bool] | None = None) -> None:
-        """Send the waiting rows (with `touched`: only those of the statements it picks, by table and runs)."""
-        chosen = [sql for sql, (table, _, runs) in self.pending.items() if touched is None or touched(table, runs)]
+    def send(self, db: BaseDatabaseWrapper, touched: Callable[[_Waiting], bool] | None = None) -> None:
+        """Send the waiting statements, checking those that must match. With `touched`: of each table, those up to
+        the last one it picks (a statement waiting before it on that table may hold rows of the same runs)."""
+        if touched is None:
+            chosen, self.pending = self.pending, []
+        else:
+            last = {waiting.table: i for i, waiting in enumerate(self.pending) if touched(waiting)}
+            if not last:
+                return
+            picked = [i <= last.get(waiting.table, -1) for i, waiting in enumerate(self.pending)]
+            chosen = [waiting for waiting, pick in zip(self.pending, picked) if pick]
+            self.pending = [waiting for waiting, pick in zip(self.pending, picked) if not pick]
         if not chosen:
             return
         self.sending = True
         try:
             with _cursor(db) as cursor:
-                for sql in chosen:
-                    _, params, _ = self.pending.pop(sql)
-                    if len(params) == 1:
-                        cursor.execute(sql, params[0])
+                for waiting in chosen:
+                    if len(waiting.params) == 1:
+                        cursor.execute(waiting.sql, waiting.params[0])
                     else:
-                        cursor.executemany(sql, params)
+                        cursor.executemany(waiting.sql, waiting.params)
+                    if waiting.must and cursor.rowcount < len(waiting.params):
+                        raise Unmatched(
+                            f"{len(waiting.params) - cursor.rowcount} of {len(waiting.params)} waiting statements "
+                            f"on {waiting.table} matched no row"
+                        )
         finally:
             self.sending = False
 
@@ -196,7 +318,7 @@ class _Batch:
             if sql.lstrip()[:9].upper().startswith(_SAVEPOINTS):
                 self.send(context["connection"])
             else:
-                self.send(context["connection"], lambda table, _: table in sql)
+                self.send(context["connection"], lambda waiting: waiting.table in sql)
         return execute(sql, params, many, context)
 
 
@@ -211,17 +333,13 @@ def _ready(db: BaseDatabaseWrapper, model: type[models.Model], where: Mapping[st
         yield
         return
     table, key = db.ops.quote_name(model._meta.db_table), _run_key(model)
-    run = where.get(key, _ANY) if key else _ANY
-    batch.send(db, lambda name, runs: name == table and (run is _ANY or run in runs or None in runs))
+    runs = {where.get(key)} if key and key in where else {None}
+    batch.send(db, lambda waiting: waiting.meets(table, runs))
     batch.sending = True
     try:
         yield
     finally:
         batch.sending = False
-
-
-#: No one run: a statement over rows of any run.
-_ANY = object()
 
 
 def _run_key(model: type[models.Model]) -> str | None:
@@ -233,16 +351,16 @@ def _run_key(model: type[models.Model]) -> str | None:
 
 
 @contextlib.contextmanager
-def batched() -> Iterator[None]:
-    """Hold this thread's INSERTs until the block ends, then send them, one `executemany` per table (see the module
-    docstring); open it inside the transaction, so the rows go out before it commits. When the block raises, the
-    waiting rows are dropped with the transaction that would have held them. A block inside another is part of
-    it."""
+def batched(group: bool = False) -> Iterator[None]:
+    """Hold this thread's INSERTs (and in a group commit, its UPDATEs and DELETEs made `later`) until the block
+    ends, then send them, one `executemany` per statement (see the module docstring); open it inside the
+    transaction, so the rows go out before it commits. When the block raises, the waiting rows are dropped with
+    the transaction that would have held them. A block inside another is part of it."""
     db = _db()
     if getattr(db, "jr2_batch", None) is not None:
         yield
         return
-    batch = db.jr2_batch = _Batch()
+    batch = db.jr2_batch = _Batch(group)
     try:
         with db.execute_wrapper(batch.before):
             yield

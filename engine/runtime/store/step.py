@@ -72,8 +72,8 @@ def _write_step(step: Step) -> dt.datetime:
             fields["seq"] = step.last_seq
         if step.release:
             fields.update(lease_owner="", lease_expires=None)
-        if not rows.update(Run, {"updated_at": now, **fields}, _lease(step.run_id, step.owner)):
-            _lost(step.run_id, step.owner)
+        lease = _lease(step.run_id, step.owner)
+        rows.update(Run, {"updated_at": now, **fields}, lease, later=True, must=_lost(step.run_id, step.owner))
     rows.insert(
         JournalEntry,
         [
@@ -108,8 +108,7 @@ def write(run_id: str, ops: Iterable[Op], owner: str | None = None) -> dt.dateti
 
 def _write_records(run_id: str, ops: Iterable[Op], owner: str | None = None) -> dt.datetime:
     now = timezone.now()
-    if not rows.update(Run, {"updated_at": now}, _lease(run_id, owner)):
-        _lost(run_id, owner)
+    rows.update(Run, {"updated_at": now}, _lease(run_id, owner), later=True, must=_lost(run_id, owner))
     for op in folded(ops):
         op.apply(run_id, now)
     return now
@@ -129,7 +128,7 @@ def commit_group(calls: Sequence[tuple[Callable[..., dt.datetime], tuple[Any, ..
     committed. Returns each call's time, or its exception."""
     if len(calls) > 1:
         try:
-            with transaction.atomic(), rows.batched():
+            with transaction.atomic(), rows.batched(group=True):
                 return [GROUPED[fn](*args) for fn, args in calls]
         except Exception:
             pass  # nothing of the group was written: each call again, alone
@@ -149,5 +148,6 @@ def _lease(run_id: str, owner: str | None) -> dict[str, str]:
     return {"id": run_id} if owner is None else {"id": run_id, "lease_owner": owner}
 
 
-def _lost(run_id: str, owner: str | None) -> None:
-    raise LeaseLost(f"run {run_id}: host {owner} no longer holds its lease; nothing of this step was written")
+def _lost(run_id: str, owner: str | None) -> Callable[[], LeaseLost]:
+    """The error of a step whose host no longer holds the run's lease (its fenced UPDATE matched no row)."""
+    return lambda: LeaseLost(f"run {run_id}: host {owner} no longer holds its lease; nothing of this step was written")
