@@ -375,10 +375,19 @@ class Host:
             return 0
         batch = room if mine else min(room, int(getattr(settings, "JR2_CLAIM_BATCH", 25)))
         claimed = await self.db(store.claim_runs, self.owner, self.lease_seconds, batch, mine)
-        for run in claimed:
-            if run.id not in self.drivers:
-                self.parking.taken(run.id)
-                await self._take_up(run.id, run.workflow, run)
+        fresh = [run for run in claimed if run.id not in self.drivers]
+        for run in fresh:
+            self.parking.taken(run.id)
+        machines = {run.id: machine for run in fresh if (machine := self.workflows.get(run.workflow)) is not None}
+        loaded = [run for run in fresh if run.id in machines]
+        digests = {run_id: machine.digest for run_id, machine in machines.items()}
+        # one call on the database thread reads them all (a claim of 25 new runs: seven reads, not 175)
+        taken = await self.db(store.take_up_claimed, loaded, self.owner, digests) if loaded else {}
+        for run in fresh:
+            if run.id in machines:
+                await self._drive_taken(run.id, run.workflow, machines[run.id], taken[run.id])
+            else:
+                await self._take_up(run.id, run.workflow, run)  # its workflow did not load: said, and handed back
         return len(claimed)
 
     def replied(self, input_id: int, outcome: dict[str, Any]) -> None:
@@ -404,6 +413,13 @@ class Host:
             if parked:
                 log.warning("run %s: parked here, but its lease went to another host; it is driven there", run_id)
             return
+        await self._drive_taken(run_id, workflow, machine, taken, parked)
+
+    async def _drive_taken(
+        self, run_id: str, workflow: str, machine: Machine, taken: store.TakeUp, parked: bool = False
+    ) -> None:
+        """A run read from the database (`store.take_up`): its Session rebuilt from the snapshot and the journal
+        after it, and its driver started, with the inputs kept for it."""
         resume = taken.resume
         if resume.run.digest != machine.digest:
             await self._drift(

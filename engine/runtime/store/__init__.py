@@ -11,7 +11,7 @@ does the host tell anyone.
     ops.py      the records a step writes beside its entries (`Op`: a Turn opened, a message, a model call, ...)
     step.py     the step's one transaction (`commit`, `write`), fenced by the run's lease; several runs' steps
                 in one (`commit_group`, the host's group commit: engine/runtime/dbthread.py)
-    resume.py   what taking a run up again reads (`load_resume`), and does (`take_up`)
+    resume.py   what taking a run up again reads (`load_resume`), and does (`take_up`, `take_up_claimed`)
     leases.py   who drives a run: taking, renewing, handing back and claiming leases; drifted runs
     inputs.py   inputs people send, kept until delivered or refused (the fleet's database inbox)
 
@@ -53,7 +53,7 @@ from engine.runtime.store.ops import (
     TurnOpened,
     read_once,
 )
-from engine.runtime.store.resume import Resume, TakeUp, expire_in_flight, load_resume, take_up
+from engine.runtime.store.resume import Resume, TakeUp, expire_in_flight, load_resume, take_up, take_up_claimed
 from engine.runtime.store.step import GROUPED, Step, commit, commit_group, write
 
 __all__ = [
@@ -75,6 +75,7 @@ __all__ = [
     "Resume",
     "load_resume",
     "take_up",
+    "take_up_claimed",
     "TakeUp",
     "take_lease",
     "renew_leases",
