@@ -382,12 +382,19 @@ class Host:
         loaded = [run for run in fresh if run.id in machines]
         digests = {run_id: machine.digest for run_id, machine in machines.items()}
         # one call on the database thread reads them all (a claim of 25 new runs: seven reads, not 175)
-        taken = await self.db(store.take_up_claimed, loaded, self.owner, digests) if loaded else {}
+        try:
+            taken = await self.db(store.take_up_claimed, loaded, self.owner, digests) if loaded else {}
+        except Exception:
+            log.exception("taking up %d claimed runs together failed; taking each up alone", len(loaded))
+            taken = {}  # each alone, as before: a run that cannot be read fails alone, not its whole claim
         for run in fresh:
-            if run.id in machines:
+            if run.id in taken:
                 await self._drive_taken(run.id, run.workflow, machines[run.id], taken[run.id])
-            else:
-                await self._take_up(run.id, run.workflow, run)  # its workflow did not load: said, and handed back
+                continue
+            try:
+                await self._take_up(run.id, run.workflow, run)  # alone; a workflow that did not load is said so
+            except Exception:
+                log.exception("run %s: taking it up failed; its lease runs out and it is claimed again", run.id)
         return len(claimed)
 
     def replied(self, input_id: int, outcome: dict[str, Any]) -> None:

@@ -84,3 +84,18 @@ def test_a_run_whose_workflow_changed_shape_is_read_but_not_resumed() -> None:
     taken = store.take_up_claimed(runs, "me", {runs[0].id: "another shape", runs[1].id: notes.machine.digest})
     assert taken[runs[0].id].kept == []  # a drifted run's inputs are left for whoever drives it
     assert taken[runs[0].id].resume.run.id == runs[0].id
+
+
+def test_a_claimed_run_that_cannot_be_read_is_left_and_the_rest_of_its_claim_is_taken_up() -> None:
+    from engine.models import RunSnapshot
+
+    bad, good = waiting_runs(2)  # the older one first: a claim takes it up first
+    RunSnapshot.objects.filter(run_id=bad.id).delete()  # nothing to resume it from
+    Run.objects.filter(id__in=[good.id, bad.id]).update(lease_owner="", lease_expires=None)
+
+    async def body(host: Host) -> None:
+        await until(host, lambda: good.id in host.drivers)
+        assert bad.id not in host.drivers
+        assert host.drivers[good.id].status == "waiting"
+
+    hosted({"notes": notes.machine}, body, owner="another-host")

@@ -16,7 +16,7 @@ the ORM's own) sends that table's rows first, so every statement sees what the s
 In a group commit (`batched(group=True)`) the UPDATEs and DELETEs that say `later=True` wait too, and go out one
 `executemany` per statement at the group's end: on PostgreSQL a step's half a dozen single-row statements each
 cost a round trip, and psycopg sends an `executemany` as one. The order of the statements on each run's rows is
-kept (a statement of another shape on the same table and run sends the waiting ones first). One that `must` match
+kept (a statement waits after any of another shape on the same table and run; `_Batch`). One that `must` match
 a row (fencing: the Run's lease, an input still pending) is checked when it goes out, by the rows the whole
 `executemany` matched; when one of them matched none, the block raises `Unmatched` and the group is written call
 by call, where each statement is sent and checked at once (engine/runtime/store/step.py).
