@@ -38,11 +38,11 @@ from django.conf import settings
 from django.db import connections
 
 from engine.core.journal.forking import ForkError, plan_fork
-from engine.core.session import Session, SessionError
+from engine.core.session import Session
 from engine.core.statechart.clock import SimulatedClock
 from engine.core.workflow import Machine
 from engine.models import Run
-from engine.runtime import forks, relay, store, telemetry
+from engine.runtime import forks, relay, store, takeup
 from engine.runtime.courier import Courier
 from engine.runtime.dbthread import DbThread
 from engine.runtime.driver import RunDriver, wall_ms
@@ -51,7 +51,6 @@ from engine.runtime.notify import notify
 from engine.runtime.parking import HeldRuns, Parking
 from engine.runtime.parking import park_seconds as park_seconds_of
 from engine.runtime.plan import run_fields
-from engine.runtime.telemetry.resume import resumed_steps
 from engine.runtime.view import build_view, run_status
 from engine.runtime.waiting import wait_up_to
 from engine.runtime.wakeups import WakeUps
@@ -368,34 +367,8 @@ class Host:
     # -- taking runs up --------------------------------------------------------------------------------------
 
     async def _claim(self, mine: bool = False) -> int:
-        """Claim runs nobody drives (new, handed back, or orphaned by a dead host) and take them up; with `mine`,
-        also the runs this host's id held before a restart. Returns how many it claimed."""
-        room = self.max_runs - len(self.drivers)
-        if room <= 0:
-            return 0
-        batch = room if mine else min(room, int(getattr(settings, "JR2_CLAIM_BATCH", 25)))
-        claimed = await self.db(store.claim_runs, self.owner, self.lease_seconds, batch, mine)
-        fresh = [run for run in claimed if run.id not in self.drivers]
-        for run in fresh:
-            self.parking.taken(run.id)
-        machines = {run.id: machine for run in fresh if (machine := self.workflows.get(run.workflow)) is not None}
-        loaded = [run for run in fresh if run.id in machines]
-        digests = {run_id: machine.digest for run_id, machine in machines.items()}
-        # one call on the database thread reads them all (a claim of 25 new runs: seven reads, not 175)
-        try:
-            taken = await self.db(store.take_up_claimed, loaded, self.owner, digests) if loaded else {}
-        except Exception:
-            log.exception("taking up %d claimed runs together failed; taking each up alone", len(loaded))
-            taken = {}  # each alone, as before: a run that cannot be read fails alone, not its whole claim
-        for run in fresh:
-            if run.id in taken:
-                await self._drive_taken(run.id, run.workflow, machines[run.id], taken[run.id])
-                continue
-            try:
-                await self._take_up(run.id, run.workflow, run)  # alone; a workflow that did not load is said so
-            except Exception:
-                log.exception("run %s: taking it up failed; its lease runs out and it is claimed again", run.id)
-        return len(claimed)
+        """Claim runs nobody drives and take them up (engine/runtime/takeup.py); how many it claimed."""
+        return await takeup.claim(self, mine)
 
     def replied(self, input_id: int, outcome: dict[str, Any]) -> None:
         """A relayed input's row is settled and committed with `outcome`: tell its sender (engine/runtime/
@@ -406,70 +379,8 @@ class Host:
         await self._take_up(run_id, workflow, parked=True)
 
     async def _take_up(self, run_id: str, workflow: str, claimed: Run | None = None, parked: bool = False) -> None:
-        """Take a run up from the database: one call on the database thread (`store.take_up`) takes its lease (or
-        starts from the row a claim just leased, `claimed`) and reads it, then its driver starts. A `parked` run
-        was held here all along (not a takeover)."""
-        machine = self.workflows.get(workflow)
-        if machine is None:
-            if claimed is not None or await self.db(store.take_lease, run_id, self.owner, self.lease_seconds):
-                log.warning('run %s: workflow "%s" did not load; the run waits until it does', run_id, workflow)
-                await self.db(store.release_leases, self.owner, [run_id])
-            return
-        taken = await self.db(store.take_up, run_id, self.owner, self.lease_seconds, machine.digest, claimed)
-        if taken is None:
-            if parked:
-                log.warning("run %s: parked here, but its lease went to another host; it is driven there", run_id)
-            return
-        await self._drive_taken(run_id, workflow, machine, taken, parked)
-
-    async def _drive_taken(
-        self, run_id: str, workflow: str, machine: Machine, taken: store.TakeUp, parked: bool = False
-    ) -> None:
-        """A run read from the database (`store.take_up`): its Session rebuilt from the snapshot and the journal
-        after it, and its driver started, with the inputs kept for it."""
-        resume = taken.resume
-        if resume.run.digest != machine.digest:
-            await self._drift(
-                run_id,
-                workflow,
-                f'the workflow "{workflow}" changed shape since the run was written '
-                f"(run: {resume.run.digest[:12]}, workflow now: {machine.digest[:12]});"
-                " the run is kept as it was and not resumed",
-            )
-            return
-        try:
-            session = Session.restore(machine, resume.snapshot)
-            for index, entry in enumerate(resume.tail, start=resume.snapshot_seq + 1):
-                session.apply(entry, index)
-        except SessionError as err:
-            await self._drift(run_id, workflow, f"the run no longer replays on the workflow: {err}")
-            return
-        session.drain()
-        del session.journal[:]
-        driver = RunDriver(
-            self,
-            run_id,
-            workflow,
-            machine,
-            session,
-            seq=resume.run.seq,
-            snapshot_seq=resume.snapshot_seq,
-            resume=resume,
-        )
-        self.drivers[run_id] = driver
-        if not parked:
-            telemetry.takeover()
-        if driver.telemetry.book is not None:
-            driver.telemetry.resumed(*await self.db(resumed_steps, machine, run_id))
-        driver.start(resumed=True)
-        for input_id, _, kind, args, sent in taken.kept:  # before its timers and Turns: they were sent first
-            driver.relayed(input_id, kind, args, sent)
-        if not parked:
-            log.info("run %s (%s) taken up at journal entry %d", run_id, workflow, resume.run.seq)
-
-    async def _drift(self, run_id: str, workflow: str, reason: str) -> None:
-        await self.db(store.mark_drifted, run_id, reason)
-        self.notify(run_id, workflow, Run.Status.DRIFTED, 0, gates=True)
+        """Take a run up from the database and drive it (engine/runtime/takeup.py)."""
+        await takeup.take_up(self, run_id, workflow, claimed, parked)
 
     async def _renew(self) -> None:
         while True:
