@@ -47,7 +47,7 @@ async def claim(host: Host, mine: bool = False) -> int:
     machines = {run.id: machine for run in fresh if (machine := host.workflows.get(run.workflow)) is not None}
     loaded = [run for run in fresh if run.id in machines]
     digests = {run_id: machine.digest for run_id, machine in machines.items()}
-    # one call on the database thread reads them all (a claim of 25 new runs: seven reads, not 175)
+    # one call on the database thread reads them all (a claim of 25 new runs: eight reads, not 200)
     try:
         taken = await host.db(store.take_up_claimed, loaded, host.owner, digests) if loaded else {}
     except Exception:

@@ -151,10 +151,10 @@ def take_up(run_id: str, owner: str, seconds: float, digest: str, run: Run | Non
 
 def take_up_claimed(runs: Sequence[Run], owner: str, digests: Mapping[str, str]) -> dict[str, TakeUp]:
     """`take_up` of the runs a claim just leased (their rows), all in one call on the database thread and one read
-    of each kind for them all: a worker that claims 25 new runs makes seven reads, not 175. `digests`: each run's
-    workflow as this host has it now."""
+    of each kind for them all: a worker that claims 25 new runs makes eight reads (the kept inputs too), not 200.
+    `digests`: each run's workflow as this host has it now."""
     loaded = _load(runs)
-    resumed = [resume.run.id for resume, _ in loaded if resume.run.digest == digests[resume.run.id]]
+    resumed = {resume.run.id for resume, _ in loaded if resume.run.digest == digests[resume.run.id]}
     for resume, in_flight in loaded:
         if in_flight and resume.run.id in resumed:
             expire_in_flight(resume.run.id)
