@@ -155,9 +155,9 @@ def take_up_claimed(runs: Sequence[Run], owner: str, digests: Mapping[str, str])
     `digests`: each run's workflow as this host has it now."""
     loaded = _load(runs)
     resumed = {resume.run.id for resume, _ in loaded if resume.run.digest == digests[resume.run.id]}
-    for resume, in_flight in loaded:
-        if in_flight and resume.run.id in resumed:
-            expire_in_flight(resume.run.id)
+    interrupted = [resume.run.id for resume, in_flight in loaded if in_flight and resume.run.id in resumed]
+    if interrupted:
+        expire_in_flight(interrupted)
     kept: dict[str, list[Kept]] = {run_id: [] for run_id in resumed}
     if resumed:
         for found in pending_inputs(owner, resumed):
@@ -165,8 +165,9 @@ def take_up_claimed(runs: Sequence[Run], owner: str, digests: Mapping[str, str])
     return {resume.run.id: TakeUp(resume, kept.get(resume.run.id, [])) for resume, _ in loaded}
 
 
-def expire_in_flight(run_id: str) -> None:
-    """Model calls that were in flight when the last host stopped: they are asked again, so mark these."""
-    ModelCall.objects.filter(run_id=run_id, status=ModelCall.Status.IN_FLIGHT).update(
+def expire_in_flight(run_ids: Sequence[str]) -> None:
+    """Model calls of `run_ids` that were in flight when the last host stopped: they are asked again, so mark these
+    (one UPDATE for all the runs a claim took up)."""
+    ModelCall.objects.filter(run_id__in=list(run_ids), status=ModelCall.Status.IN_FLIGHT).update(
         status=ModelCall.Status.INTERRUPTED, finished_at=timezone.now(), error="interrupted by a restart"
     )
